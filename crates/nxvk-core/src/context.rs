@@ -1,0 +1,118 @@
+//! A context: one physical device, opened lazily, rebuilt after a loss.
+//!
+//! Several contexts (several devices, or the same one twice) may be open in one process. The
+//! context hands out the current [`Device`]; when that device times out or is lost, the next
+//! call to [`Context::device`] builds a fresh one and counts a rebuild. Tensors of the failed
+//! device return errors; they are never silently moved.
+
+use crate::adapter::{Adapter, select_adapter};
+use crate::counters::{CounterSnapshot, Counters};
+use crate::device::Device;
+use crate::{Capabilities, Knobs, Result};
+use parking_lot::Mutex;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Debug, Clone)]
+pub struct Context {
+    shared: Arc<ContextShared>,
+}
+
+#[derive(Debug)]
+struct ContextShared {
+    adapter: Adapter,
+    counters: Arc<Counters>,
+    knobs: Knobs,
+    cache_dir: PathBuf,
+    current: Mutex<Option<Arc<Device>>>,
+}
+
+/// Options for opening a context; `Default` reads the environment.
+#[derive(Debug, Clone)]
+pub struct ContextOptions {
+    /// Index or name/driver substring; `None` uses `NXVK_DEVICE` or the default preference.
+    pub selector: Option<String>,
+    pub knobs: Knobs,
+    /// Folder for the pipeline and SPIR-V caches.
+    pub cache_dir: PathBuf,
+}
+
+impl Default for ContextOptions {
+    fn default() -> Self {
+        ContextOptions {
+            selector: None,
+            knobs: Knobs::from_env(),
+            cache_dir: crate::cache_dir::default_cache_dir(),
+        }
+    }
+}
+
+impl Context {
+    /// The device `NXVK_DEVICE` names, or the preferred one.
+    pub fn new() -> Result<Context> {
+        Context::with_options(ContextOptions::default())
+    }
+
+    /// The device `selector` names (an index, or a substring of name or driver).
+    pub fn with_selector(selector: &str) -> Result<Context> {
+        Context::with_options(ContextOptions {
+            selector: Some(selector.to_owned()),
+            ..ContextOptions::default()
+        })
+    }
+
+    pub fn with_options(options: ContextOptions) -> Result<Context> {
+        Context::from_adapter(select_adapter(options.selector.as_deref())?, options)
+    }
+
+    /// A context on a specific adapter from [`crate::list_adapters`].
+    pub fn from_adapter(adapter: Adapter, options: ContextOptions) -> Result<Context> {
+        if let Some(missing) = adapter.missing_requirements() {
+            return Err(crate::Error::UnsupportedDevice {
+                device: adapter.capabilities.summary(),
+                missing,
+            });
+        }
+        let context = Context {
+            shared: Arc::new(ContextShared {
+                adapter,
+                counters: Arc::new(Counters::default()),
+                knobs: options.knobs,
+                cache_dir: options.cache_dir,
+                current: Mutex::new(None),
+            }),
+        };
+        context.device()?;
+        Ok(context)
+    }
+
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.shared.adapter.capabilities
+    }
+
+    /// The working device, rebuilt first if the last one failed.
+    pub fn device(&self) -> Result<Arc<Device>> {
+        let mut current = self.shared.current.lock();
+        if let Some(device) = current.as_ref() {
+            if !device.has_failed() {
+                return Ok(device.clone());
+            }
+            // Leaked on purpose: dropping a device waits for its queue, whose work never ends.
+            std::mem::forget(current.take());
+            Counters::add(&self.shared.counters.device_rebuilds, 1);
+        }
+        let device = Device::open(
+            self.shared.adapter.clone(),
+            self.shared.counters.clone(),
+            self.shared.knobs.clone(),
+            self.shared.cache_dir.clone(),
+        )?;
+        *current = Some(device.clone());
+        Ok(device)
+    }
+
+    /// Counters over every device generation of this context.
+    pub fn counters(&self) -> CounterSnapshot {
+        self.shared.counters.snapshot()
+    }
+}

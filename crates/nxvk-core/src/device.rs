@@ -1,0 +1,632 @@
+//! One logical Vulkan device: queue, memory pool, command stream and kernel cache.
+//!
+//! A [`Device`] is one *generation* of a [`crate::Context`]: when the GPU times out or is
+//! lost, the device is marked failed, every later call on it returns an error, and the context
+//! builds a new one on next use. A failed device is leaked on purpose: destroying it would wait
+//! for the GPU work that never finished.
+
+use crate::adapter::Adapter;
+use crate::capabilities::{wanted_extensions, wanted_features};
+use crate::counters::{CounterSnapshot, Counters};
+use crate::kernel::{Kernel, KernelKey, SpecValue, kernel_key};
+use crate::memory::{BufferPool, MemoryKind, RawBuffer};
+use crate::shader_store::ShaderStore;
+use crate::stream::{Access, Stream};
+use crate::strict::{Strict, strict};
+use crate::{Capabilities, DType, Error, Knobs, Result, pipeline_cache_file};
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use vulkano::device::{Device as VkDevice, DeviceCreateInfo, Queue, QueueCreateInfo};
+use vulkano::memory::allocator::StandardMemoryAllocator;
+use vulkano::pipeline::cache::{PipelineCache, PipelineCacheCreateInfo};
+use vulkano::pipeline::compute::ComputePipelineCreateInfo;
+use vulkano::pipeline::layout::{PipelineLayoutCreateInfo, PushConstantRange};
+use vulkano::pipeline::{ComputePipeline, PipelineLayout, PipelineShaderStageCreateInfo};
+use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo, ShaderStages};
+
+pub struct Device {
+    adapter: Adapter,
+    vk_device: Arc<VkDevice>,
+    pool: BufferPool,
+    stream: Mutex<Stream>,
+    layout: Arc<PipelineLayout>,
+    kernels: Mutex<HashMap<KernelKey, Arc<Kernel>>>,
+    pipeline_cache: Arc<PipelineCache>,
+    pipeline_cache_path: PathBuf,
+    shaders: ShaderStore,
+    counters: Arc<Counters>,
+    knobs: Knobs,
+    failed: AtomicBool,
+    warned_fallbacks: Mutex<HashSet<(String, DType)>>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Device")
+            .field("device", &self.adapter.capabilities.summary())
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Device {
+    pub(crate) fn open(
+        adapter: Adapter,
+        counters: Arc<Counters>,
+        knobs: Knobs,
+        cache_dir: PathBuf,
+    ) -> Result<Arc<Device>> {
+        let physical = adapter.physical.clone();
+        let (vk_device, mut queues) = VkDevice::new(
+            physical.clone(),
+            DeviceCreateInfo {
+                queue_create_infos: vec![QueueCreateInfo {
+                    queue_family_index: adapter.compute_queue_family,
+                    ..Default::default()
+                }],
+                enabled_extensions: wanted_extensions(physical.supported_extensions()),
+                enabled_features: wanted_features(physical.supported_features()),
+                ..Default::default()
+            },
+        )
+        .map_err(|error| Error::vulkan("create device", error))?;
+        let queue: Arc<Queue> = queues.next().ok_or_else(|| Error::NoDevice {
+            reason: "the device returned no queue".into(),
+        })?;
+        let capabilities = &adapter.capabilities;
+        let layout = PipelineLayout::new(
+            vk_device.clone(),
+            PipelineLayoutCreateInfo {
+                push_constant_ranges: vec![PushConstantRange {
+                    stages: ShaderStages::COMPUTE,
+                    offset: 0,
+                    size: capabilities.max_push_constants_bytes.min(256),
+                }],
+                ..Default::default()
+            },
+        )
+        .map_err(|error| Error::vulkan("create pipeline layout", error))?;
+
+        let pipeline_cache_path = pipeline_cache_file::cache_file_path(&cache_dir, capabilities);
+        let initial_data =
+            pipeline_cache_file::load(&pipeline_cache_path, capabilities).unwrap_or_default();
+        // SAFETY: `initial_data` passed our checks (magic, device, driver, checksum and the
+        // driver's own header), or is empty.
+        let pipeline_cache = unsafe {
+            PipelineCache::new(
+                vk_device.clone(),
+                PipelineCacheCreateInfo {
+                    initial_data,
+                    ..Default::default()
+                },
+            )
+        }
+        .map_err(|error| Error::vulkan("create pipeline cache", error))?;
+
+        let allocator = Arc::new(StandardMemoryAllocator::new_default(vk_device.clone()));
+        let pool_bytes = knobs
+            .pool_bytes
+            .unwrap_or((capabilities.device_local_heap_bytes / 8).min(4 << 30));
+        let pool = BufferPool::new(
+            allocator,
+            counters.clone(),
+            pool_bytes,
+            capabilities.device_local_heap_bytes,
+            capabilities.unified_memory,
+        );
+        let stream = Stream::new(
+            queue,
+            layout.clone(),
+            counters.clone(),
+            knobs.submit_threshold,
+            knobs.timeout,
+        )?;
+        Ok(Arc::new(Device {
+            adapter,
+            vk_device,
+            pool,
+            stream: Mutex::new(stream),
+            layout,
+            kernels: Mutex::new(HashMap::new()),
+            pipeline_cache,
+            pipeline_cache_path,
+            shaders: ShaderStore::new(&cache_dir),
+            counters,
+            knobs,
+            failed: AtomicBool::new(false),
+            warned_fallbacks: Mutex::new(HashSet::new()),
+        }))
+    }
+
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.adapter.capabilities
+    }
+
+    pub fn knobs(&self) -> &Knobs {
+        &self.knobs
+    }
+
+    pub fn counters(&self) -> CounterSnapshot {
+        self.counters.snapshot()
+    }
+
+    /// True once a timeout or device loss made this device unusable.
+    pub fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Passes `result` through, marking the device failed on a fatal error.
+    fn guard<T>(&self, result: Result<T>) -> Result<T> {
+        if let Err(error) = &result {
+            if error.is_device_fatal() {
+                self.failed.store(true, Ordering::Relaxed);
+            }
+        }
+        result
+    }
+
+    fn usable(&self, op: &'static str) -> Result<()> {
+        if self.has_failed() {
+            return Err(Error::DeviceLost { op });
+        }
+        Ok(())
+    }
+
+    // --- Memory ---
+
+    /// A device-local buffer of at least `bytes` bytes, from the pool when one is free.
+    /// Its contents are undefined.
+    pub fn alloc(self: &Arc<Self>, op: &'static str, bytes: u64) -> Result<DeviceBuffer> {
+        self.usable(op)?;
+        let raw = self.pool.acquire(op, MemoryKind::Device, bytes)?;
+        Ok(DeviceBuffer {
+            raw: Some(raw),
+            device: self.clone(),
+        })
+    }
+
+    /// Bytes the pool holds for reuse now.
+    pub fn pool_cached_bytes(&self) -> u64 {
+        self.pool.cached_bytes()
+    }
+
+    /// Frees every cached buffer (after waiting for the GPU, so none is in use).
+    pub fn trim_pool(&self) -> Result<()> {
+        self.synchronize()?;
+        self.pool.trim();
+        Ok(())
+    }
+
+    /// Writes `bytes` into `buffer` at byte `offset`: directly on unified memory when the GPU
+    /// is done with the buffer, through a staging buffer and a recorded copy otherwise.
+    pub fn upload(&self, buffer: &DeviceBuffer, offset: u64, bytes: &[u8]) -> Result<()> {
+        const OP: &str = "upload";
+        self.usable(OP)?;
+        let raw = buffer.raw();
+        check_range(OP, raw, offset, bytes.len() as u64)?;
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let mut stream = self.stream.lock();
+        let idle = raw.last_use.load(Ordering::Relaxed) <= stream.completed();
+        if let (true, true, Some(mapped)) = (self.capabilities().unified_memory, idle, raw.mapped())
+        {
+            // SAFETY: the buffer is host-visible and the GPU has finished every use of it
+            // (its last use completed), so nothing reads or writes it concurrently; the range
+            // was checked against the buffer size.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    mapped.as_ptr().cast::<u8>().add(offset as usize),
+                    bytes.len(),
+                )
+            };
+            raw.flush_from_host();
+        } else {
+            let staging = self
+                .pool
+                .acquire(OP, MemoryKind::Upload, bytes.len() as u64)?;
+            let mapped = staging.mapped().ok_or_else(|| Error::Vulkan {
+                op: OP,
+                detail: "staging memory is not host-visible".into(),
+            })?;
+            // SAFETY: a staging buffer from the pool is idle (pooled only after its batch
+            // completed) and at least `bytes.len()` long.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    mapped.as_ptr().cast::<u8>(),
+                    bytes.len(),
+                )
+            };
+            staging.flush_from_host();
+            let result = stream
+                .copy(&staging, 0, raw, offset, bytes.len() as u64)
+                .and_then(|()| stream.recycle_after_batch(staging));
+            self.guard(result)?;
+        }
+        Counters::add(&self.counters.bytes_uploaded, bytes.len() as u64);
+        Ok(())
+    }
+
+    /// Reads `length` bytes of `buffer` from byte `offset`, waiting for the GPU work that
+    /// writes it.
+    pub fn download(&self, buffer: &DeviceBuffer, offset: u64, length: u64) -> Result<Vec<u8>> {
+        const OP: &str = "download";
+        self.usable(OP)?;
+        let raw = buffer.raw();
+        check_range(OP, raw, offset, length)?;
+        if length == 0 {
+            return Ok(Vec::new());
+        }
+        let mut stream = self.stream.lock();
+        let result =
+            if let (true, Some(mapped)) = (self.capabilities().unified_memory, raw.mapped()) {
+                let last_use = raw.last_use.load(Ordering::Relaxed);
+                stream.wait_for(&self.pool, OP, last_use).map(|()| {
+                    raw.invalidate_for_host();
+                    // SAFETY: every GPU use of the buffer has completed and the range is inside it.
+                    unsafe {
+                        std::slice::from_raw_parts(
+                            mapped.as_ptr().cast::<u8>().add(offset as usize),
+                            length as usize,
+                        )
+                    }
+                    .to_vec()
+                })
+            } else {
+                self.download_staged(&mut stream, raw, offset, length)
+            };
+        let bytes = self.guard(result)?;
+        Counters::add(&self.counters.bytes_downloaded, length);
+        Ok(bytes)
+    }
+
+    fn download_staged(
+        &self,
+        stream: &mut Stream,
+        raw: &Arc<RawBuffer>,
+        offset: u64,
+        length: u64,
+    ) -> Result<Vec<u8>> {
+        let staging = self
+            .pool
+            .acquire("download", MemoryKind::Readback, length)?;
+        stream.copy(raw, offset, &staging, 0, length)?;
+        let sequence = stream.recording_sequence();
+        stream.wait_for(&self.pool, "download", sequence)?;
+        staging.invalidate_for_host();
+        let mapped = staging.mapped().ok_or_else(|| Error::Vulkan {
+            op: "download",
+            detail: "read-back memory is not host-visible".into(),
+        })?;
+        // SAFETY: the copy into the staging buffer has completed (waited above) and the slice
+        // is within its size.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(mapped.as_ptr().cast::<u8>(), length as usize) }
+                .to_vec();
+        self.pool.release(staging);
+        Ok(bytes)
+    }
+
+    /// Fills `buffer` with a repeated 32-bit word on the GPU (for zeroing, or poisoning in tests).
+    pub fn fill(&self, buffer: &DeviceBuffer, word: u32) -> Result<()> {
+        self.usable("fill")?;
+        let result = self.stream.lock().fill(buffer.raw(), word);
+        self.guard(result)
+    }
+
+    // --- Kernels ---
+
+    /// The kernel for `spirv` with `specialization`, built once and cached by content.
+    pub fn kernel(
+        &self,
+        name: &str,
+        spirv: &[u32],
+        specialization: &[(u32, SpecValue)],
+    ) -> Result<Arc<Kernel>> {
+        let key = kernel_key(spirv, specialization);
+        if let Some(kernel) = self.kernels.lock().get(&key) {
+            Counters::add(&self.counters.pipeline_cache_hits, 1);
+            return Ok(kernel.clone());
+        }
+        let info = nxvk_glsl::check_module(name, spirv)?;
+        let kernel = Arc::new(self.build_kernel(name, spirv, specialization, info.local_size)?);
+        Counters::add(&self.counters.pipeline_builds, 1);
+        self.kernels.lock().insert(key, kernel.clone());
+        Ok(kernel)
+    }
+
+    /// Compiles `body` (GLSL after [`nxvk_glsl::GLSL_PRELUDE`]) at run time, through the
+    /// content-addressed SPIR-V cache, and returns its kernel.
+    pub fn kernel_from_glsl(
+        &self,
+        name: &str,
+        body: &str,
+        specialization: &[(u32, SpecValue)],
+    ) -> Result<Arc<Kernel>> {
+        let spirv = self.shaders.spirv(&self.counters, name, body)?;
+        self.kernel(name, &spirv, specialization)
+    }
+
+    fn build_kernel(
+        &self,
+        name: &str,
+        spirv: &[u32],
+        specialization: &[(u32, SpecValue)],
+        local_size: Option<[u32; 3]>,
+    ) -> Result<Kernel> {
+        const OP: &str = "build kernel";
+        // SAFETY: the module passed the structural check; vulkano parses it again and the
+        // driver validates it when the pipeline is created.
+        let module = unsafe {
+            ShaderModule::new(self.vk_device.clone(), ShaderModuleCreateInfo::new(spirv))
+        }
+        .map_err(|error| Error::vulkan(OP, error))?;
+        let entry_point = if specialization.is_empty() {
+            module.entry_point("main")
+        } else {
+            module
+                .specialize(
+                    specialization
+                        .iter()
+                        .map(|&(id, value)| (id, value.to_vulkano()))
+                        .collect(),
+                )
+                .map_err(|error| Error::vulkan(OP, error))?
+                .entry_point("main")
+        }
+        .ok_or_else(|| Error::Vulkan {
+            op: OP,
+            detail: format!("kernel `{name}` has no entry point `main`"),
+        })?;
+        let pipeline = ComputePipeline::new(
+            self.vk_device.clone(),
+            Some(self.pipeline_cache.clone()),
+            ComputePipelineCreateInfo::stage_layout(
+                PipelineShaderStageCreateInfo::new(entry_point),
+                self.layout.clone(),
+            ),
+        )
+        .map_err(|error| Error::vulkan(OP, error))?;
+        Ok(Kernel {
+            name: name.to_owned(),
+            pipeline,
+            local_size: local_size.unwrap_or([1, 1, 1]),
+        })
+    }
+
+    /// Writes the driver's pipeline cache to disk (also done when the device is dropped).
+    pub fn save_pipeline_cache(&self) -> Result<()> {
+        let data = self
+            .pipeline_cache
+            .get_data()
+            .map_err(|error| Error::vulkan("save pipeline cache", error))?;
+        pipeline_cache_file::save(&self.pipeline_cache_path, self.capabilities(), &data)
+    }
+
+    /// The file the pipeline cache is kept in.
+    pub fn pipeline_cache_path(&self) -> &std::path::Path {
+        &self.pipeline_cache_path
+    }
+
+    // --- Work ---
+
+    /// Records one dispatch. `push_constants` must fit [`crate::PORTABLE_PUSH_CONSTANT_BYTES`];
+    /// `accesses` must list every buffer the kernel reads or writes.
+    pub fn dispatch(
+        &self,
+        kernel: &Kernel,
+        group_counts: [u32; 3],
+        push_constants: &[u8],
+        accesses: &[BufferAccess<'_>],
+    ) -> Result<()> {
+        self.usable("dispatch")?;
+        if push_constants.len() > crate::PORTABLE_PUSH_CONSTANT_BYTES
+            || push_constants.len() % 4 != 0
+        {
+            return Err(Error::Vulkan {
+                op: "dispatch",
+                detail: format!(
+                    "kernel `{}`: {} bytes of push constants (at most {} and a multiple of 4)",
+                    kernel.name,
+                    push_constants.len(),
+                    crate::PORTABLE_PUSH_CONSTANT_BYTES
+                ),
+            });
+        }
+        let limits = self.capabilities().max_workgroup_count;
+        if group_counts
+            .iter()
+            .zip(limits)
+            .any(|(&count, limit)| count > limit)
+        {
+            return Err(Error::Vulkan {
+                op: "dispatch",
+                detail: format!(
+                    "kernel `{}`: {group_counts:?} workgroups exceed the device limit {limits:?}",
+                    kernel.name
+                ),
+            });
+        }
+        if group_counts.contains(&0) {
+            return Ok(());
+        }
+        let accesses: smallvec::SmallVec<[Access<'_>; 8]> = accesses
+            .iter()
+            .map(|access| match access {
+                BufferAccess::Read(buffer) => Access::Read(buffer.raw()),
+                BufferAccess::Write(buffer) => Access::Write(buffer.raw()),
+            })
+            .collect();
+        let result =
+            self.stream
+                .lock()
+                .dispatch(&kernel.pipeline, group_counts, push_constants, &accesses);
+        self.guard(result)
+    }
+
+    /// Copies `bytes` into parameter memory for the work being recorded, returning the device
+    /// address a kernel can read them from (for arguments beyond push-constant size). The
+    /// memory lives until the batch completes.
+    pub fn params(&self, bytes: &[u8]) -> Result<u64> {
+        self.usable("kernel parameters")?;
+        let result = self.stream.lock().params(&self.pool, bytes);
+        self.guard(result)
+    }
+
+    /// Submits recorded work without waiting.
+    pub fn flush(&self) -> Result<()> {
+        let mut stream = self.stream.lock();
+        let result = stream.submit().and_then(|()| stream.poll(&self.pool));
+        self.guard(result)
+    }
+
+    /// Submits recorded work and waits for all of it.
+    pub fn synchronize(&self) -> Result<()> {
+        self.usable("synchronize")?;
+        let result = self.stream.lock().wait_idle(&self.pool, "synchronize");
+        self.guard(result)
+    }
+
+    /// The timeout for GPU waits on this device.
+    pub fn timeout(&self) -> Duration {
+        self.stream.lock().timeout()
+    }
+
+    pub fn set_timeout(&self, timeout: Duration) {
+        self.stream.lock().set_timeout(timeout);
+    }
+
+    /// Runs `record` (which records GPU work on this device) between two GPU timestamps and
+    /// returns the GPU time it took. Waits for the work.
+    pub fn gpu_time(&self, record: impl FnOnce() -> Result<()>) -> Result<Duration> {
+        const OP: &str = "gpu timer";
+        let period = self
+            .capabilities()
+            .timestamp_period_ns
+            .ok_or_else(|| Error::Vulkan {
+                op: OP,
+                detail: "the device's compute queue cannot write timestamps".into(),
+            })?;
+        let query_pool = vulkano::query::QueryPool::new(
+            self.vk_device.clone(),
+            vulkano::query::QueryPoolCreateInfo {
+                query_count: 2,
+                ..vulkano::query::QueryPoolCreateInfo::query_type(
+                    vulkano::query::QueryType::Timestamp,
+                )
+            },
+        )
+        .map_err(|error| Error::vulkan(OP, error))?;
+        let handle = vulkano::VulkanObject::handle(&*query_pool);
+        self.guard(self.stream.lock().write_timestamp(handle, 0))?;
+        record()?;
+        self.guard(self.stream.lock().write_timestamp(handle, 1))?;
+        self.synchronize()?;
+        let mut ticks = [0u64; 2];
+        query_pool
+            .get_results(0..2, &mut ticks, vulkano::query::QueryResultFlags::WAIT)
+            .map_err(|error| Error::vulkan(OP, error))?;
+        let nanoseconds = ticks[1].saturating_sub(ticks[0]) as f64 * f64::from(period);
+        Ok(Duration::from_nanos(nanoseconds as u64))
+    }
+
+    // --- Host fallbacks ---
+
+    /// Called by an op about to run on the host: counts it by (op, dtype) and applies strict
+    /// mode, which may refuse it.
+    pub fn host_fallback(&self, op: &'static str, dtype: DType, shapes: &[&[usize]]) -> Result<()> {
+        self.counters.record_fallback(op, dtype);
+        match strict() {
+            Strict::Allow => Ok(()),
+            Strict::Warn => {
+                if self.warned_fallbacks.lock().insert((op.to_owned(), dtype)) {
+                    eprintln!("nxvk: {op} on {dtype} runs on the host (no GPU path)");
+                }
+                Ok(())
+            }
+            Strict::Raise => Err(Error::HostFallbackRefused {
+                op,
+                dtype,
+                shapes: shapes.iter().map(|shape| shape.to_vec()).collect(),
+            }),
+        }
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // Only healthy devices are dropped (failed ones are leaked by the context), so the
+        // stream can be drained; a cache that cannot be saved costs the next process builds.
+        let _ = self.stream.get_mut().wait_idle(&self.pool, "drop device");
+        if let Err(error) = self.save_pipeline_cache() {
+            eprintln!("nxvk: pipeline cache not saved: {error}");
+        }
+    }
+}
+
+fn check_range(op: &'static str, raw: &RawBuffer, offset: u64, length: u64) -> Result<()> {
+    if offset
+        .checked_add(length)
+        .is_none_or(|end| end > raw.size())
+    {
+        return Err(Error::Vulkan {
+            op,
+            detail: format!(
+                "bytes {offset}..{} of a {}-byte buffer",
+                offset.saturating_add(length),
+                raw.size()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A device-local buffer owned by one tensor (or several views of it). Dropping it returns the
+/// memory to the pool.
+#[derive(Debug)]
+pub struct DeviceBuffer {
+    raw: Option<Arc<RawBuffer>>,
+    device: Arc<Device>,
+}
+
+impl DeviceBuffer {
+    pub(crate) fn raw(&self) -> &Arc<RawBuffer> {
+        self.raw.as_ref().expect("present until drop")
+    }
+
+    pub fn device(&self) -> &Arc<Device> {
+        &self.device
+    }
+
+    /// Size in bytes (the size class, at least what was asked for).
+    pub fn size(&self) -> u64 {
+        self.raw().size()
+    }
+
+    /// The device address of byte 0, for kernels' push constants.
+    pub fn device_address(&self) -> u64 {
+        self.raw().device_address()
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        if let Some(raw) = self.raw.take() {
+            self.device.pool.release(raw);
+        }
+    }
+}
+
+/// How a dispatch uses a buffer.
+#[derive(Debug, Clone, Copy)]
+pub enum BufferAccess<'a> {
+    Read(&'a DeviceBuffer),
+    Write(&'a DeviceBuffer),
+}

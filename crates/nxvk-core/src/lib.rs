@@ -1,0 +1,52 @@
+//! nxvk-core: the Vulkan device layer of nxvk.
+//!
+//! It owns devices and their capabilities, memory (device-local buffers, staging, a size-class
+//! pool), tensors as views over buffers, the command stream (batched dispatches, barriers from
+//! declared accesses, completion with a timeout), kernels and their caches (in memory, and the
+//! driver's pipeline cache on disk), counters, strict mode and the error type.
+//!
+//! It is not an op library: it knows nothing about Nx ops, only how to run a kernel someone
+//! else wrote. `nxvk-kernels` holds the catalog.
+//!
+//! **Invariant:** all compute data lives in device-local memory, and nothing the GPU may still
+//! use is freed: a batch keeps its buffers alive until its timeline value is reached.
+
+mod adapter;
+mod cache_dir;
+mod capabilities;
+mod context;
+mod cooperative_matrix;
+mod counters;
+mod device;
+mod dtype;
+mod error;
+mod hazard;
+mod kernel;
+mod knob;
+mod layout;
+mod memory;
+mod pipeline_cache_file;
+mod shader_store;
+mod stream;
+mod strict;
+mod tensor;
+
+pub use adapter::{Adapter, DEVICE_SELECTOR_ENV, list_adapters, select_adapter};
+pub use cache_dir::default_cache_dir;
+pub use capabilities::{Capabilities, DeviceKind, SubgroupOperations};
+pub use context::{Context, ContextOptions};
+pub use cooperative_matrix::CooperativeMatrixShape;
+pub use counters::CounterSnapshot;
+pub use device::{BufferAccess, Device, DeviceBuffer};
+pub use dtype::{DType, DTypeClass, Element, UnknownDType};
+pub use error::{Error, Result};
+pub use kernel::{Kernel, PORTABLE_PUSH_CONSTANT_BYTES, SpecValue};
+pub use knob::Knobs;
+pub use layout::{Layout, contiguous_strides};
+pub use memory::size_class;
+pub use strict::{Strict, set_strict, strict};
+pub use tensor::Tensor;
+
+/// Re-exported so kernels can name their element types.
+pub use half::{bf16, f16};
+pub use num_complex::{Complex32, Complex64};
