@@ -25,39 +25,65 @@ pub struct Adapter {
     pub(crate) compute_queue_family: u32,
 }
 
+/// The process's Vulkan instance, created on first use.
 fn instance() -> Result<Arc<Instance>> {
     static INSTANCE: OnceLock<std::result::Result<Arc<Instance>, String>> = OnceLock::new();
     INSTANCE
-        .get_or_init(|| {
-            let library = VulkanLibrary::new()
-                .map_err(|error| format!("the Vulkan loader could not be opened: {error}"))?;
-            // Portability enumeration lets MoltenVK (macOS) devices appear.
-            let portable = library.supported_extensions().khr_portability_enumeration;
-            let create_info = InstanceCreateInfo {
-                application_name: Some("nxvk".into()),
-                flags: if portable {
-                    InstanceCreateFlags::ENUMERATE_PORTABILITY
-                } else {
-                    InstanceCreateFlags::empty()
-                },
-                enabled_extensions: InstanceExtensions {
-                    khr_portability_enumeration: portable,
-                    ..InstanceExtensions::empty()
-                },
-                ..InstanceCreateInfo::application_from_cargo_toml()
-            };
-            Instance::new(library, create_info)
-                .map_err(|error| format!("vkCreateInstance failed: {error}"))
-        })
+        .get_or_init(create_instance)
         .clone()
         .map_err(|reason| Error::NoDevice { reason })
+}
+
+fn create_instance() -> std::result::Result<Arc<Instance>, String> {
+    let library = VulkanLibrary::new()
+        .map_err(|error| format!("the Vulkan loader could not be opened: {error}"))?;
+    // Portability enumeration lets MoltenVK (macOS) devices appear.
+    let portable = library.supported_extensions().khr_portability_enumeration;
+    let create_info = InstanceCreateInfo {
+        application_name: Some("nxvk".into()),
+        flags: if portable {
+            InstanceCreateFlags::ENUMERATE_PORTABILITY
+        } else {
+            InstanceCreateFlags::empty()
+        },
+        enabled_extensions: InstanceExtensions {
+            khr_portability_enumeration: portable,
+            ..InstanceExtensions::empty()
+        },
+        ..InstanceCreateInfo::application_from_cargo_toml()
+    };
+    Instance::new(library, create_info).map_err(|error| format!("vkCreateInstance failed: {error}"))
+}
+
+/// The same physical device as `adapter`, found through a new Vulkan instance.
+///
+/// After a device hangs, its driver state may be stuck with it: lavapipe, for one, runs every
+/// device of a physical device on one thread pool, which a never-ending shader keeps busy. A
+/// fresh instance gets fresh driver state. Falls back to `adapter` if the device is not found.
+pub(crate) fn reopen(adapter: &Adapter) -> Adapter {
+    let fresh = create_instance()
+        .ok()
+        .and_then(|instance| adapters_of(&instance).ok())
+        .and_then(|adapters| {
+            adapters.into_iter().find(|candidate| {
+                let (old, new) = (&adapter.capabilities, &candidate.capabilities);
+                old.device_uuid == new.device_uuid
+                    && old.driver_info == new.driver_info
+                    && old.device_name == new.device_name
+            })
+        });
+    fresh.unwrap_or_else(|| adapter.clone())
 }
 
 /// Every physical device that has a compute queue and the features nxvk needs
 /// (Vulkan 1.2, buffer device addresses, timeline semaphores, 64-bit integers).
 pub fn list_adapters() -> Result<Vec<Adapter>> {
+    adapters_of(&instance()?)
+}
+
+fn adapters_of(instance: &Arc<Instance>) -> Result<Vec<Adapter>> {
     let physical_devices =
-        instance()?
+        instance
             .enumerate_physical_devices()
             .map_err(|error| Error::NoDevice {
                 reason: format!("vkEnumeratePhysicalDevices failed: {error}"),

@@ -221,6 +221,7 @@ pub(crate) fn wanted_features(supported: &DeviceFeatures) -> DeviceFeatures {
         timeline_semaphore: true,
         scalar_block_layout: true,
         vulkan_memory_model: true,
+        vulkan_memory_model_device_scope: true,
         subgroup_size_control: true,
         shader_subgroup_extended_types: true,
         shader_buffer_int64_atomics: true,

@@ -20,7 +20,8 @@ pub struct Context {
 
 #[derive(Debug)]
 struct ContextShared {
-    adapter: Adapter,
+    capabilities: Capabilities,
+    adapter: Mutex<Adapter>,
     counters: Arc<Counters>,
     knobs: Knobs,
     cache_dir: PathBuf,
@@ -75,7 +76,8 @@ impl Context {
         }
         let context = Context {
             shared: Arc::new(ContextShared {
-                adapter,
+                capabilities: adapter.capabilities.clone(),
+                adapter: Mutex::new(adapter),
                 counters: Arc::new(Counters::default()),
                 knobs: options.knobs,
                 cache_dir: options.cache_dir,
@@ -87,7 +89,7 @@ impl Context {
     }
 
     pub fn capabilities(&self) -> &Capabilities {
-        &self.shared.adapter.capabilities
+        &self.shared.capabilities
     }
 
     /// The working device, rebuilt first if the last one failed.
@@ -100,9 +102,12 @@ impl Context {
             // Leaked on purpose: dropping a device waits for its queue, whose work never ends.
             std::mem::forget(current.take());
             Counters::add(&self.shared.counters.device_rebuilds, 1);
+            let mut adapter = self.shared.adapter.lock();
+            *adapter = crate::adapter::reopen(&adapter);
         }
+        let adapter = self.shared.adapter.lock().clone();
         let device = Device::open(
-            self.shared.adapter.clone(),
+            adapter,
             self.shared.counters.clone(),
             self.shared.knobs.clone(),
             self.shared.cache_dir.clone(),

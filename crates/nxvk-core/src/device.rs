@@ -10,10 +10,11 @@ use crate::capabilities::{wanted_extensions, wanted_features};
 use crate::counters::{CounterSnapshot, Counters};
 use crate::kernel::{Kernel, KernelKey, SpecValue, kernel_key};
 use crate::memory::{BufferPool, MemoryKind, RawBuffer};
+use crate::pipeline_cache_file::{self, PipelineCacheLoad};
 use crate::shader_store::ShaderStore;
 use crate::stream::{Access, Stream};
 use crate::strict::{Strict, strict};
-use crate::{Capabilities, DType, Error, Knobs, Result, pipeline_cache_file};
+use crate::{Capabilities, DType, Error, Knobs, Result};
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -37,6 +38,7 @@ pub struct Device {
     kernels: Mutex<HashMap<KernelKey, Arc<Kernel>>>,
     pipeline_cache: Arc<PipelineCache>,
     pipeline_cache_path: PathBuf,
+    pipeline_cache_load: PipelineCacheLoad,
     shaders: ShaderStore,
     counters: Arc<Counters>,
     knobs: Knobs,
@@ -93,8 +95,8 @@ impl Device {
         .map_err(|error| Error::vulkan("create pipeline layout", error))?;
 
         let pipeline_cache_path = pipeline_cache_file::cache_file_path(&cache_dir, capabilities);
-        let initial_data =
-            pipeline_cache_file::load(&pipeline_cache_path, capabilities).unwrap_or_default();
+        let (initial_data, pipeline_cache_load) =
+            pipeline_cache_file::load(&pipeline_cache_path, capabilities);
         // SAFETY: `initial_data` passed our checks (magic, device, driver, checksum and the
         // driver's own header), or is empty.
         let pipeline_cache = unsafe {
@@ -135,6 +137,7 @@ impl Device {
             kernels: Mutex::new(HashMap::new()),
             pipeline_cache,
             pipeline_cache_path,
+            pipeline_cache_load,
             shaders: ShaderStore::new(&cache_dir),
             counters,
             knobs,
@@ -162,12 +165,21 @@ impl Device {
 
     /// Passes `result` through, marking the device failed on a fatal error.
     fn guard<T>(&self, result: Result<T>) -> Result<T> {
-        if let Err(error) = &result {
-            if error.is_device_fatal() {
-                self.failed.store(true, Ordering::Relaxed);
-            }
+        if let Err(error) = &result
+            && error.is_device_fatal()
+        {
+            self.failed.store(true, Ordering::Relaxed);
         }
         result
+    }
+
+    /// Refuses buffers of another device (or of an earlier generation of this one).
+    fn owns(&self, op: &'static str, buffer: &DeviceBuffer) -> Result<()> {
+        if std::ptr::eq(Arc::as_ptr(&buffer.device), self) {
+            Ok(())
+        } else {
+            Err(Error::ForeignTensor { op })
+        }
     }
 
     fn usable(&self, op: &'static str) -> Result<()> {
@@ -207,6 +219,7 @@ impl Device {
     pub fn upload(&self, buffer: &DeviceBuffer, offset: u64, bytes: &[u8]) -> Result<()> {
         const OP: &str = "upload";
         self.usable(OP)?;
+        self.owns(OP, buffer)?;
         let raw = buffer.raw();
         check_range(OP, raw, offset, bytes.len() as u64)?;
         if bytes.is_empty() {
@@ -259,6 +272,7 @@ impl Device {
     pub fn download(&self, buffer: &DeviceBuffer, offset: u64, length: u64) -> Result<Vec<u8>> {
         const OP: &str = "download";
         self.usable(OP)?;
+        self.owns(OP, buffer)?;
         let raw = buffer.raw();
         check_range(OP, raw, offset, length)?;
         if length == 0 {
@@ -317,6 +331,7 @@ impl Device {
     /// Fills `buffer` with a repeated 32-bit word on the GPU (for zeroing, or poisoning in tests).
     pub fn fill(&self, buffer: &DeviceBuffer, word: u32) -> Result<()> {
         self.usable("fill")?;
+        self.owns("fill", buffer)?;
         let result = self.stream.lock().fill(buffer.raw(), word);
         self.guard(result)
     }
@@ -410,6 +425,12 @@ impl Device {
         pipeline_cache_file::save(&self.pipeline_cache_path, self.capabilities(), &data)
     }
 
+    /// Whether the on-disk pipeline cache was loaded, missing or rejected when this device
+    /// opened.
+    pub fn pipeline_cache_load(&self) -> &PipelineCacheLoad {
+        &self.pipeline_cache_load
+    }
+
     /// The file the pipeline cache is kept in.
     pub fn pipeline_cache_path(&self) -> &std::path::Path {
         &self.pipeline_cache_path
@@ -428,7 +449,7 @@ impl Device {
     ) -> Result<()> {
         self.usable("dispatch")?;
         if push_constants.len() > crate::PORTABLE_PUSH_CONSTANT_BYTES
-            || push_constants.len() % 4 != 0
+            || !push_constants.len().is_multiple_of(4)
         {
             return Err(Error::Vulkan {
                 op: "dispatch",
@@ -453,6 +474,10 @@ impl Device {
                     kernel.name
                 ),
             });
+        }
+        for access in accesses {
+            let (BufferAccess::Read(buffer) | BufferAccess::Write(buffer)) = access;
+            self.owns("dispatch", buffer)?;
         }
         if group_counts.contains(&0) {
             return Ok(());

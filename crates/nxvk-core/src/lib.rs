@@ -44,6 +44,7 @@ pub use kernel::{Kernel, PORTABLE_PUSH_CONSTANT_BYTES, SpecValue};
 pub use knob::Knobs;
 pub use layout::{Layout, contiguous_strides};
 pub use memory::size_class;
+pub use pipeline_cache_file::PipelineCacheLoad;
 pub use strict::{Strict, set_strict, strict};
 pub use tensor::Tensor;
 

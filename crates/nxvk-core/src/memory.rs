@@ -67,35 +67,41 @@ impl RawBuffer {
 
     /// Makes device writes visible to host reads on memory that is not host-coherent.
     pub(crate) fn invalidate_for_host(&self) {
-        let memory = self.buffer.buffer().memory();
-        if let vulkano::buffer::BufferMemory::Normal(allocation) = memory {
-            if allocation.atom_size().is_some() {
-                let range = vulkano::memory::MappedMemoryRange {
-                    offset: 0,
-                    size: allocation.size(),
-                    ..Default::default()
-                };
-                // SAFETY: the caller waited for all GPU work on this buffer (its last use), so
-                // no device access to the range runs concurrently.
-                let _ = unsafe { allocation.invalidate_range(range) };
-            }
+        if let Some((allocation, range)) = self.non_coherent_range() {
+            // SAFETY: the caller waited for all GPU work on this buffer (its last use), so
+            // no device access to the range runs concurrently.
+            let _ = unsafe { allocation.invalidate_range(range) };
         }
     }
 
     /// Makes host writes visible to the device on memory that is not host-coherent.
     pub(crate) fn flush_from_host(&self) {
-        let memory = self.buffer.buffer().memory();
-        if let vulkano::buffer::BufferMemory::Normal(allocation) = memory {
-            if allocation.atom_size().is_some() {
+        if let Some((allocation, range)) = self.non_coherent_range() {
+            // SAFETY: the host has finished writing and the GPU does not access the buffer
+            // until work submitted after this call.
+            let _ = unsafe { allocation.flush_range(range) };
+        }
+    }
+
+    /// The whole allocation as a mapped range, when its memory needs explicit flushes.
+    fn non_coherent_range(
+        &self,
+    ) -> Option<(
+        &vulkano::memory::ResourceMemory,
+        vulkano::memory::MappedMemoryRange,
+    )> {
+        match self.buffer.buffer().memory() {
+            vulkano::buffer::BufferMemory::Normal(allocation)
+                if allocation.atom_size().is_some() =>
+            {
                 let range = vulkano::memory::MappedMemoryRange {
                     offset: 0,
                     size: allocation.size(),
                     ..Default::default()
                 };
-                // SAFETY: the host has finished writing and the GPU does not access the buffer
-                // until work submitted after this call.
-                let _ = unsafe { allocation.flush_range(range) };
+                Some((allocation, range))
             }
+            _ => None,
         }
     }
 }
@@ -121,11 +127,14 @@ pub fn size_class(bytes: u64) -> u64 {
     bytes.div_ceil(step) * step
 }
 
+/// Cached buffers by (kind, size class).
+type FreeLists = HashMap<(MemoryKind, u64), Vec<Arc<RawBuffer>>>;
+
 /// Creates buffers in the right memory type and recycles them by size class.
 pub(crate) struct BufferPool {
     allocator: Arc<StandardMemoryAllocator>,
     counters: Arc<Counters>,
-    free: Mutex<HashMap<(MemoryKind, u64), Vec<Arc<RawBuffer>>>>,
+    free: Mutex<FreeLists>,
     cached_bytes: AtomicU64,
     max_cached_bytes: u64,
     device_local_heap_bytes: u64,

@@ -27,14 +27,32 @@ pub(crate) fn cache_file_path(cache_dir: &Path, capabilities: &Capabilities) -> 
         .join(format!("{uuid}-{:08x}.bin", capabilities.driver_version))
 }
 
-/// The payload of a valid cache file for this device, or `None` (missing or rejected).
-pub(crate) fn load(path: &Path, capabilities: &Capabilities) -> Option<Vec<u8>> {
-    let bytes = std::fs::read(path).ok()?;
+/// What became of the pipeline cache file when a device opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PipelineCacheLoad {
+    /// No file yet (first run on this device and driver).
+    Missing,
+    /// The file was valid; this many bytes of driver data were handed to the driver.
+    Loaded { bytes: usize },
+    /// The file was ignored (it will be replaced at the next save), for this reason.
+    Rejected { reason: String },
+}
+
+/// The payload of a valid cache file for this device (empty unless loaded), and what happened.
+pub(crate) fn load(path: &Path, capabilities: &Capabilities) -> (Vec<u8>, PipelineCacheLoad) {
+    let Ok(bytes) = std::fs::read(path) else {
+        return (Vec::new(), PipelineCacheLoad::Missing);
+    };
     match parse(&bytes, capabilities) {
-        Ok(payload) => Some(payload.to_vec()),
+        Ok(payload) => (
+            payload.to_vec(),
+            PipelineCacheLoad::Loaded {
+                bytes: payload.len(),
+            },
+        ),
         Err(reason) => {
             eprintln!("nxvk: ignoring pipeline cache {}: {reason}", path.display());
-            None
+            (Vec::new(), PipelineCacheLoad::Rejected { reason })
         }
     }
 }

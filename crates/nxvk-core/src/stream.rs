@@ -20,10 +20,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vulkano::VulkanObject;
-use vulkano::command_buffer::allocator::StandardCommandBufferAllocator;
-use vulkano::command_buffer::{
-    CommandBuffer, CommandBufferBeginInfo, CommandBufferLevel, CommandBufferUsage,
-    RecordingCommandBuffer,
+use vulkano::command_buffer::pool::{
+    CommandBufferAllocateInfo, CommandPool, CommandPoolAlloc, CommandPoolCreateFlags,
+    CommandPoolCreateInfo,
 };
 use vulkano::device::{Device as VkDevice, Queue};
 use vulkano::pipeline::{ComputePipeline, PipelineLayout};
@@ -52,7 +51,7 @@ struct Resources {
 }
 
 struct Recording {
-    command_buffer: RecordingCommandBuffer,
+    command_buffer: CommandPoolAlloc,
     sequence: u64,
     commands: u32,
     resources: Resources,
@@ -63,14 +62,18 @@ struct Recording {
 
 struct Batch {
     sequence: u64,
-    _command_buffer: CommandBuffer,
+    command_buffer: CommandPoolAlloc,
     resources: Resources,
 }
 
 pub(crate) struct Stream {
     device: Arc<VkDevice>,
     queue: Arc<Queue>,
-    command_allocator: Arc<StandardCommandBufferAllocator>,
+    /// The stream's own pool: Vulkan command pools must not be used from two threads at once,
+    /// and the stream is only used under its mutex.
+    command_pool: CommandPool,
+    /// Reset command buffers ready for reuse.
+    spare_command_buffers: Vec<CommandPoolAlloc>,
     layout: Arc<PipelineLayout>,
     timeline: Arc<Semaphore>,
     counters: Arc<Counters>,
@@ -104,11 +107,19 @@ impl Stream {
             },
         )
         .map_err(|error| Error::vulkan("create timeline semaphore", error))?;
+        let command_pool = CommandPool::new(
+            device.clone(),
+            CommandPoolCreateInfo {
+                flags: CommandPoolCreateFlags::RESET_COMMAND_BUFFER
+                    | CommandPoolCreateFlags::TRANSIENT,
+                queue_family_index: queue.queue_family_index(),
+                ..Default::default()
+            },
+        )
+        .map_err(|error| Error::vulkan("create command pool", error))?;
         Ok(Stream {
-            command_allocator: Arc::new(StandardCommandBufferAllocator::new(
-                device.clone(),
-                Default::default(),
-            )),
+            command_pool,
+            spare_command_buffers: Vec::new(),
             device,
             queue,
             layout,
@@ -141,21 +152,40 @@ impl Stream {
 
     fn recording(&mut self) -> Result<&mut Recording> {
         if self.recording.is_none() {
-            let command_buffer = RecordingCommandBuffer::new(
-                self.command_allocator.clone(),
-                self.queue.queue_family_index(),
-                CommandBufferLevel::Primary,
-                CommandBufferBeginInfo {
-                    usage: CommandBufferUsage::OneTimeSubmit,
-                    ..Default::default()
-                },
-            )
-            .map_err(|error| Error::vulkan("begin command buffer", error))?;
+            let command_buffer = match self.spare_command_buffers.pop() {
+                Some(command_buffer) => command_buffer,
+                None => self
+                    .command_pool
+                    .allocate_command_buffers(CommandBufferAllocateInfo {
+                        command_buffer_count: 1,
+                        ..Default::default()
+                    })
+                    .map_err(|error| Error::vulkan("allocate command buffer", error))?
+                    .next()
+                    .ok_or_else(|| Error::Vulkan {
+                        op: "allocate command buffer",
+                        detail: "the pool returned none".into(),
+                    })?,
+            };
+            let begin_info = vk::CommandBufferBeginInfo::default()
+                .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+            // SAFETY: the command buffer comes from this stream's pool, is in the initial state
+            // (new, or reset when its batch retired) and is used only under the stream's lock.
+            let result = unsafe {
+                (self.device.fns().v1_0.begin_command_buffer)(command_buffer.handle(), &begin_info)
+            };
+            if result != vk::Result::SUCCESS {
+                return Err(Error::vulkan(
+                    "begin command buffer",
+                    vulkano::VulkanError::from(result),
+                ));
+            }
             let sequence = self.next_sequence;
             self.next_sequence += 1;
             // Earlier batches may still write what this one reads: one barrier orders this
             // command buffer after everything submitted before it on the queue.
             self.hazards.clear();
+            Counters::add(&self.counters.barriers, 1);
             let fns = self.device.fns();
             // SAFETY: the command buffer is in the recording state and owned by this stream.
             unsafe {
@@ -397,9 +427,15 @@ impl Stream {
                 std::ptr::null(),
             );
         }
-        // SAFETY: every command recorded is complete and valid.
-        let command_buffer = unsafe { recording.command_buffer.end() }
-            .map_err(|error| Error::vulkan("end command buffer", error))?;
+        // SAFETY: the command buffer is recording and every command in it is complete.
+        let result = unsafe { (fns.v1_0.end_command_buffer)(recording.command_buffer.handle()) };
+        if result != vk::Result::SUCCESS {
+            return Err(Error::vulkan(
+                "end command buffer",
+                vulkano::VulkanError::from(result),
+            ));
+        }
+        let command_buffer = recording.command_buffer;
         let signal_value = recording.sequence;
         let command_buffer_handle = command_buffer.handle();
         let semaphore_handle = self.timeline.handle();
@@ -426,7 +462,7 @@ impl Stream {
         Counters::add(&self.counters.submits, 1);
         self.in_flight.push_back(Batch {
             sequence: recording.sequence,
-            _command_buffer: command_buffer,
+            command_buffer,
             resources: recording.resources,
         });
         Ok(())
@@ -517,6 +553,16 @@ impl Stream {
             let batch = self.in_flight.pop_front().expect("checked");
             for buffer in batch.resources.recycle {
                 pool.release(buffer);
+            }
+            // SAFETY: the batch has completed, so the GPU no longer uses its command buffer.
+            let result = unsafe {
+                (self.device.fns().v1_0.reset_command_buffer)(
+                    batch.command_buffer.handle(),
+                    vk::CommandBufferResetFlags::empty(),
+                )
+            };
+            if result == vk::Result::SUCCESS {
+                self.spare_command_buffers.push(batch.command_buffer);
             }
         }
     }

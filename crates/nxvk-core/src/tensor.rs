@@ -155,7 +155,8 @@ impl Tensor {
         Ok(self.with_layout(self.layout.slice(starts, lengths)?))
     }
 
-    /// The elements in row-major order, in Nx's binary layout for the dtype.
+    /// The elements in row-major order, in Nx's binary layout for the dtype. When sub-byte
+    /// elements do not fill the last byte, its unused low bits are zero.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let span = self.layout.element_span();
         if span.is_empty() {
@@ -167,9 +168,11 @@ impl Tensor {
         let raw = self
             .device()
             .download(&self.buffer, first_byte, end_byte - first_byte)?;
-        if self.layout.is_contiguous() && (span.start as u64 * bits) % 8 == 0 {
+        if self.layout.is_contiguous() && (span.start as u64 * bits).is_multiple_of(8) {
             let length = self.dtype.storage_bytes(self.n_elements() as u64) as usize;
-            return Ok(raw[..length].to_vec());
+            let mut bytes = raw[..length].to_vec();
+            clear_padding_bits(&mut bytes, self.n_elements() as u64 * bits);
+            return Ok(bytes);
         }
         Ok(gather(&raw, first_byte * 8, &self.layout, self.dtype))
     }
@@ -197,6 +200,14 @@ impl Tensor {
             values.set_len(count);
         }
         Ok(values)
+    }
+}
+
+/// Zeroes the bits after the first `used_bits` of the last byte.
+fn clear_padding_bits(bytes: &mut [u8], used_bits: u64) {
+    let used_in_last = (used_bits % 8) as u32;
+    if let (Some(last), true) = (bytes.last_mut(), used_in_last != 0) {
+        *last &= !(0xffu8 >> used_in_last);
     }
 }
 

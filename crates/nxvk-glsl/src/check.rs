@@ -73,10 +73,12 @@ pub fn check_module(name: &str, words: &[u32]) -> Result<ModuleInfo, GlslError> 
                     compute_entry = operands.get(1).copied();
                 }
             }
-            OP_EXECUTION_MODE if operands.get(1) == Some(&EXECUTION_MODE_LOCAL_SIZE) => {
-                if operands.len() == 5 && Some(operands[0]) == compute_entry {
-                    local_size = Some([operands[2], operands[3], operands[4]]);
-                }
+            OP_EXECUTION_MODE
+                if operands.get(1) == Some(&EXECUTION_MODE_LOCAL_SIZE)
+                    && operands.len() == 5
+                    && Some(operands[0]) == compute_entry =>
+            {
+                local_size = Some([operands[2], operands[3], operands[4]]);
             }
             OP_EXECUTION_MODE_ID if operands.get(1) == Some(&EXECUTION_MODE_LOCAL_SIZE_ID) => {
                 has_local_size_id = true;
