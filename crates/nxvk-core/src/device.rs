@@ -241,26 +241,7 @@ impl Device {
             };
             raw.flush_from_host();
         } else {
-            let staging = self
-                .pool
-                .acquire(OP, MemoryKind::Upload, bytes.len() as u64)?;
-            let mapped = staging.mapped().ok_or_else(|| Error::Vulkan {
-                op: OP,
-                detail: "staging memory is not host-visible".into(),
-            })?;
-            // SAFETY: a staging buffer from the pool is idle (pooled only after its batch
-            // completed) and at least `bytes.len()` long.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    bytes.as_ptr(),
-                    mapped.as_ptr().cast::<u8>(),
-                    bytes.len(),
-                )
-            };
-            staging.flush_from_host();
-            let result = stream
-                .copy(&staging, 0, raw, offset, bytes.len() as u64)
-                .and_then(|()| stream.recycle_after_batch(staging));
+            let result = crate::transfer::upload(&mut stream, &self.pool, raw, offset, bytes);
             self.guard(result)?;
         }
         Counters::add(&self.counters.bytes_uploaded, bytes.len() as u64);
@@ -294,37 +275,10 @@ impl Device {
                     .to_vec()
                 })
             } else {
-                self.download_staged(&mut stream, raw, offset, length)
+                crate::transfer::download(&mut stream, &self.pool, raw, offset, length)
             };
         let bytes = self.guard(result)?;
         Counters::add(&self.counters.bytes_downloaded, length);
-        Ok(bytes)
-    }
-
-    fn download_staged(
-        &self,
-        stream: &mut Stream,
-        raw: &Arc<RawBuffer>,
-        offset: u64,
-        length: u64,
-    ) -> Result<Vec<u8>> {
-        let staging = self
-            .pool
-            .acquire("download", MemoryKind::Readback, length)?;
-        stream.copy(raw, offset, &staging, 0, length)?;
-        let sequence = stream.recording_sequence();
-        stream.wait_for(&self.pool, "download", sequence)?;
-        staging.invalidate_for_host();
-        let mapped = staging.mapped().ok_or_else(|| Error::Vulkan {
-            op: "download",
-            detail: "read-back memory is not host-visible".into(),
-        })?;
-        // SAFETY: the copy into the staging buffer has completed (waited above) and the slice
-        // is within its size.
-        let bytes =
-            unsafe { std::slice::from_raw_parts(mapped.as_ptr().cast::<u8>(), length as usize) }
-                .to_vec();
-        self.pool.release(staging);
         Ok(bytes)
     }
 

@@ -30,6 +30,7 @@ mod shader_store;
 mod stream;
 mod strict;
 mod tensor;
+mod transfer;
 
 pub use adapter::{Adapter, DEVICE_SELECTOR_ENV, list_adapters, select_adapter};
 pub use cache_dir::default_cache_dir;

@@ -34,6 +34,20 @@ pub enum MemoryKind {
     Params,
 }
 
+/// Most bytes of host-side buffers (staging, parameters) the pool keeps: they are reused in
+/// chunks of [`crate::device`]'s staging size, so a few chunks per kind suffice, and they must
+/// not compete with device buffers for the pool's budget.
+const HOST_SIDE_POOL_BYTES: u64 = 256 << 20;
+
+impl MemoryKind {
+    fn budget_slot(self) -> usize {
+        match self {
+            MemoryKind::Device => 0,
+            MemoryKind::Upload | MemoryKind::Readback | MemoryKind::Params => 1,
+        }
+    }
+}
+
 /// One Vulkan buffer with its device address. Identity (`id`) is what barrier tracking uses.
 #[derive(Debug)]
 pub struct RawBuffer {
@@ -135,7 +149,8 @@ pub(crate) struct BufferPool {
     allocator: Arc<StandardMemoryAllocator>,
     counters: Arc<Counters>,
     free: Mutex<FreeLists>,
-    cached_bytes: AtomicU64,
+    /// Cached bytes of device buffers [0] and of host-side buffers [1].
+    cached_bytes: [AtomicU64; 2],
     max_cached_bytes: u64,
     device_local_heap_bytes: u64,
     unified_memory: bool,
@@ -146,7 +161,7 @@ impl std::fmt::Debug for BufferPool {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("BufferPool")
-            .field("cached_bytes", &self.cached_bytes)
+            .field("cached_bytes", &self.cached_bytes())
             .field("max_cached_bytes", &self.max_cached_bytes)
             .finish_non_exhaustive()
     }
@@ -164,7 +179,7 @@ impl BufferPool {
             allocator,
             counters,
             free: Mutex::new(HashMap::new()),
-            cached_bytes: AtomicU64::new(0),
+            cached_bytes: [AtomicU64::new(0), AtomicU64::new(0)],
             max_cached_bytes,
             device_local_heap_bytes,
             unified_memory,
@@ -181,7 +196,7 @@ impl BufferPool {
     ) -> Result<Arc<RawBuffer>> {
         let class = size_class(bytes.max(1));
         if let Some(buffer) = self.free.lock().get_mut(&(kind, class)).and_then(Vec::pop) {
-            self.cached_bytes.fetch_sub(class, Ordering::Relaxed);
+            self.cached_bytes[kind.budget_slot()].fetch_sub(class, Ordering::Relaxed);
             Counters::add(&self.counters.pool_hits, 1);
             return Ok(buffer);
         }
@@ -199,9 +214,15 @@ impl BufferPool {
     /// Returns a buffer to its size class, or destroys it when the pool is full.
     pub(crate) fn release(&self, buffer: Arc<RawBuffer>) {
         let class = buffer.size();
-        let cached = self.cached_bytes.fetch_add(class, Ordering::Relaxed) + class;
-        if cached > self.max_cached_bytes {
-            self.cached_bytes.fetch_sub(class, Ordering::Relaxed);
+        let slot = buffer.kind.budget_slot();
+        let budget = if slot == 0 {
+            self.max_cached_bytes
+        } else {
+            HOST_SIDE_POOL_BYTES
+        };
+        let cached = self.cached_bytes[slot].fetch_add(class, Ordering::Relaxed) + class;
+        if cached > budget {
+            self.cached_bytes[slot].fetch_sub(class, Ordering::Relaxed);
             Counters::add(&self.counters.pool_evictions, 1);
             return;
         }
@@ -215,12 +236,17 @@ impl BufferPool {
     /// Destroys every cached buffer (the device frees them once no batch uses them).
     pub(crate) fn trim(&self) {
         let drained: Vec<_> = self.free.lock().drain().collect();
-        self.cached_bytes.store(0, Ordering::Relaxed);
+        for cached in &self.cached_bytes {
+            cached.store(0, Ordering::Relaxed);
+        }
         drop(drained);
     }
 
     pub(crate) fn cached_bytes(&self) -> u64 {
-        self.cached_bytes.load(Ordering::Relaxed)
+        self.cached_bytes
+            .iter()
+            .map(|cached| cached.load(Ordering::Relaxed))
+            .sum::<u64>()
     }
 
     fn allocate(&self, op: &'static str, kind: MemoryKind, bytes: u64) -> Result<Arc<RawBuffer>> {

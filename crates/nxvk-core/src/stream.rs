@@ -209,6 +209,9 @@ impl Stream {
 
     /// Records the barrier a command's accesses need and keeps its buffers alive.
     fn track(&mut self, accesses: &[Access<'_>]) -> Result<()> {
+        // Open the command buffer first: opening one resets the tracker, which must not forget
+        // this command's accesses (the H200 lost increments of a dependent chain that way).
+        self.recording()?;
         let mut reads = smallvec::SmallVec::<[u64; 8]>::new();
         let mut writes = smallvec::SmallVec::<[u64; 4]>::new();
         for access in accesses {

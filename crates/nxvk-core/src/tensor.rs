@@ -170,7 +170,8 @@ impl Tensor {
             .download(&self.buffer, first_byte, end_byte - first_byte)?;
         if self.layout.is_contiguous() && (span.start as u64 * bits).is_multiple_of(8) {
             let length = self.dtype.storage_bytes(self.n_elements() as u64) as usize;
-            let mut bytes = raw[..length].to_vec();
+            let mut bytes = raw;
+            bytes.truncate(length);
             clear_padding_bits(&mut bytes, self.n_elements() as u64 * bits);
             return Ok(bytes);
         }

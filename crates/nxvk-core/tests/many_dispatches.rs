@@ -77,3 +77,22 @@ fn independent_dispatches_need_no_barriers() {
         assert_eq!(target.to_vec::<f32>().unwrap(), vec![2.0; 64]);
     }
 }
+
+#[test]
+fn the_first_dispatch_of_a_batch_is_ordered_before_its_readers() {
+    let device = private_device();
+    let kernel = add_one_kernel(&device);
+    let source = Tensor::from_slice(&device, &[64], &[1.0f32; 64]).unwrap();
+    let middle = Tensor::empty(&device, DType::F32, &[64]).unwrap();
+    let target = Tensor::empty(&device, DType::F32, &[64]).unwrap();
+    device.synchronize().unwrap(); // the next dispatch opens a new command buffer
+    add_one(&device, &kernel, &source, &middle);
+    let before = device.counters().barriers;
+    add_one(&device, &kernel, &middle, &target);
+    assert_eq!(
+        device.counters().barriers - before,
+        1,
+        "reading what the batch's first dispatch wrote needs a barrier"
+    );
+    assert_eq!(target.to_vec::<f32>().unwrap(), vec![3.0; 64]);
+}

@@ -23,14 +23,16 @@ pub fn private_device() -> Arc<Device> {
 }
 
 /// `target[i] = source[i] + 1` over `count` f32 elements, with a grid-stride loop so that any
-/// count fits the workgroup-count limit.
+/// count fits the workgroup-count limit. Byte offsets are computed in 64 bits: indexing an
+/// array with a 32-bit index made the H200's driver wrap the offset past 4 GiB.
 pub const ADD_ONE: &str = "layout(local_size_x = 64) in;
-layout(buffer_reference, scalar) buffer Floats { float values[]; };
-layout(push_constant, scalar) uniform Push { Floats source; Floats target; uint count; } push;
+layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Float { float value; };
+layout(push_constant, scalar) uniform Push { uint64_t source; uint64_t target; uint count; } push;
 void main() {
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint index = gl_GlobalInvocationID.x; index < push.count; index += stride) {
-        push.target.values[index] = push.source.values[index] + 1.0;
+        uint64_t offset = uint64_t(index) * 4ul;
+        Float(push.target + offset).value = Float(push.source + offset).value + 1.0;
     }
 }
 ";
