@@ -1,4 +1,4 @@
-//! `cargo xtask bench`: the nxvk-kernels `bench` example, which prints one JSON line per
+//! `cargo xtask bench`: the `bench` example (see example.rs for its crate), which prints one JSON line per
 //! measurement in the format of peers/README.md. xtask only forwards the workload filter and
 //! keeps a copy of the lines, so the example stays a plain stdout writer.
 

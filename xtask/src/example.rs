@@ -1,4 +1,8 @@
-//! The nxvk-kernels examples that `demo`, `bench` and `coverage` wrap, run in release mode.
+//! The crate examples that `demo`, `bench` and `coverage` wrap, run in release mode.
+//!
+//! Which crate holds each example is decided here alone: `demo` and `bench` live in
+//! nxvk-core until the catalog and the training demo take them over; `coverage` reads the
+//! kernel catalog's op table.
 
 use std::process::Command;
 
@@ -6,33 +10,33 @@ use anyhow::{Result, bail};
 
 use crate::process;
 
-/// `cargo run --release -p nxvk-kernels --example NAME -- ARGUMENTS`, after checking the
+/// The package that holds example `name`.
+fn package_of(name: &str) -> &'static str {
+    match name {
+        "coverage" => "nxvk-kernels",
+        _ => "nxvk-core",
+    }
+}
+
+/// `cargo run --release -p PACKAGE --example NAME -- ARGUMENTS`, after checking the
 /// example exists so that a missing one fails with a sentence rather than cargo's error
 /// after a long dependency build.
 pub fn command(name: &str, arguments: &[String]) -> Result<Command> {
     let workspace_root = process::workspace_root();
-    let examples = workspace_root.join("crates/nxvk-kernels/examples");
+    let package = package_of(name);
+    let examples = workspace_root.join("crates").join(package).join("examples");
     let single_file = examples.join(format!("{name}.rs"));
     let directory = examples.join(name).join("main.rs");
     if !single_file.is_file() && !directory.is_file() {
         bail!(
-            "the nxvk-kernels example `{name}` does not exist yet (expected {}); it is part of \
-             the kernels work, not of xtask",
+            "the {package} example `{name}` does not exist yet (expected {})",
             single_file.display()
         );
     }
     let mut command = Command::new("cargo");
     command
         .current_dir(&workspace_root)
-        .args([
-            "run",
-            "--release",
-            "-p",
-            "nxvk-kernels",
-            "--example",
-            name,
-            "--",
-        ])
+        .args(["run", "--release", "-p", package, "--example", name, "--"])
         .args(arguments);
     Ok(command)
 }

@@ -81,7 +81,11 @@ fn main() {
         ),
         (
             "small_op_chain_us".into(),
-            Box::new(|bench| bench.small_op_chain()),
+            Box::new(|bench| bench.small_op_chain(false)),
+        ),
+        (
+            "small_op_chain_us@record_only".into(),
+            Box::new(|bench| bench.small_op_chain(true)),
         ),
         (
             "small_roundtrip_us".into(),
@@ -89,7 +93,11 @@ fn main() {
         ),
         (
             "small_roundtrip_us@sync_only".into(),
-            Box::new(|bench| bench.sync_only()),
+            Box::new(|bench| bench.sync_only(false)),
+        ),
+        (
+            "small_roundtrip_us@submit_only".into(),
+            Box::new(|bench| bench.sync_only(true)),
         ),
         (
             transfer_name("upload"),
@@ -230,7 +238,8 @@ impl Bench {
     }
 
     /// 1000 dependent sigmoids on f32[1024], each into a new tensor, one sync at the end.
-    fn small_op_chain(&self) -> Result<Record> {
+    /// With `record_only`, the time until the last dispatch is recorded (the host's share).
+    fn small_op_chain(&self, record_only: bool) -> Result<Record> {
         let kernel = self
             .device
             .kernel_from_glsl("bench_sigmoid", SIGMOID, &[])?;
@@ -241,8 +250,13 @@ impl Bench {
             for _ in 0..1000 {
                 y = self.sigmoid(&kernel, &y)?;
             }
+            let recorded = start.elapsed();
             self.device.synchronize()?;
-            Ok(start.elapsed())
+            Ok(if record_only {
+                recorded
+            } else {
+                start.elapsed()
+            })
         };
         chain()?;
         let samples = (0..5).map(|_| chain()).collect::<Result<Vec<_>>>()?;
@@ -278,13 +292,20 @@ impl Bench {
     }
 
     /// The floor under a round trip: one tiny fill, submit, and wait; no kernel, no copy back.
-    fn sync_only(&self) -> Result<Record> {
+    /// With `submit_only`, the host time until the submission returns, without the wait.
+    fn sync_only(&self, submit_only: bool) -> Result<Record> {
         let scratch = self.device.alloc("bench", 256)?;
         let once = || -> Result<Duration> {
             let start = Instant::now();
             self.device.fill(&scratch, 0)?;
+            self.device.flush()?;
+            let submitted = start.elapsed();
             self.device.synchronize()?;
-            Ok(start.elapsed())
+            Ok(if submit_only {
+                submitted
+            } else {
+                start.elapsed()
+            })
         };
         for _ in 0..20 {
             once()?;
