@@ -36,6 +36,8 @@ pub struct Device {
     stream: Mutex<Stream>,
     layout: Arc<PipelineLayout>,
     kernels: Mutex<HashMap<KernelKey, Arc<Kernel>>>,
+    /// Compiled-in modules by (address, length) of their words.
+    static_kernels: Mutex<HashMap<(usize, usize), Arc<Kernel>>>,
     pipeline_cache: Arc<PipelineCache>,
     pipeline_cache_path: PathBuf,
     pipeline_cache_load: PipelineCacheLoad,
@@ -135,6 +137,7 @@ impl Device {
             stream: Mutex::new(stream),
             layout,
             kernels: Mutex::new(HashMap::new()),
+            static_kernels: Mutex::new(HashMap::new()),
             pipeline_cache,
             pipeline_cache_path,
             pipeline_cache_load,
@@ -292,6 +295,30 @@ impl Device {
 
     // --- Kernels ---
 
+    /// The kernel of a compiled-in module (the catalog's `include_bytes!`, little-endian SPIR-V
+    /// words): looked up by the bytes' address, so a dispatch neither converts nor hashes the
+    /// module again; built through [`Device::kernel`] on first use.
+    pub fn static_kernel(&self, name: &str, spirv_bytes: &'static [u8]) -> Result<Arc<Kernel>> {
+        let key = (spirv_bytes.as_ptr() as usize, spirv_bytes.len());
+        if let Some(kernel) = self.static_kernels.lock().get(&key) {
+            return Ok(kernel.clone());
+        }
+        if !spirv_bytes.len().is_multiple_of(4) {
+            return Err(nxvk_glsl::GlslError::Malformed {
+                name: name.to_owned(),
+                problem: format!("{} bytes is not a whole number of words", spirv_bytes.len()),
+            }
+            .into());
+        }
+        let words: Vec<u32> = spirv_bytes
+            .chunks_exact(4)
+            .map(|word| u32::from_le_bytes([word[0], word[1], word[2], word[3]]))
+            .collect();
+        let kernel = self.kernel(name, &words, &[])?;
+        self.static_kernels.lock().insert(key, kernel.clone());
+        Ok(kernel)
+    }
+
     /// The kernel for `spirv` with `specialization`, built once and cached by content.
     pub fn kernel(
         &self,
@@ -392,13 +419,58 @@ impl Device {
 
     // --- Work ---
 
-    /// Records one dispatch. `push_constants` must fit [`crate::PORTABLE_PUSH_CONSTANT_BYTES`];
-    /// `accesses` must list every buffer the kernel reads or writes.
+    /// Records one dispatch. `push_constants` must fit [`crate::PORTABLE_PUSH_CONSTANT_BYTES`]
+    /// and be a multiple of 4 bytes; `accesses` must list every buffer the kernel reads or
+    /// writes (barriers come from that list).
     pub fn dispatch(
         &self,
         kernel: &Kernel,
         group_counts: [u32; 3],
         push_constants: &[u8],
+        accesses: &[BufferAccess<'_>],
+    ) -> Result<()> {
+        self.record_dispatch(kernel, group_counts, push_constants, None, accesses)
+    }
+
+    /// Records one dispatch whose kernel reads a parameter block (arguments beyond the
+    /// push-constant size): `params` is copied into memory that lives as long as the batch,
+    /// and its device address is written into the push constants at byte
+    /// `address_offset` (8 bytes). Copy and dispatch happen under one lock, so the block is
+    /// always in the dispatch's own batch, whatever other threads submit.
+    pub fn dispatch_with_params(
+        &self,
+        kernel: &Kernel,
+        group_counts: [u32; 3],
+        push_constants: &[u8],
+        params: &[u8],
+        address_offset: usize,
+        accesses: &[BufferAccess<'_>],
+    ) -> Result<()> {
+        if address_offset + 8 > push_constants.len() {
+            return Err(Error::Vulkan {
+                op: "dispatch",
+                detail: format!(
+                    "kernel `{}`: parameter address at byte {address_offset} of {} push-constant bytes",
+                    kernel.name,
+                    push_constants.len()
+                ),
+            });
+        }
+        self.record_dispatch(
+            kernel,
+            group_counts,
+            push_constants,
+            Some((params, address_offset)),
+            accesses,
+        )
+    }
+
+    fn record_dispatch(
+        &self,
+        kernel: &Kernel,
+        group_counts: [u32; 3],
+        push_constants: &[u8],
+        params: Option<(&[u8], usize)>,
         accesses: &[BufferAccess<'_>],
     ) -> Result<()> {
         self.usable("dispatch")?;
@@ -443,19 +515,18 @@ impl Device {
                 BufferAccess::Write(buffer) => Access::Write(buffer.raw()),
             })
             .collect();
-        let result =
-            self.stream
-                .lock()
-                .dispatch(&kernel.pipeline, group_counts, push_constants, &accesses);
-        self.guard(result)
-    }
-
-    /// Copies `bytes` into parameter memory for the work being recorded, returning the device
-    /// address a kernel can read them from (for arguments beyond push-constant size). The
-    /// memory lives until the batch completes.
-    pub fn params(&self, bytes: &[u8]) -> Result<u64> {
-        self.usable("kernel parameters")?;
-        let result = self.stream.lock().params(&self.pool, bytes);
+        let mut stream = self.stream.lock();
+        let result = match params {
+            None => stream.dispatch(&kernel.pipeline, group_counts, push_constants, &accesses),
+            Some((bytes, address_offset)) => {
+                let mut push: smallvec::SmallVec<[u8; 128]> = push_constants.into();
+                stream.params(&self.pool, bytes).and_then(|address| {
+                    push[address_offset..address_offset + 8]
+                        .copy_from_slice(&address.to_le_bytes());
+                    stream.dispatch(&kernel.pipeline, group_counts, &push, &accesses)
+                })
+            }
+        };
         self.guard(result)
     }
 

@@ -31,11 +31,18 @@ pub enum Error {
         detail: String,
     },
     /// Operand shapes or dtypes that the op does not accept.
-    #[error("{op}: operands of shapes {shapes:?} and dtypes {dtypes:?}: {detail}")]
+    #[error("{op}: operands of shapes {shapes:?} and dtypes [{}]: {detail}", dtype_names(.dtypes))]
     BadOperands {
         op: &'static str,
         shapes: Vec<Vec<usize>>,
         dtypes: Vec<DType>,
+        detail: String,
+    },
+    /// An op with no implementation (GPU or host) for these dtypes yet.
+    #[error("{op}: not supported for {dtype}: {detail}")]
+    Unsupported {
+        op: &'static str,
+        dtype: DType,
         detail: String,
     },
     /// Host data whose length does not fit the tensor it should fill.
@@ -157,4 +164,12 @@ impl From<Box<vulkano::ValidationError>> for VulkanFailure {
     fn from(error: Box<vulkano::ValidationError>) -> Self {
         VulkanFailure::Validation(error.to_string())
     }
+}
+
+fn dtype_names(dtypes: &[DType]) -> String {
+    dtypes
+        .iter()
+        .map(|dtype| dtype.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -1,1 +1,36 @@
-//! placeholder
+//! nxvk-kernels: the kernel catalog of nxvk.
+//!
+//! One op table (`op_table.rs`) defines every Nx elementwise op once: name, arity, accepted
+//! dtype classes, result-type rule and GLSL expression per dtype class. The build script turns
+//! it into SPIR-V kernels named `<op>_<dtype>` (plus `as_type_<from>_<to>` casts), exposed as
+//! constants in [`catalog`]. The eager API ([`ops`]) runs one op on whole tensors with Nx's
+//! broadcasting and type promotion; host references (`reference.rs`) define the semantics the
+//! kernels must match (Nx.BinaryBackend's) and back the single counted host fallback.
+//!
+//! It is not a graph compiler (that is `nxvk-fusion`) and knows nothing about Elixir, NIFs or
+//! the BEAM; it builds on `nxvk-core` for devices, tensors and dispatch.
+//!
+//! **Invariant:** an op either runs a catalog kernel generated from the op table, or runs its
+//! host reference through [`ops`]' one fallback path, which is counted and obeys strict mode;
+//! f64 is never computed in f32.
+//!
+//! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64 (f64 transcendentals excepted);
+//! complex and sub-byte integers take the host fallback, 8-bit floats are unsupported. See
+//! `fallback_allowlist.txt` and `cargo run -p nxvk-kernels --example coverage`.
+
+pub mod catalog;
+mod codegen;
+pub mod coverage;
+mod fallback;
+mod launch;
+pub mod op_table;
+pub mod ops;
+pub mod reference;
+pub mod types;
+
+pub use catalog::{CatalogKernel, binary_kernel, cast_kernel, dtype_of, elem_of, unary_kernel};
+pub use codegen::{cast_shader, op_shader};
+pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};
+pub use launch::set_output_poison;
+pub use op_table::{Accepts, BinaryOp, Elem, OpSpec, ResultRule, UnaryOp};
+pub use ops::{Path, as_type, binary, unary};

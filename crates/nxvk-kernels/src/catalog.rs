@@ -1,0 +1,102 @@
+//! The compiled catalog: the SPIR-V the build script generated from the op table, with one named
+//! constant per kernel (`ADD_F32`, `AS_TYPE_S32_F32`, ...) and lookups by op and dtype.
+//!
+//! Kernel names are `<op>_<dtype>` for ops (the dtype is the compute type the operands are cast
+//! to first) and `as_type_<from>_<to>` for casts.
+
+use crate::op_table::{BinaryOp, Elem, UnaryOp};
+use nxvk_core::{Capabilities, DType, Device, Kernel, Result};
+use std::sync::Arc;
+
+/// One precompiled kernel of the catalog.
+#[derive(Debug)]
+pub struct CatalogKernel {
+    pub name: &'static str,
+    /// SPIR-V words as little-endian bytes (`include_bytes!` guarantees no alignment).
+    pub spirv: &'static [u8],
+}
+
+impl CatalogKernel {
+    /// The pipeline for this kernel on `device` (built once, then cached by the device by the
+    /// module's address, so a dispatch does not rehash it).
+    pub fn load(&self, device: &Device) -> Result<Arc<Kernel>> {
+        device.static_kernel(self.name, self.spirv)
+    }
+}
+
+include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
+
+/// The kernel of a binary op on compute type `elem`, if the catalog has one.
+pub fn binary_kernel(op: BinaryOp, elem: Elem) -> Option<&'static CatalogKernel> {
+    BINARY_KERNELS[op.index()][elem.index()]
+}
+
+/// The kernel of a unary op on compute type `elem`, if the catalog has one.
+pub fn unary_kernel(op: UnaryOp, elem: Elem) -> Option<&'static CatalogKernel> {
+    UNARY_KERNELS[op.index()][elem.index()]
+}
+
+/// The cast kernel from `from` to `to` (none when they are equal).
+pub fn cast_kernel(from: Elem, to: Elem) -> Option<&'static CatalogKernel> {
+    CAST_KERNELS[from.index()][to.index()]
+}
+
+/// The catalog's element type for an Nx dtype; `None` for complex, sub-byte and 8-bit floats.
+pub const fn elem_of(dtype: DType) -> Option<Elem> {
+    Some(match dtype {
+        DType::S8 => Elem::S8,
+        DType::S16 => Elem::S16,
+        DType::S32 => Elem::S32,
+        DType::S64 => Elem::S64,
+        DType::U8 => Elem::U8,
+        DType::U16 => Elem::U16,
+        DType::U32 => Elem::U32,
+        DType::U64 => Elem::U64,
+        DType::F16 => Elem::F16,
+        DType::BF16 => Elem::BF16,
+        DType::F32 => Elem::F32,
+        DType::F64 => Elem::F64,
+        DType::S2
+        | DType::S4
+        | DType::U2
+        | DType::U4
+        | DType::F8E5M2
+        | DType::F8E4M3FN
+        | DType::C64
+        | DType::C128 => return None,
+    })
+}
+
+/// The Nx dtype of a catalog element type.
+pub const fn dtype_of(elem: Elem) -> DType {
+    match elem {
+        Elem::S8 => DType::S8,
+        Elem::S16 => DType::S16,
+        Elem::S32 => DType::S32,
+        Elem::S64 => DType::S64,
+        Elem::U8 => DType::U8,
+        Elem::U16 => DType::U16,
+        Elem::U32 => DType::U32,
+        Elem::U64 => DType::U64,
+        Elem::F16 => DType::F16,
+        Elem::BF16 => DType::BF16,
+        Elem::F32 => DType::F32,
+        Elem::F64 => DType::F64,
+    }
+}
+
+/// True when the device has the shader features kernels on `elem` need (the template widens
+/// narrow integers to 32 bits but loads and stores them natively; f64 kernels also use 64-bit
+/// integers for exact fmod and casts).
+pub fn device_supports(capabilities: &Capabilities, elem: Elem) -> bool {
+    let base = capabilities.storage_8bit
+        && capabilities.shader_int8
+        && capabilities.storage_16bit
+        && capabilities.shader_int16
+        && capabilities.shader_int64;
+    base && match elem {
+        Elem::F16 => capabilities.shader_float16,
+        Elem::F64 => capabilities.shader_float64,
+        _ => true,
+    }
+}

@@ -1,0 +1,318 @@
+//! GLSL for the catalog's elementwise kernels, generated from the op table.
+//!
+//! One template serves every op, cast and dtype: a grid-stride loop over the output elements,
+//! contiguous output, and inputs addressed either linearly (`rank == 0`, the fast path for
+//! dense operands of the output's shape) or through shape and per-input strides read from a
+//! parameter block (any rank, broadcasting by zero strides, transposed and sliced views).
+//! Dtype differences live in the type macros and the load/store conversions, never in
+//! per-dtype copies of a kernel. Like `op_table.rs`, this file is included by the build script
+//! and must stay free of other dependencies.
+
+use crate::op_table::{Elem, OpSpec, ResultRule, expression};
+use std::fmt::Write as _;
+
+/// Invocations per workgroup of every elementwise kernel.
+pub const WORKGROUP_SIZE: u32 = 256;
+
+/// Bytes of push constants: four device addresses (two inputs, output, parameter block), the
+/// element count, the rank and [`INLINE_WORDS`] words of shape and strides (the portable
+/// maximum of 128 bytes in all).
+pub const PUSH_CONSTANT_BYTES: usize = 128;
+
+/// Shape and stride words carried in the push constants: ranks up to `INLINE_WORDS / 3` (after
+/// axis merging) need no parameter block.
+pub const INLINE_WORDS: usize = 22;
+
+const HELPERS: &str = include_str!("glsl_helpers.glsl");
+
+/// The GLSL type values of `elem` are computed in: integers narrower than 32 bits widen (and
+/// wrap when stored), f16 and bf16 compute in f32.
+pub const fn compute_type(elem: Elem) -> &'static str {
+    match elem {
+        Elem::S8 | Elem::S16 | Elem::S32 => "int",
+        Elem::U8 | Elem::U16 | Elem::U32 => "uint",
+        Elem::S64 => "int64_t",
+        Elem::U64 => "uint64_t",
+        Elem::F16 | Elem::BF16 | Elem::F32 => "float",
+        Elem::F64 => "double",
+    }
+}
+
+/// The GLSL type of `elem` in memory (bf16 is raw bits).
+pub const fn storage_type(elem: Elem) -> &'static str {
+    match elem {
+        Elem::S8 => "int8_t",
+        Elem::S16 => "int16_t",
+        Elem::S32 => "int",
+        Elem::S64 => "int64_t",
+        Elem::U8 => "uint8_t",
+        Elem::U16 | Elem::BF16 => "uint16_t",
+        Elem::U32 => "uint",
+        Elem::U64 => "uint64_t",
+        Elem::F16 => "float16_t",
+        Elem::F32 => "float",
+        Elem::F64 => "double",
+    }
+}
+
+/// Bytes one element of `elem` occupies in memory.
+pub const fn storage_bytes(elem: Elem) -> u32 {
+    match elem {
+        Elem::S8 | Elem::U8 => 1,
+        Elem::S16 | Elem::U16 | Elem::F16 | Elem::BF16 => 2,
+        Elem::S32 | Elem::U32 | Elem::F32 => 4,
+        Elem::S64 | Elem::U64 | Elem::F64 => 8,
+    }
+}
+
+/// The GLSL expression reading element `index{input}` of input `input` (0 or 1).
+fn element(input: usize, elem: Elem) -> String {
+    format!(
+        "Input{input}(push.input{input} + uint64_t(index{input}) * {}ul).v",
+        storage_bytes(elem)
+    )
+}
+
+fn load(elem: Elem, access: &str) -> String {
+    match elem {
+        Elem::BF16 => format!("nx_bf16_to_f32({access})"),
+        _ => format!("{}({access})", compute_type(elem)),
+    }
+}
+
+fn store(elem: Elem, value: &str) -> String {
+    match elem {
+        Elem::BF16 => format!("nx_f32_to_bf16({value})"),
+        _ => format!("{}({value})", storage_type(elem)),
+    }
+}
+
+/// The type macros the helpers are written against.
+fn type_defines(elem: Elem) -> String {
+    let bits = elem.bits();
+    let mask32 = if bits >= 32 {
+        "0xFFFFFFFFu".to_owned()
+    } else {
+        format!("{:#x}u", (1u32 << bits) - 1)
+    };
+    format!(
+        "#define T {}\n#define BITS {bits}\n#define MASK32 {mask32}\n#define SIGNED {}\n#define IS_FLOAT {}\n#define IS_F64 {}\n",
+        compute_type(elem),
+        u8::from(elem.is_signed()),
+        u8::from(elem.is_float()),
+        u8::from(elem == Elem::F64),
+    )
+}
+
+const BF16_HELPERS: &str = "
+float nx_bf16_to_f32(uint16_t bits) { return uintBitsToFloat(uint(bits) << 16); }
+// Round to nearest even; NaN stays a (quiet) NaN with its sign, as half::bf16::from_f32 does.
+uint16_t nx_f32_to_bf16(float value) {
+    uint bits = floatBitsToUint(value);
+    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((bits >> 16) | 0x40u);
+    bits += 0x7FFFu + ((bits >> 16) & 1u);
+    return uint16_t(bits >> 16);
+}
+";
+
+/// Float-to-integer helpers for casts: the low bits of trunc(x) in two's complement (Nx writes
+/// the truncated integer modulo 2^bits; NaN and infinities are handled by the caller).
+const WRAP_HELPERS_F32: &str = "
+uint nx_wrap32(float x) {
+    float ax = trunc(abs(x));
+    uint magnitude;
+    if (ax < 4294967296.0) {
+        magnitude = uint(ax);
+    } else {
+        uint bits = floatBitsToUint(ax);
+        int shift = int(bits >> 23) - 150;
+        magnitude = (shift >= 32) ? 0u : (((bits & 0x7FFFFFu) | 0x800000u) << uint(shift));
+    }
+    return (x < 0.0) ? 0u - magnitude : magnitude;
+}
+uint64_t nx_wrap64(float x) {
+    float ax = trunc(abs(x));
+    uint64_t magnitude;
+    if (ax < 18446744073709551616.0) {
+        magnitude = uint64_t(ax);
+    } else {
+        uint bits = floatBitsToUint(ax);
+        int shift = int(bits >> 23) - 150;
+        magnitude = (shift >= 64) ? 0ul : (uint64_t((bits & 0x7FFFFFu) | 0x800000u) << uint(shift));
+    }
+    return (x < 0.0) ? 0ul - magnitude : magnitude;
+}
+";
+
+const WRAP_HELPERS_F64: &str = "
+uint64_t nx_wrap64(double x) {
+    double ax = trunc(abs(x));
+    uint64_t magnitude;
+    if (ax < 18446744073709551616.0lf) {
+        magnitude = uint64_t(ax);
+    } else {
+        uvec2 words = unpackDouble2x32(ax);
+        uint64_t bits = (uint64_t(words.y) << 32) | uint64_t(words.x);
+        int shift = int(bits >> 52) - 1075;
+        magnitude = (shift >= 64) ? 0ul : (((bits & 0xFFFFFFFFFFFFFul) | 0x10000000000000ul) << uint(shift));
+    }
+    return (x < 0.0lf) ? 0ul - magnitude : magnitude;
+}
+uint nx_wrap32(double x) { return uint(nx_wrap64(x)); }
+";
+
+/// The largest and smallest value of an integer type as GLSL literals of its compute type.
+fn integer_limits(elem: Elem) -> (&'static str, &'static str) {
+    match elem {
+        Elem::S8 => ("127", "-128"),
+        Elem::S16 => ("32767", "-32768"),
+        Elem::S32 => ("2147483647", "(-2147483647 - 1)"),
+        Elem::S64 => ("9223372036854775807l", "(-9223372036854775807l - 1l)"),
+        Elem::U8 => ("255u", "0u"),
+        Elem::U16 => ("65535u", "0u"),
+        Elem::U32 => ("4294967295u", "0u"),
+        Elem::U64 => ("18446744073709551615ul", "0ul"),
+        Elem::F16 | Elem::BF16 | Elem::F32 | Elem::F64 => ("", ""),
+    }
+}
+
+/// A whole elementwise shader: `inputs` (one or two) are loaded as their compute type `T` (the
+/// type macros follow `inputs[0]`), `function` defines `nx_apply` over them, and its result is
+/// stored as `output`.
+fn elementwise_shader(inputs: &[Elem], output: Elem, function: &str, extra: &str) -> String {
+    let mut shader = String::new();
+    shader.push_str(&type_defines(inputs[0]));
+    shader.push_str(BF16_HELPERS);
+    shader.push_str(HELPERS);
+    shader.push_str(extra);
+    let second = inputs.get(1).copied().unwrap_or(inputs[0]);
+    let _ = write!(
+        shader,
+        "
+layout(local_size_x = {WORKGROUP_SIZE}) in;
+// One element per reference, addressed in 64 bits: indexing an array with a 32-bit index
+// wraps the byte offset past 4 GiB on NVIDIA's driver (seen on the H200).
+layout(buffer_reference, scalar, buffer_reference_align = {input0_bytes}) readonly buffer Input0 {{ {input0} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {input1_bytes}) readonly buffer Input1 {{ {input1} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {output_bytes}) writeonly buffer Output {{ {output_storage} v; }};
+layout(buffer_reference, scalar) readonly buffer Params {{ uint v[]; }};
+layout(push_constant, scalar) uniform Push {{
+    uint64_t input0;
+    uint64_t input1;
+    uint64_t output0;
+    Params params;
+    uint count;
+    uint rank;
+    uint inline_words[{inline_words}];
+}} push;
+
+// Shape (rank words), then the strides of input 0 and of input 1 (rank words each): inline in
+// the push constants when they fit, else in the parameter block.
+uint nx_layout_word(uint position) {{
+    return (push.rank * 3u <= {inline_words}u) ? push.inline_words[position] : push.params.v[position];
+}}
+
+{function}
+
+void main() {{
+    uint threads = gl_NumWorkGroups.x * {WORKGROUP_SIZE}u;
+    for (uint index = gl_GlobalInvocationID.x; index < push.count; index += threads) {{
+        uint index0 = index;
+        uint index1 = index;
+        if (push.rank != 0u) {{
+            uint rest = index;
+            index0 = 0u;
+            index1 = 0u;
+            for (uint axis = push.rank; axis > 0u; axis--) {{
+                uint size = nx_layout_word(axis - 1u);
+                uint coordinate = rest % size;
+                rest /= size;
+                index0 += coordinate * nx_layout_word(push.rank + axis - 1u);
+                index1 += coordinate * nx_layout_word(2u * push.rank + axis - 1u);
+            }}
+        }}
+        Output(push.output0 + uint64_t(index) * {output_bytes}ul).v = {stored};
+    }}
+}}
+",
+        inline_words = INLINE_WORDS,
+        input0 = storage_type(inputs[0]),
+        input1 = storage_type(second),
+        input0_bytes = storage_bytes(inputs[0]),
+        input1_bytes = storage_bytes(second),
+        output_bytes = storage_bytes(output),
+        output_storage = storage_type(output),
+        stored = store(
+            output,
+            &if inputs.len() == 2 {
+                format!(
+                    "nx_apply({}, {})",
+                    load(inputs[0], &element(0, inputs[0])),
+                    load(inputs[1], &element(1, inputs[1]))
+                )
+            } else {
+                format!("nx_apply({})", load(inputs[0], &element(0, inputs[0])))
+            }
+        ),
+    );
+    shader
+}
+
+/// The output type of `spec` run on compute type `elem` (`None` for complex results).
+pub const fn output_elem(spec: &OpSpec, elem: Elem) -> Option<Elem> {
+    match spec.result {
+        ResultRule::U8 => Some(Elem::U8),
+        ResultRule::Complex => None,
+        ResultRule::Same | ResultRule::Floating | ResultRule::Real => Some(elem),
+    }
+}
+
+/// The shader of an op with `arity` operands on compute type `elem`, when the table has one.
+pub fn op_shader(spec: &OpSpec, arity: usize, elem: Elem) -> Option<String> {
+    let expression = expression(spec, elem)?;
+    let output = output_elem(spec, elem)?;
+    let output_type = compute_type(output);
+    let parameters = if arity == 2 { "T a, T b" } else { "T a" };
+    let function =
+        format!("{output_type} nx_apply({parameters}) {{ return {output_type}({expression}); }}");
+    Some(elementwise_shader(
+        &vec![elem; arity],
+        output,
+        &function,
+        "",
+    ))
+}
+
+/// The shader of `as_type` from `from` to `to` with Nx's rules: integers wrap, floats round to
+/// nearest even (f16 and bf16 through f32), float to integer truncates and wraps, NaN becomes
+/// 0 and infinities the integer type's limits.
+pub fn cast_shader(from: Elem, to: Elem) -> String {
+    let target = compute_type(to);
+    let (function, extra) = if from.is_float() && !to.is_float() {
+        let (max, min) = integer_limits(to);
+        let wrap = if to.bits() == 64 {
+            "nx_wrap64"
+        } else {
+            "nx_wrap32"
+        };
+        let function = format!(
+            "{target} nx_apply(T a) {{
+    if (isnan(a)) return {target}(0);
+    if (isinf(a)) return (a > T(0)) ? {target}({max}) : {target}({min});
+    return {target}({wrap}(a));
+}}"
+        );
+        let extra = if from == Elem::F64 {
+            WRAP_HELPERS_F64
+        } else {
+            WRAP_HELPERS_F32
+        };
+        (function, extra)
+    } else {
+        (
+            format!("{target} nx_apply(T a) {{ return {target}(a); }}"),
+            "",
+        )
+    };
+    elementwise_shader(&[from], to, &function, extra)
+}

@@ -1,0 +1,94 @@
+//! The op x dtype coverage matrix (gpu / fallback / unsupported), read from the op table and
+//! the catalog, for the `coverage` example and CI's strict check.
+
+use crate::fallback::is_allowlisted;
+use crate::op_table::{BinaryOp, UnaryOp};
+use crate::ops::{Path, binary_path, unary_path};
+use nxvk_core::{Capabilities, DType};
+
+/// Where one op runs on one dtype (both operands of that dtype for binary ops).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    Gpu,
+    /// Counted host fallback; `allowlisted` when `fallback_allowlist.txt` names it.
+    Fallback {
+        allowlisted: bool,
+    },
+    /// Nx defines the op here but nxvk has neither path yet (8-bit floats, some complex ops).
+    Unsupported,
+    /// Nx rejects the op on this dtype (bitwise ops on floats, ...).
+    Undefined,
+}
+
+impl Cell {
+    pub const fn label(self) -> &'static str {
+        match self {
+            Cell::Gpu => "gpu",
+            Cell::Fallback { .. } => "fallback",
+            Cell::Unsupported => "unsupported",
+            Cell::Undefined => "-",
+        }
+    }
+}
+
+/// One row of the matrix.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub op: &'static str,
+    pub arity: usize,
+    pub cells: Vec<(DType, Cell)>,
+}
+
+fn host_supports(op_name: &str, dtype: DType) -> bool {
+    if matches!(dtype, DType::F8E5M2 | DType::F8E4M3FN) {
+        return false;
+    }
+    // Complex ops the host reference does not implement yet.
+    !(dtype.is_complex() && matches!(op_name, "atan2" | "erf" | "erfc" | "erf_inv" | "cbrt"))
+}
+
+fn cell(op_name: &'static str, dtype: DType, path: nxvk_core::Result<Path>) -> Cell {
+    match path {
+        Err(_) => Cell::Undefined,
+        Ok(_) if !host_supports(op_name, dtype) => Cell::Unsupported,
+        Ok(Path::Gpu) => Cell::Gpu,
+        Ok(Path::Fallback(counted)) => Cell::Fallback {
+            allowlisted: is_allowlisted(op_name, counted),
+        },
+    }
+}
+
+/// The matrix for a device with `capabilities`, every op of the table against every dtype.
+pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
+    let binary = BinaryOp::ALL.iter().map(|&op| Row {
+        op: op.name(),
+        arity: 2,
+        cells: DType::ALL
+            .into_iter()
+            .map(|dtype| {
+                (
+                    dtype,
+                    cell(
+                        op.name(),
+                        dtype,
+                        binary_path(op, dtype, dtype, capabilities),
+                    ),
+                )
+            })
+            .collect(),
+    });
+    let unary = UnaryOp::ALL.iter().map(|&op| Row {
+        op: op.name(),
+        arity: 1,
+        cells: DType::ALL
+            .into_iter()
+            .map(|dtype| {
+                (
+                    dtype,
+                    cell(op.name(), dtype, unary_path(op, dtype, capabilities)),
+                )
+            })
+            .collect(),
+    });
+    binary.chain(unary).collect()
+}

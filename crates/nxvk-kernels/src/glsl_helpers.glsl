@@ -1,0 +1,462 @@
+// Helpers for the op table's GLSL expressions: the places where Nx's semantics differ from
+// GLSL's (integer division by zero, shifts past the width, NaN in min/max, round half away
+// from zero, C99 pow/atan2 special cases) or where GLSL.std.450 has no function (erf, expm1).
+// `codegen.rs` defines T, BITS, MASK32, SIGNED, IS_FLOAT and IS_F64 before including this.
+
+#if !IS_FLOAT
+// Integer division truncates toward zero. Nx raises on a zero divisor; the GPU defines it as 0
+// (GLSL leaves it undefined), and MIN / -1 wraps to MIN.
+T nx_quotient(T a, T b) {
+    if (b == T(0)) return T(0);
+#if SIGNED
+    if (b == T(-1)) return T(0) - a;
+#endif
+    return a / b;
+}
+
+// The remainder has the dividend's sign (Elixir's rem/2); a zero divisor gives 0.
+T nx_irem(T a, T b) {
+    if (b == T(0)) return T(0);
+#if SIGNED
+    if (b == T(-1)) return T(0);
+#endif
+    return a - b * (a / b);
+}
+
+// Integer.pow with wrapping; negative exponents (an error in Nx) give the truncated 1 / a^-b.
+T nx_ipow(T a, T b) {
+#if SIGNED
+    if (b < T(0)) {
+        if (a == T(1)) return T(1);
+        if (a == T(-1)) return ((b & T(1)) == T(0)) ? T(1) : T(-1);
+        return T(0);
+    }
+#endif
+    T result = T(1);
+    T base = a;
+    T exponent = b;
+    while (exponent != T(0)) {
+        if ((exponent & T(1)) != T(0)) result *= base;
+        base *= base;
+        exponent >>= 1;
+    }
+    return result;
+}
+
+// Shift counts outside [0, BITS) (negative ones are an error in Nx) shift everything out.
+T nx_left_shift(T a, T b) {
+    if (b < T(0) || b >= T(BITS)) return T(0);
+    return a << b;
+}
+
+T nx_right_shift(T a, T b) {
+    if (b < T(0) || b >= T(BITS)) return (a < T(0)) ? T(-1) : T(0);
+    return a >> b;
+}
+
+T nx_iabs(T a) { return (a < T(0)) ? T(0) - a : a; }
+
+T nx_min(T a, T b) { return (a <= b) ? a : b; }
+T nx_max(T a, T b) { return (a >= b) ? a : b; }
+
+#if BITS == 64
+T nx_popcount(T a) { return T(bitCount(uint(a)) + bitCount(uint(a >> 32))); }
+T nx_clz(T a) {
+    uint high = uint(uint64_t(a) >> 32);
+    uint low = uint(a);
+    if (high != 0u) return T(31 - findMSB(high));
+    if (low != 0u) return T(63 - findMSB(low));
+    return T(64);
+}
+#else
+T nx_popcount(T a) { return T(bitCount(uint(a) & MASK32)); }
+T nx_clz(T a) {
+    uint bits = uint(a) & MASK32;
+    return (bits == 0u) ? T(BITS) : T(BITS - 1 - findMSB(bits));
+}
+#endif
+#endif
+
+// Shared by integers and floats: sign keeps zeros (and NaN) as they are, as Nx does.
+T nx_sign(T a) { return (a > T(0)) ? T(1) : ((a < T(0)) ? T(-1) : a); }
+
+#if IS_FLOAT
+// NaN wins; otherwise Erlang's max/min, which return the first operand when the two compare
+// equal (so max(-0.0, 0.0) is -0.0).
+T nx_min(T a, T b) {
+    if (isnan(a)) return a;
+    if (isnan(b)) return b;
+    return (a <= b) ? a : b;
+}
+T nx_max(T a, T b) {
+    if (isnan(a)) return a;
+    if (isnan(b)) return b;
+    return (a >= b) ? a : b;
+}
+
+// :erlang.round/1: half away from zero, and a zero result is +0.0 (it passes through an integer).
+T nx_round(T a) {
+    T truncated = trunc(a);
+    if (abs(a - truncated) >= T(0.5)) truncated += sign(a);
+    return (truncated == T(0)) ? T(0) : truncated;
+}
+
+#if IS_F64
+// Exact fmod (the result has the dividend's sign) by long division of the significands.
+double nx_fmod(double x, double y) {
+    if (isnan(x) || isnan(y) || isinf(x) || y == 0.0lf) return (x * y) / (x * y);
+    double ax = abs(x);
+    double ay = abs(y);
+    if (isinf(y) || ax < ay) return x;
+    uvec2 x_words = unpackDouble2x32(ax);
+    uvec2 y_words = unpackDouble2x32(ay);
+    uint64_t x_bits = (uint64_t(x_words.y) << 32) | uint64_t(x_words.x);
+    uint64_t y_bits = (uint64_t(y_words.y) << 32) | uint64_t(y_words.x);
+    const uint64_t implicit = 1ul << 52;
+    int x_exponent = int(x_bits >> 52);
+    int y_exponent = int(y_bits >> 52);
+    uint64_t x_mantissa = x_bits & (implicit - 1ul);
+    uint64_t y_mantissa = y_bits & (implicit - 1ul);
+    if (x_exponent == 0) { x_exponent = 1; while ((x_mantissa & implicit) == 0ul) { x_mantissa <<= 1; x_exponent--; } } else x_mantissa |= implicit;
+    if (y_exponent == 0) { y_exponent = 1; while ((y_mantissa & implicit) == 0ul) { y_mantissa <<= 1; y_exponent--; } } else y_mantissa |= implicit;
+    for (; x_exponent > y_exponent; x_exponent--) {
+        if (x_mantissa >= y_mantissa) x_mantissa -= y_mantissa;
+        x_mantissa <<= 1;
+    }
+    if (x_mantissa >= y_mantissa) x_mantissa -= y_mantissa;
+    if (x_mantissa == 0ul) return (x < 0.0lf) ? -0.0lf : 0.0lf;
+    while ((x_mantissa & implicit) == 0ul) { x_mantissa <<= 1; x_exponent--; }
+    uint64_t result_bits = (x_exponent > 0)
+        ? ((x_mantissa - implicit) | (uint64_t(x_exponent) << 52))
+        : (x_mantissa >> uint(1 - x_exponent));
+    double result = packDouble2x32(uvec2(uint(result_bits), uint(result_bits >> 32)));
+    return (x < 0.0lf) ? -result : result;
+}
+#else
+// Exact fmod (the result has the dividend's sign) by long division of the significands.
+float nx_fmod(float x, float y) {
+    if (isnan(x) || isnan(y) || isinf(x) || y == 0.0) return (x * y) / (x * y);
+    float ax = abs(x);
+    float ay = abs(y);
+    if (isinf(y) || ax < ay) return x;
+    uint x_bits = floatBitsToUint(ax);
+    uint y_bits = floatBitsToUint(ay);
+    const uint implicit = 1u << 23;
+    int x_exponent = int(x_bits >> 23);
+    int y_exponent = int(y_bits >> 23);
+    uint x_mantissa = x_bits & (implicit - 1u);
+    uint y_mantissa = y_bits & (implicit - 1u);
+    if (x_exponent == 0) { x_exponent = 1; while ((x_mantissa & implicit) == 0u) { x_mantissa <<= 1; x_exponent--; } } else x_mantissa |= implicit;
+    if (y_exponent == 0) { y_exponent = 1; while ((y_mantissa & implicit) == 0u) { y_mantissa <<= 1; y_exponent--; } } else y_mantissa |= implicit;
+    for (; x_exponent > y_exponent; x_exponent--) {
+        if (x_mantissa >= y_mantissa) x_mantissa -= y_mantissa;
+        x_mantissa <<= 1;
+    }
+    if (x_mantissa >= y_mantissa) x_mantissa -= y_mantissa;
+    if (x_mantissa == 0u) return uintBitsToFloat(floatBitsToUint(x) & 0x80000000u);
+    while ((x_mantissa & implicit) == 0u) { x_mantissa <<= 1; x_exponent--; }
+    uint result_bits = (x_exponent > 0)
+        ? ((x_mantissa - implicit) | (uint(x_exponent) << 23))
+        : (x_mantissa >> uint(1 - x_exponent));
+    float result = uintBitsToFloat(result_bits);
+    return (x < 0.0) ? -result : result;
+}
+
+// --- f32 transcendentals (f16 and bf16 compute through these too) ---
+
+const float NX_INFINITY = uintBitsToFloat(0x7f800000u);
+const float NX_NAN = uintBitsToFloat(0x7fc00000u);
+const float NX_LN2 = 0.693147180559945309;
+const float NX_PI = 3.14159265358979324;
+
+bool nx_sign_bit(float x) { return (floatBitsToUint(x) >> 31) != 0u; }
+
+// exp by Cody-Waite reduction, x = k ln2 + r with |r| <= ln2 / 2, and a degree-7 Taylor
+// polynomial: about 1 ulp, where drivers' exp may lose 2|x| ulp (as Vulkan allows).
+float nx_exp(float x) {
+    if (isnan(x)) return x;
+    if (x > 88.72284) return NX_INFINITY;
+    if (x < -103.97208) return 0.0;
+    float k = floor(x * 1.44269504088896341 + 0.5);
+    float r = (x - k * 0.693359375) + k * 2.12194440e-4;
+    float p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0
+        + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+    int e = int(k);
+    int first = e / 2;
+    return p * uintBitsToFloat(uint(first + 127) << 23) * uintBitsToFloat(uint(e - first + 127) << 23);
+}
+
+// 2 atanh(s) = log((1 + s) / (1 - s)) for |s| <= 0.172, by its odd series.
+float nx_log_series(float s) {
+    float s2 = s * s;
+    return 2.0 * s * (1.0 + s2 * (1.0 / 3.0 + s2 * (0.2 + s2 * (1.0 / 7.0 + s2 * (1.0 / 9.0
+        + s2 * (1.0 / 11.0 + s2 / 13.0))))));
+}
+
+// log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log m by the atanh series (accurate near 1,
+// where drivers' log has an absolute error bound only).
+float nx_log(float x) {
+    if (isnan(x)) return x;
+    if (x < 0.0) return NX_NAN;
+    if (x == 0.0) return -NX_INFINITY;
+    if (isinf(x)) return x;
+    int bias = 127;
+    if (x < 1.17549435e-38) {
+        x *= 8388608.0;
+        bias += 23;
+    }
+    uint bits = floatBitsToUint(x);
+    int e = int(bits >> 23) - bias;
+    float m = uintBitsToFloat((bits & 0x7FFFFFu) | 0x3F800000u);
+    if (m > 1.41421356) {
+        m *= 0.5;
+        e += 1;
+    }
+    float series = nx_log_series((m - 1.0) / (m + 1.0));
+    return float(e) * 0.693359375 + (series - float(e) * 2.12194440e-4);
+}
+
+float nx_expm1(float x) {
+    if (isnan(x) || x > 88.72284) return nx_exp(x);
+    if (abs(x) < 0.5) {
+        return x * (1.0 + x * (0.5 + x * (1.0 / 6.0 + x * (1.0 / 24.0 + x * (1.0 / 120.0
+            + x * (1.0 / 720.0 + x * (1.0 / 5040.0 + x * (1.0 / 40320.0 + x / 362880.0))))))));
+    }
+    if (x < -17.0) return -1.0;
+    return nx_exp(x) - 1.0;
+}
+
+float nx_log1p(float x) {
+    if (isnan(x) || isinf(x)) return nx_log(x + 1.0);
+    if (x < -1.0) return NX_NAN;
+    if (x == -1.0) return -NX_INFINITY;
+    if (abs(x) < 0.25) return nx_log_series(x / (2.0 + x));
+    float u = 1.0 + x;
+    return nx_log(u) - ((u - 1.0) - x) / u;
+}
+
+// atan on [0, inf] by Cephes' reduction (tan(pi/8), tan(3pi/8)) and polynomial.
+float nx_atan_positive(float x) {
+    float offset = 0.0;
+    float t = x;
+    if (x > 2.414213562373095) {
+        offset = 0.5 * NX_PI;
+        t = -1.0 / x;
+    } else if (x > 0.4142135623730950) {
+        offset = 0.25 * NX_PI;
+        t = (x - 1.0) / (x + 1.0);
+    }
+    float z = t * t;
+    return offset + ((((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z
+        - 3.33329491539e-1) * z * t + t);
+}
+
+float nx_atan(float x) {
+    if (isnan(x)) return x;
+    float result = nx_atan_positive(abs(x));
+    return nx_sign_bit(x) ? -result : result;
+}
+
+float nx_rsqrt(float x) { return 1.0 / sqrt(x); }
+
+float nx_sigmoid(float x) { return 1.0 / (1.0 + nx_exp(-x)); }
+
+float nx_tanh(float x) {
+    if (isnan(x)) return x;
+    float ax = abs(x);
+    float result = 1.0;
+    if (ax < 10.0) {
+        float e = nx_expm1(2.0 * ax);
+        result = e / (e + 2.0);
+    }
+    return nx_sign_bit(x) ? -result : result;
+}
+
+float nx_sinh(float x) {
+    float ax = abs(x);
+    float result;
+    if (ax < 1.0) {
+        float e = nx_expm1(ax);
+        result = 0.5 * (e + e / (e + 1.0));
+    } else if (ax < 88.0) {
+        float e = nx_exp(ax);
+        result = 0.5 * (e - 1.0 / e);
+    } else {
+        float half_e = nx_exp(0.5 * ax);
+        result = (0.5 * half_e) * half_e;
+    }
+    return nx_sign_bit(x) ? -result : result;
+}
+
+float nx_cosh(float x) {
+    float ax = abs(x);
+    if (ax < 88.0) {
+        float e = nx_exp(ax);
+        return 0.5 * (e + 1.0 / e);
+    }
+    float half_e = nx_exp(0.5 * ax);
+    return (0.5 * half_e) * half_e;
+}
+
+float nx_tan(float x) {
+    if (isinf(x)) return NX_NAN;
+    return tan(x);
+}
+
+
+float nx_asinh(float x) {
+    if (isnan(x) || isinf(x)) return x;
+    float ax = abs(x);
+    float result = (ax > 1.0e8)
+        ? nx_log(ax) + NX_LN2
+        : nx_log1p(ax + ax * ax / (1.0 + sqrt(1.0 + ax * ax)));
+    return nx_sign_bit(x) ? -result : result;
+}
+
+float nx_acosh(float x) {
+    if (isnan(x)) return x;
+    if (x < 1.0) return NX_NAN;
+    if (x > 1.0e8) return nx_log(x) + NX_LN2;
+    float t = x - 1.0;
+    return nx_log1p(t + sqrt(2.0 * t + t * t));
+}
+
+float nx_atanh(float x) {
+    float ax = abs(x);
+    if (isnan(x)) return x;
+    if (ax > 1.0) return NX_NAN;
+    float result = (ax == 1.0) ? NX_INFINITY : 0.5 * nx_log1p(2.0 * ax / (1.0 - ax));
+    return nx_sign_bit(x) ? -result : result;
+}
+
+// C99 atan2, special cases included (GLSL leaves zeros and infinities undefined).
+float nx_atan2(float y, float x) {
+    if (isnan(x) || isnan(y)) return x + y;
+    float result;
+    if (y == 0.0) {
+        result = nx_sign_bit(x) ? NX_PI : 0.0;
+    } else if (isinf(x) && isinf(y)) {
+        result = (x > 0.0) ? 0.25 * NX_PI : 0.75 * NX_PI;
+    } else if (isinf(x)) {
+        result = (x > 0.0) ? 0.0 : NX_PI;
+    } else if (isinf(y) || x == 0.0) {
+        result = 0.5 * NX_PI;
+    } else {
+        float ax = abs(x);
+        float ay = abs(y);
+        float base = (ay > ax) ? 0.5 * NX_PI - nx_atan_positive(ax / ay) : nx_atan_positive(ay / ax);
+        result = (x < 0.0) ? NX_PI - base : base;
+    }
+    return nx_sign_bit(y) ? -result : result;
+}
+
+float nx_asin(float x) {
+    if (isnan(x) || abs(x) > 1.0) return NX_NAN;
+    return nx_atan2(x, sqrt((1.0 - x) * (1.0 + x)));
+}
+
+float nx_acos(float x) {
+    if (isnan(x) || abs(x) > 1.0) return NX_NAN;
+    return nx_atan2(sqrt((1.0 - x) * (1.0 + x)), x);
+}
+
+// C99 pow, special cases included (GLSL leaves x < 0 and x == 0 undefined).
+float nx_pow(float x, float y) {
+    if (y == 0.0 || x == 1.0) return 1.0;
+    if (isnan(x) || isnan(y)) return x + y;
+    float ax = abs(x);
+    if (isinf(y)) {
+        if (ax == 1.0) return 1.0;
+        return ((ax > 1.0) == (y > 0.0)) ? NX_INFINITY : 0.0;
+    }
+    bool y_integer = floor(y) == y;
+    bool y_odd = y_integer && abs(y) < 16777216.0 && fract(0.5 * y) != 0.0;
+    float magnitude;
+    if (ax == 0.0) {
+        magnitude = (y < 0.0) ? NX_INFINITY : 0.0;
+    } else if (isinf(ax)) {
+        magnitude = (y > 0.0) ? NX_INFINITY : 0.0;
+    } else {
+        if (x < 0.0 && !y_integer) return NX_NAN;
+        magnitude = pow(ax, y);
+    }
+    return (nx_sign_bit(x) && y_odd) ? -magnitude : magnitude;
+}
+
+// erfc by Numerical Recipes' Chebyshev fit (fractional error below 1.2e-7).
+float nx_erfc_positive(float z) {
+    if (z >= 10.1) return 0.0; // erfc(10.1) is below the smallest f32 subnormal
+    float t = 1.0 / (1.0 + 0.5 * z);
+    float rest = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418
+        + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587
+        + t * (-0.82215223 + t * 0.17087277))))))));
+    // exp(-z^2) as exp(-h^2) exp((h - z)(h + z)) with h = z to 12 bits, so h^2 is exact.
+    float h = uintBitsToFloat(floatBitsToUint(z) & 0xFFFFF000u);
+    return t * nx_exp(-h * h) * nx_exp((h - z) * (h + z) + rest);
+}
+
+float nx_erfc(float x) {
+    if (isnan(x)) return x;
+    float positive = nx_erfc_positive(abs(x));
+    return (x >= 0.0) ? positive : 2.0 - positive;
+}
+
+float nx_erf(float x) {
+    if (isnan(x)) return x;
+    float ax = abs(x);
+    float result;
+    if (ax < 0.5) {
+        // Maclaurin series of erf, to x^13.
+        float x2 = ax * ax;
+        result = 1.1283791670955126 * ax * (1.0 + x2 * (-1.0 / 3.0 + x2 * (1.0 / 10.0
+            + x2 * (-1.0 / 42.0 + x2 * (1.0 / 216.0 + x2 * (-1.0 / 1320.0 + x2 / 9360.0))))));
+    } else {
+        result = 1.0 - nx_erfc_positive(ax);
+    }
+    return nx_sign_bit(x) ? -result : result;
+}
+
+// M. Giles, "Approximating the erfinv function" (GPU Computing Gems), single precision.
+float nx_erf_inv(float x) {
+    if (isnan(x)) return x;
+    float ax = abs(x);
+    if (ax > 1.0) return NX_NAN;
+    if (ax == 1.0) return nx_sign_bit(x) ? -NX_INFINITY : NX_INFINITY;
+    float w = -nx_log((1.0 - ax) * (1.0 + ax));
+    float p;
+    if (w < 5.0) {
+        w = w - 2.5;
+        p = 2.81022636e-08;
+        p = 3.43273939e-07 + p * w;
+        p = -3.5233877e-06 + p * w;
+        p = -4.39150654e-06 + p * w;
+        p = 0.00021858087 + p * w;
+        p = -0.00125372503 + p * w;
+        p = -0.00417768164 + p * w;
+        p = 0.246640727 + p * w;
+        p = 1.50140941 + p * w;
+    } else {
+        w = sqrt(w) - 3.0;
+        p = -0.000200214257;
+        p = 0.000100950558 + p * w;
+        p = 0.00134934322 + p * w;
+        p = -0.00367342844 + p * w;
+        p = 0.00573950773 + p * w;
+        p = -0.0076224613 + p * w;
+        p = 0.00943887047 + p * w;
+        p = 1.00167406 + p * w;
+        p = 2.83297682 + p * w;
+    }
+    return p * x;
+}
+
+// cbrt: an exp2/log2 estimate refined by one Newton step (written to avoid overflow).
+float nx_cbrt(float x) {
+    if (x == 0.0 || isnan(x) || isinf(x)) return x;
+    float ax = abs(x);
+    float y = exp2(log2(ax) / 3.0);
+    y = y + (ax / (y * y) - y) / 3.0;
+    return nx_sign_bit(x) ? -y : y;
+}
+#endif
+#endif

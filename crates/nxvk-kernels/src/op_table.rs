@@ -1,0 +1,297 @@
+//! The op table: every Nx elementwise op, defined once.
+//!
+//! Each op has a name, an arity, the dtype classes Nx accepts for it, its result-type rule and
+//! its GLSL expression per dtype class. The build script (which includes this file with
+//! `#[path]`), the catalog, the eager ops, the host references (`reference.rs`, one exhaustive
+//! `match` over these enums) and the coverage report all read it, so this file must stay free
+//! of crate-internal and external dependencies.
+//!
+//! GLSL expressions see the operands as `a` (and `b`) of the *compute type* (`T`: `int`/`uint`
+//! for integers up to 32 bits, `int64_t`/`uint64_t`, `float` for f16/bf16/f32, `double`) and
+//! evaluate to a value of the output's compute type. The macros `BITS` (storage bits of the
+//! operand type) and `SIGNED` are defined, and the helpers of `glsl_helpers.glsl` are in scope.
+//! A `None` expression means the class never reaches a kernel: Nx rejects it, or the operands
+//! are cast to another class first (`exp` on `s32` runs as `exp` on `f32`).
+
+/// The element types the catalog compiles kernels for. Everything else (complex, sub-byte
+/// integers, 8-bit floats) goes through the counted host fallback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Elem {
+    S8,
+    S16,
+    S32,
+    S64,
+    U8,
+    U16,
+    U32,
+    U64,
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+impl Elem {
+    pub const ALL: [Elem; 12] = [
+        Elem::S8,
+        Elem::S16,
+        Elem::S32,
+        Elem::S64,
+        Elem::U8,
+        Elem::U16,
+        Elem::U32,
+        Elem::U64,
+        Elem::F16,
+        Elem::BF16,
+        Elem::F32,
+        Elem::F64,
+    ];
+
+    /// Nx's short name, used in kernel names (`add_s32`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Elem::S8 => "s8",
+            Elem::S16 => "s16",
+            Elem::S32 => "s32",
+            Elem::S64 => "s64",
+            Elem::U8 => "u8",
+            Elem::U16 => "u16",
+            Elem::U32 => "u32",
+            Elem::U64 => "u64",
+            Elem::F16 => "f16",
+            Elem::BF16 => "bf16",
+            Elem::F32 => "f32",
+            Elem::F64 => "f64",
+        }
+    }
+
+    pub const fn bits(self) -> u32 {
+        match self {
+            Elem::S8 | Elem::U8 => 8,
+            Elem::S16 | Elem::U16 | Elem::F16 | Elem::BF16 => 16,
+            Elem::S32 | Elem::U32 | Elem::F32 => 32,
+            Elem::S64 | Elem::U64 | Elem::F64 => 64,
+        }
+    }
+
+    pub const fn is_float(self) -> bool {
+        matches!(self, Elem::F16 | Elem::BF16 | Elem::F32 | Elem::F64)
+    }
+
+    pub const fn is_signed(self) -> bool {
+        matches!(self, Elem::S8 | Elem::S16 | Elem::S32 | Elem::S64)
+    }
+
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Which operand classes Nx accepts for an op (anything else is an error, not a fallback).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepts {
+    /// Integers, floats and complex numbers.
+    Any,
+    /// Integers and floats (Nx raises on complex).
+    Real,
+    /// Integers only (bitwise ops, shifts, quotient).
+    Integer,
+}
+
+/// How the result type follows from the operand types (Nx.Type's rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultRule {
+    /// `Nx.Type.merge` of the operands (unary: the operand's type).
+    Same,
+    /// `Nx.Type.to_floating` of the merged type: integers become f32.
+    Floating,
+    /// Predicates: always u8; operands are compared in their merged type.
+    U8,
+    /// `Nx.Type.to_real`: integers become f32, complex its component type.
+    Real,
+    /// `Nx.Type.to_complex`.
+    Complex,
+}
+
+/// GLSL for one op, per class of the compute type.
+#[derive(Debug, Clone, Copy)]
+pub struct Glsl {
+    /// For integer compute types (signed and unsigned; `SIGNED` tells them apart).
+    pub integer: Option<&'static str>,
+    /// For float compute types up to f32 (f16 and bf16 compute in f32).
+    pub float: Option<&'static str>,
+    /// For f64; `None` routes f64 to the host fallback (GLSL.std.450 is 32-bit only, and f64
+    /// is never computed in f32).
+    pub float64: Option<&'static str>,
+}
+
+/// An op's entry in the table.
+#[derive(Debug, Clone, Copy)]
+pub struct OpSpec {
+    pub name: &'static str,
+    pub accepts: Accepts,
+    pub result: ResultRule,
+    pub glsl: Glsl,
+    /// True when the GPU result must equal the host reference bit for bit; false for
+    /// transcendentals, checked to an ulp bound.
+    pub exact: bool,
+}
+
+const fn spec(
+    name: &'static str,
+    accepts: Accepts,
+    result: ResultRule,
+    integer: Option<&'static str>,
+    float: Option<&'static str>,
+    float64: Option<&'static str>,
+    exact: bool,
+) -> OpSpec {
+    OpSpec {
+        name,
+        accepts,
+        result,
+        glsl: Glsl {
+            integer,
+            float,
+            float64,
+        },
+        exact,
+    }
+}
+
+/// An exact op with the same expression for every class.
+const fn exact(
+    name: &'static str,
+    accepts: Accepts,
+    result: ResultRule,
+    all: &'static str,
+) -> OpSpec {
+    spec(name, accepts, result, Some(all), Some(all), Some(all), true)
+}
+
+/// An op on floats only (integers are cast to f32 first), with f64 on the host fallback.
+const fn float32_only(name: &'static str, accepts: Accepts, float: &'static str) -> OpSpec {
+    spec(
+        name,
+        accepts,
+        ResultRule::Floating,
+        None,
+        Some(float),
+        None,
+        false,
+    )
+}
+
+macro_rules! op_enum {
+    ($enum_name:ident, $all:ident, $spec_fn:ident, { $($variant:ident => $spec:expr,)* }) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $enum_name { $($variant,)* }
+
+        impl $enum_name {
+            pub const $all: &'static [$enum_name] = &[$($enum_name::$variant,)*];
+
+            /// This op's entry in the table.
+            pub const fn $spec_fn(self) -> OpSpec {
+                match self { $($enum_name::$variant => $spec,)* }
+            }
+
+            pub const fn name(self) -> &'static str {
+                self.$spec_fn().name
+            }
+
+            pub const fn index(self) -> usize {
+                self as usize
+            }
+        }
+    };
+}
+
+use Accepts::{Any, Integer, Real};
+use ResultRule::{Floating, Same, U8};
+
+op_enum!(BinaryOp, ALL, spec, {
+    Add => exact("add", Any, Same, "a + b"),
+    Subtract => exact("subtract", Any, Same, "a - b"),
+    Multiply => exact("multiply", Any, Same, "a * b"),
+    Divide => spec("divide", Any, Floating, None, Some("a / b"), Some("a / b"), true),
+    Pow => spec("pow", Any, Same, Some("nx_ipow(a, b)"), Some("nx_pow(a, b)"), None, false),
+    Remainder => spec("remainder", Real, Same, Some("nx_irem(a, b)"), Some("nx_fmod(a, b)"), Some("nx_fmod(a, b)"), true),
+    Atan2 => float32_only("atan2", Any, "nx_atan2(a, b)"),
+    Min => exact("min", Real, Same, "nx_min(a, b)"),
+    Max => exact("max", Real, Same, "nx_max(a, b)"),
+    Quotient => spec("quotient", Integer, Same, Some("nx_quotient(a, b)"), None, None, true),
+    BitwiseAnd => spec("bitwise_and", Integer, Same, Some("a & b"), None, None, true),
+    BitwiseOr => spec("bitwise_or", Integer, Same, Some("a | b"), None, None, true),
+    BitwiseXor => spec("bitwise_xor", Integer, Same, Some("a ^ b"), None, None, true),
+    LeftShift => spec("left_shift", Integer, Same, Some("nx_left_shift(a, b)"), None, None, true),
+    RightShift => spec("right_shift", Integer, Same, Some("nx_right_shift(a, b)"), None, None, true),
+    Equal => exact("equal", Any, U8, "uint(a == b)"),
+    NotEqual => exact("not_equal", Any, U8, "uint(!(a == b))"),
+    Greater => exact("greater", Real, U8, "uint(a > b)"),
+    Less => exact("less", Real, U8, "uint(a < b)"),
+    GreaterEqual => exact("greater_equal", Real, U8, "uint(a >= b)"),
+    LessEqual => exact("less_equal", Real, U8, "uint(a <= b)"),
+    LogicalAnd => exact("logical_and", Any, U8, "uint(!(a == T(0)) && !(b == T(0)))"),
+    LogicalOr => exact("logical_or", Any, U8, "uint(!(a == T(0)) || !(b == T(0)))"),
+    LogicalXor => exact("logical_xor", Any, U8, "uint(!(a == T(0)) != !(b == T(0)))"),
+});
+
+op_enum!(UnaryOp, ALL, spec, {
+    Negate => spec("negate", Any, Same, Some("T(0) - a"), Some("-a"), Some("-a"), true),
+    Abs => spec("abs", Any, Same, Some("nx_iabs(a)"), Some("abs(a)"), Some("abs(a)"), true),
+    Sign => spec("sign", Real, Same, Some("nx_sign(a)"), Some("nx_sign(a)"), Some("nx_sign(a)"), true),
+    Floor => spec("floor", Real, Same, Some("a"), Some("floor(a)"), Some("floor(a)"), true),
+    Ceil => spec("ceil", Real, Same, Some("a"), Some("ceil(a)"), Some("ceil(a)"), true),
+    Round => spec("round", Real, Same, Some("a"), Some("nx_round(a)"), Some("nx_round(a)"), true),
+    Exp => float32_only("exp", Any, "nx_exp(a)"),
+    Expm1 => float32_only("expm1", Any, "nx_expm1(a)"),
+    Log => float32_only("log", Any, "nx_log(a)"),
+    Log1p => float32_only("log1p", Any, "nx_log1p(a)"),
+    Sqrt => spec("sqrt", Any, Floating, None, Some("sqrt(a)"), Some("sqrt(a)"), true),
+    Rsqrt => spec("rsqrt", Any, Floating, None, Some("nx_rsqrt(a)"), Some("1.0lf / sqrt(a)"), false),
+    Sigmoid => float32_only("sigmoid", Any, "nx_sigmoid(a)"),
+    Tanh => float32_only("tanh", Any, "nx_tanh(a)"),
+    Sin => float32_only("sin", Any, "sin(a)"),
+    Cos => float32_only("cos", Any, "cos(a)"),
+    Tan => float32_only("tan", Any, "nx_tan(a)"),
+    Asin => float32_only("asin", Any, "nx_asin(a)"),
+    Acos => float32_only("acos", Any, "nx_acos(a)"),
+    Atan => float32_only("atan", Any, "nx_atan(a)"),
+    Sinh => float32_only("sinh", Any, "nx_sinh(a)"),
+    Cosh => float32_only("cosh", Any, "nx_cosh(a)"),
+    Asinh => float32_only("asinh", Any, "nx_asinh(a)"),
+    Acosh => float32_only("acosh", Any, "nx_acosh(a)"),
+    Atanh => float32_only("atanh", Any, "nx_atanh(a)"),
+    Erf => float32_only("erf", Real, "nx_erf(a)"),
+    Erfc => float32_only("erfc", Real, "nx_erfc(a)"),
+    ErfInv => float32_only("erf_inv", Real, "nx_erf_inv(a)"),
+    Cbrt => float32_only("cbrt", Real, "nx_cbrt(a)"),
+    BitwiseNot => spec("bitwise_not", Integer, Same, Some("~a"), None, None, true),
+    LogicalNot => exact("logical_not", Any, U8, "uint(a == T(0))"),
+    IsNan => spec("is_nan", Any, U8, Some("0u"), Some("uint(isnan(a))"), Some("uint(isnan(a))"), true),
+    IsInfinity => spec("is_infinity", Any, U8, Some("0u"), Some("uint(isinf(a))"), Some("uint(isinf(a))"), true),
+    PopulationCount => spec("population_count", Integer, Same, Some("nx_popcount(a)"), None, None, true),
+    CountLeadingZeros => spec("count_leading_zeros", Integer, Same, Some("nx_clz(a)"), None, None, true),
+    Real => spec("real", Any, ResultRule::Real, None, Some("a"), Some("a"), true),
+    Imag => spec("imag", Any, ResultRule::Real, None, Some("T(0)"), Some("T(0)"), true),
+    Conjugate => spec("conjugate", Any, ResultRule::Complex, None, None, None, true),
+});
+
+/// The GLSL expression of `spec` for compute type `elem`, if the catalog has a kernel for it.
+pub const fn expression(spec: &OpSpec, elem: Elem) -> Option<&'static str> {
+    match elem {
+        Elem::F64 => spec.glsl.float64,
+        Elem::F16 | Elem::BF16 | Elem::F32 => spec.glsl.float,
+        _ => spec.glsl.integer,
+    }
+}
+
+/// Kernel name of an op on a compute type: `<op>_<dtype>`.
+pub fn kernel_name(op: &str, elem: Elem) -> String {
+    format!("{op}_{}", elem.name())
+}
+
+/// Kernel name of a cast: `as_type_<from>_<to>`.
+pub fn cast_kernel_name(from: Elem, to: Elem) -> String {
+    format!("as_type_{}_{}", from.name(), to.name())
+}

@@ -1,0 +1,213 @@
+//! The eager API: one op on whole tensors, now.
+//!
+//! Every op goes through [`binary`] or [`unary`] (the named functions, `add`, `exp`, ..., are
+//! generated from the op table and only pick the op). An op runs on the GPU when its compute
+//! type and operand types have catalog kernels the device can run: the operands are cast to the
+//! compute type (the cast kernels), broadcast as views and handed to the op's kernel. Otherwise
+//! it takes the counted host fallback. Empty results dispatch nothing.
+
+use crate::catalog::{
+    binary_kernel, cast_kernel, device_supports, dtype_of, elem_of, unary_kernel,
+};
+use crate::fallback::run_on_host;
+use crate::launch::launch;
+use crate::op_table::{BinaryOp, Elem, UnaryOp};
+use crate::reference;
+use crate::types::{OpTypes, binary_types, unary_types};
+use nxvk_core::{Capabilities, DType, Error, Result, Tensor};
+use std::sync::Arc;
+
+/// Where an op on given operand types runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    /// Catalog kernels on the device.
+    Gpu,
+    /// The counted host fallback, counted under this dtype.
+    Fallback(DType),
+}
+
+/// The right-aligned broadcast of two shapes (Nx's binary broadcasting).
+pub fn broadcast_shapes(op: &'static str, left: &Tensor, right: &Tensor) -> Result<Vec<usize>> {
+    let (a, b) = (left.shape(), right.shape());
+    let rank = a.len().max(b.len());
+    let size = |shape: &[usize], axis: usize| {
+        (axis + shape.len())
+            .checked_sub(rank)
+            .map_or(1, |index| shape[index])
+    };
+    (0..rank)
+        .map(|axis| match (size(a, axis), size(b, axis)) {
+            (x, y) if x == y => Ok(x),
+            (1, y) => Ok(y),
+            (x, 1) => Ok(x),
+            _ => Err(Error::BadOperands {
+                op,
+                shapes: vec![a.to_vec(), b.to_vec()],
+                dtypes: vec![left.dtype(), right.dtype()],
+                detail: "shapes cannot be broadcast together (right-aligned)".into(),
+            }),
+        })
+        .collect()
+}
+
+fn plan(
+    capabilities: &Capabilities,
+    compute: DType,
+    inputs: &[DType],
+    has_kernel: impl Fn(Elem) -> bool,
+) -> Path {
+    let not_native = std::iter::once(compute)
+        .chain(inputs.iter().copied())
+        .find(|&dtype| elem_of(dtype).is_none_or(|elem| !device_supports(capabilities, elem)));
+    match (not_native, elem_of(compute)) {
+        (None, Some(elem)) if has_kernel(elem) => Path::Gpu,
+        (None, _) => Path::Fallback(compute),
+        (Some(dtype), _) => Path::Fallback(dtype),
+    }
+}
+
+/// Where `op` on operands of types `left` and `right` runs on a device with `capabilities`.
+pub fn binary_path(
+    op: BinaryOp,
+    left: DType,
+    right: DType,
+    capabilities: &Capabilities,
+) -> Result<Path> {
+    let types = binary_types(op, left, right, &[])?;
+    Ok(plan(capabilities, types.compute, &[left, right], |elem| {
+        binary_kernel(op, elem).is_some()
+    }))
+}
+
+/// Where `op` on an operand of type `input` runs on a device with `capabilities`.
+pub fn unary_path(op: UnaryOp, input: DType, capabilities: &Capabilities) -> Result<Path> {
+    let types = unary_types(op, input, &[])?;
+    Ok(plan(capabilities, types.compute, &[input], |elem| {
+        unary_kernel(op, elem).is_some()
+    }))
+}
+
+fn same_device(op: &'static str, left: &Tensor, right: &Tensor) -> Result<()> {
+    if Arc::ptr_eq(left.device(), right.device()) {
+        Ok(())
+    } else {
+        Err(Error::ForeignTensor { op })
+    }
+}
+
+/// `tensor` as `dtype` on the GPU (both native), or `tensor` itself when it already is.
+fn cast_on_gpu(op: &'static str, tensor: &Tensor, dtype: DType) -> Result<Tensor> {
+    if tensor.dtype() == dtype {
+        return Ok(tensor.clone());
+    }
+    let from = elem_of(tensor.dtype()).expect("planned as native");
+    let to = elem_of(dtype).expect("planned as native");
+    let kernel = cast_kernel(from, to).expect("every pair of native types has a cast kernel");
+    let output = Tensor::empty(tensor.device(), dtype, tensor.shape())?;
+    launch(op, kernel, &[tensor], &output)?;
+    Ok(output)
+}
+
+/// Runs a binary op with Nx's broadcasting and type promotion.
+pub fn binary(op: BinaryOp, left: &Tensor, right: &Tensor) -> Result<Tensor> {
+    let name = op.name();
+    same_device(name, left, right)?;
+    let shape = broadcast_shapes(name, left, right)?;
+    let OpTypes { result, compute } = binary_types(
+        op,
+        left.dtype(),
+        right.dtype(),
+        &[left.shape(), right.shape()],
+    )?;
+    let device = left.device();
+    if shape.iter().product::<usize>() == 0 {
+        return Tensor::empty(device, result, &shape);
+    }
+    match plan(
+        device.capabilities(),
+        compute,
+        &[left.dtype(), right.dtype()],
+        |elem| binary_kernel(op, elem).is_some(),
+    ) {
+        Path::Gpu => {
+            let kernel = binary_kernel(op, elem_of(compute).expect("planned")).expect("planned");
+            let left = cast_on_gpu(name, left, compute)?.broadcast_to(&shape)?;
+            let right = cast_on_gpu(name, right, compute)?.broadcast_to(&shape)?;
+            let output = Tensor::empty(device, result, &shape)?;
+            launch(name, kernel, &[&left, &right], &output)?;
+            Ok(output)
+        }
+        Path::Fallback(counted) => run_on_host(
+            name,
+            counted,
+            &[left, right],
+            &shape,
+            compute,
+            result,
+            |operands| reference::binary(op, compute, operands[0], operands[1]),
+        ),
+    }
+}
+
+/// Runs a unary op with Nx's result-type rule.
+pub fn unary(op: UnaryOp, input: &Tensor) -> Result<Tensor> {
+    let name = op.name();
+    let OpTypes { result, compute } = unary_types(op, input.dtype(), input.shape())?;
+    let device = input.device();
+    if input.n_elements() == 0 {
+        return Tensor::empty(device, result, input.shape());
+    }
+    match plan(device.capabilities(), compute, &[input.dtype()], |elem| {
+        unary_kernel(op, elem).is_some()
+    }) {
+        Path::Gpu => {
+            let kernel = unary_kernel(op, elem_of(compute).expect("planned")).expect("planned");
+            let operand = cast_on_gpu(name, input, compute)?;
+            let output = Tensor::empty(device, result, input.shape())?;
+            launch(name, kernel, &[&operand], &output)?;
+            Ok(output)
+        }
+        Path::Fallback(counted) => run_on_host(
+            name,
+            counted,
+            &[input],
+            input.shape(),
+            compute,
+            result,
+            |operands| reference::unary(op, compute, operands[0]),
+        ),
+    }
+}
+
+/// Nx's `as_type`: integers wrap, floats round to nearest even (f16 and bf16 through f32),
+/// floats to integers truncate and wrap, NaN becomes 0 and infinities the type's limits.
+/// Returns the tensor itself (a view) when it already has `dtype`.
+pub fn as_type(input: &Tensor, dtype: DType) -> Result<Tensor> {
+    const OP: &str = "as_type";
+    if input.dtype() == dtype {
+        return Ok(input.clone());
+    }
+    let device = input.device();
+    if input.n_elements() == 0 {
+        return Tensor::empty(device, dtype, input.shape());
+    }
+    match plan(device.capabilities(), dtype, &[input.dtype()], |_| true) {
+        Path::Gpu => cast_on_gpu(OP, input, dtype),
+        Path::Fallback(counted) => run_on_host(
+            OP,
+            counted,
+            &[input],
+            input.shape(),
+            dtype,
+            dtype,
+            |operands| Some(operands[0]),
+        ),
+    }
+}
+
+/// The native dtypes, for tests and reports.
+pub fn native_dtypes() -> impl Iterator<Item = DType> {
+    Elem::ALL.into_iter().map(dtype_of)
+}
+
+include!(concat!(env!("OUT_DIR"), "/ops.rs"));

@@ -1,0 +1,316 @@
+//! Shared test support: one device per test binary, seeded value generators with special
+//! values mixed in, strided-view construction, the host oracle and the comparison helpers.
+// Each test binary uses part of this module.
+#![allow(dead_code)]
+
+use nxvk_core::{Context, DType, DTypeClass, Device, Layout, Tensor};
+use nxvk_kernels::reference::{self, Value};
+use std::sync::{Arc, OnceLock};
+
+/// The poison word outputs are filled with before every kernel in tests (a NaN pattern for
+/// floats, an unlikely integer).
+pub const POISON: u32 = 0x7FBA_DBAD;
+
+/// One context per test binary: device creation costs time on lavapipe.
+pub fn device() -> Arc<Device> {
+    static CONTEXT: OnceLock<Context> = OnceLock::new();
+    let context = CONTEXT.get_or_init(|| {
+        nxvk_kernels::set_output_poison(Some(POISON));
+        Context::new().expect("a Vulkan device (lavapipe in CI)")
+    });
+    context.device().expect("device")
+}
+
+/// splitmix64: small, seeded, reproducible from a proptest seed.
+#[derive(Debug, Clone)]
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next() % bound.max(1)
+    }
+
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Input ranges: ops with narrow domains get inputs where their results are meaningful.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Domain {
+    /// Anything, extremes included.
+    Wide,
+    /// |x| up to 64 (trigonometric ops, whose range reduction is the driver's).
+    Moderate,
+    /// [-1, 1] (asin, acos, atanh, erf_inv).
+    Unit,
+    /// Small integers (shift counts, pow exponents).
+    SmallInteger,
+}
+
+fn special_floats() -> [f64; 10] {
+    [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -2.5,
+        3.0,
+    ]
+}
+
+/// One random value of `dtype` (already representable in it).
+pub fn random_value(dtype: DType, domain: Domain, rng: &mut SplitMix) -> Value {
+    let value = match dtype.class() {
+        DTypeClass::SignedInt | DTypeClass::UnsignedInt => {
+            let (min, max) = reference::integer_limits(dtype);
+            Value::Int(match (domain, rng.below(8)) {
+                (Domain::SmallInteger, _) => rng.below(12) as i128 - 2,
+                (Domain::Moderate | Domain::Unit, _) if dtype.class() == DTypeClass::SignedInt => {
+                    rng.below(129) as i128 - 64
+                }
+                (Domain::Moderate | Domain::Unit, _) => rng.below(65) as i128,
+                (_, 0) => min,
+                (_, 1) => max,
+                (_, 2) => 0,
+                (_, 3 | 4) => rng.below(21) as i128 - 10,
+                _ => {
+                    (rng.next() as i128 | ((rng.next() as i128) << 64)).rem_euclid(max - min + 1)
+                        + min
+                }
+            })
+        }
+        DTypeClass::Float | DTypeClass::Complex => {
+            let float = match (domain, rng.below(10)) {
+                (Domain::SmallInteger, _) => rng.below(9) as f64 - 3.0,
+                (_, 0 | 1) => special_floats()[rng.below(10) as usize],
+                (Domain::Unit, _) => rng.unit() * 2.0 - 1.0,
+                (Domain::Moderate, _) => rng.unit() * 128.0 - 64.0,
+                (Domain::Wide, 2) => (rng.below(41) as f64 - 20.0) * 0.5,
+                (Domain::Wide, 3) => f64::MAX * if rng.below(2) == 0 { 1.0 } else { -1.0 },
+                (Domain::Wide, _) => {
+                    let magnitude = 10f64.powf(rng.unit() * 12.0 - 6.0);
+                    if rng.below(2) == 0 {
+                        magnitude
+                    } else {
+                        -magnitude
+                    }
+                }
+            };
+            if dtype.is_complex() {
+                Value::Complex(nxvk_core::Complex64::new(float, rng.unit() * 4.0 - 2.0))
+            } else {
+                Value::Float(float)
+            }
+        }
+    };
+    reference::round_to(value, dtype)
+}
+
+/// How a test input is laid out in device memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewKind {
+    Contiguous,
+    /// A transpose of a contiguous tensor of the reversed shape.
+    Transposed,
+    /// An interior slice of a tensor one larger on every axis.
+    Sliced,
+}
+
+/// A tensor of `shape` laid out as `view`, and its logical values in row-major order.
+pub fn make_input(
+    device: &Arc<Device>,
+    dtype: DType,
+    shape: &[usize],
+    view: ViewKind,
+    domain: Domain,
+    rng: &mut SplitMix,
+) -> (Tensor, Vec<Value>) {
+    let base_shape: Vec<usize> = match view {
+        ViewKind::Contiguous => shape.to_vec(),
+        ViewKind::Transposed => shape.iter().rev().copied().collect(),
+        ViewKind::Sliced => shape.iter().map(|size| size + 1).collect(),
+    };
+    let base_count: usize = base_shape.iter().product();
+    let base_values: Vec<Value> = (0..base_count)
+        .map(|_| random_value(dtype, domain, rng))
+        .collect();
+    let base = Tensor::from_bytes(
+        device,
+        dtype,
+        &base_shape,
+        &reference::encode(dtype, &base_values),
+    )
+    .expect("upload");
+    let base_layout = Layout::contiguous(&base_shape);
+    let (tensor, layout) = match view {
+        ViewKind::Contiguous => (base, base_layout),
+        ViewKind::Transposed => {
+            let permutation: Vec<usize> = (0..shape.len()).rev().collect();
+            (
+                base.transpose(&permutation).unwrap(),
+                base_layout.transpose(&permutation).unwrap(),
+            )
+        }
+        ViewKind::Sliced => {
+            let starts = vec![1; shape.len()];
+            (
+                base.slice(&starts, shape).unwrap(),
+                base_layout.slice(&starts, shape).unwrap(),
+            )
+        }
+    };
+    let values = layout
+        .element_indices()
+        .map(|index| base_values[index])
+        .collect();
+    (tensor, values)
+}
+
+/// Logical values of an input of `shape` broadcast (right-aligned) to `target`.
+pub fn broadcast_values(values: &[Value], shape: &[usize], target: &[usize]) -> Vec<Value> {
+    let layout = Layout::contiguous(shape).broadcast_to(target).unwrap();
+    layout
+        .element_indices()
+        .map(|index| values[index])
+        .collect()
+}
+
+/// The values of a tensor, read back and decoded.
+pub fn read(tensor: &Tensor) -> Vec<Value> {
+    reference::decode(
+        tensor.dtype(),
+        &tensor.to_bytes().unwrap(),
+        tensor.n_elements(),
+    )
+    .unwrap()
+}
+
+/// Distance in units in the last place of `dtype` between two floats of that type.
+pub fn ulp_distance(dtype: DType, a: f64, b: f64) -> u64 {
+    let ordered = |value: f64| -> i64 {
+        let bits: i64 = match dtype {
+            DType::F16 => i64::from(half::f16::from_f64(value).to_bits() as i16),
+            DType::BF16 => i64::from(half::bf16::from_f64(value).to_bits() as i16),
+            DType::F32 => i64::from((value as f32).to_bits() as i32),
+            _ => value.to_bits() as i64,
+        };
+        let sign_mask = match dtype {
+            DType::F16 | DType::BF16 => i64::from(i16::MIN),
+            DType::F32 => i64::from(i32::MIN),
+            _ => i64::MIN,
+        };
+        if bits < 0 {
+            sign_mask.wrapping_sub(bits)
+        } else {
+            bits
+        }
+    };
+    ordered(a).abs_diff(ordered(b))
+}
+
+/// How close a GPU value must be to the reference.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Tolerance {
+    /// Same bits (any NaN equals any NaN; -0.0 differs from 0.0).
+    Exact,
+    /// Within `ulps` units in the last place, or within `absolute` (for results near a zero
+    /// of the function, where relative error is meaningless).
+    Ulps { ulps: u64, absolute: f64 },
+}
+
+/// Checks one element; returns why it differs.
+pub fn check_value(
+    dtype: DType,
+    tolerance: Tolerance,
+    actual: Value,
+    expected: Value,
+) -> Result<(), String> {
+    let fail = || {
+        Err(format!(
+            "got {actual:?}, expected {expected:?} ({dtype}, {tolerance:?})"
+        ))
+    };
+    match (actual, expected) {
+        (Value::Int(a), Value::Int(e)) => {
+            if a == e {
+                Ok(())
+            } else {
+                fail()
+            }
+        }
+        (Value::Float(a), Value::Float(e)) => {
+            if a.is_nan() || e.is_nan() {
+                return if a.is_nan() && e.is_nan() {
+                    Ok(())
+                } else {
+                    fail()
+                };
+            }
+            match tolerance {
+                Tolerance::Exact => {
+                    if a.to_bits() == e.to_bits() {
+                        Ok(())
+                    } else {
+                        fail()
+                    }
+                }
+                Tolerance::Ulps { .. } if a.is_infinite() || e.is_infinite() => {
+                    if a == e {
+                        Ok(())
+                    } else {
+                        fail()
+                    }
+                }
+                Tolerance::Ulps { ulps, absolute } => {
+                    if a == e || ulp_distance(dtype, a, e) <= ulps || (a - e).abs() <= absolute {
+                        Ok(())
+                    } else {
+                        fail()
+                    }
+                }
+            }
+        }
+        (Value::Complex(a), Value::Complex(e)) => {
+            check_value(dtype, tolerance, Value::Float(a.re), Value::Float(e.re))?;
+            check_value(dtype, tolerance, Value::Float(a.im), Value::Float(e.im))
+        }
+        _ => fail(),
+    }
+}
+
+/// Checks a whole result; the error names the first differing element and its inputs.
+pub fn check_all(
+    dtype: DType,
+    tolerance: Tolerance,
+    actual: &[Value],
+    expected: &[Value],
+    inputs: &[&[Value]],
+) -> Result<(), String> {
+    if actual.len() != expected.len() {
+        return Err(format!(
+            "{} elements, expected {}",
+            actual.len(),
+            expected.len()
+        ));
+    }
+    for (index, (&a, &e)) in actual.iter().zip(expected).enumerate() {
+        check_value(dtype, tolerance, a, e).map_err(|why| {
+            let operands: Vec<Value> = inputs.iter().map(|column| column[index]).collect();
+            format!("element {index} of operands {operands:?}: {why}")
+        })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,458 @@
+//! Every op of the table on every native dtype against the host reference: random shapes up to
+//! rank 4 with broadcasting, transposed and sliced views, empty and rank-0 tensors, and NaN,
+//! infinities, -0.0 and extreme integers mixed into the inputs. Outputs are poisoned before
+//! every kernel (see `common::device`).
+//!
+//! Exact ops must match bit for bit (any NaN matches any NaN). Transcendentals are checked to
+//! ulp bounds measured on lavapipe (see [`tolerance`]); results below f32's smallest normal may
+//! flush to zero (Vulkan allows it), hence the absolute slack.
+
+mod common;
+
+use common::*;
+use nxvk_core::{DType, Tensor};
+use nxvk_kernels::reference::{self, Value};
+use nxvk_kernels::types::{binary_types, unary_types};
+use nxvk_kernels::{BinaryOp, UnaryOp, ops};
+use proptest::prelude::*;
+
+/// f32 ulp bounds of the transcendentals, as measured on lavapipe (Mesa 22.3) over these
+/// tests' inputs, with about 2x headroom. `pow` uses the driver's pow (exp2(y log2 x)), whose
+/// error grows with |y log2 x|; the others use nxvk's own exp, log and atan (glsl_helpers),
+/// except sin, cos and tan, which are the driver's and are tested on |x| <= 64 only.
+fn f32_ulps(op: &str) -> u64 {
+    match op {
+        "pow" => 160,
+        "log1p" | "asinh" | "atanh" | "erf" | "erfc" | "erf_inv" | "asin" | "atan2" => 8,
+        _ => 4,
+    }
+}
+
+fn tolerance(exact: bool, op: &str, result: DType) -> Tolerance {
+    if exact {
+        return Tolerance::Exact;
+    }
+    let trigonometric = matches!(op, "sin" | "cos" | "tan");
+    let (ulps, absolute) = match result {
+        DType::F16 => (2, 0.0),
+        DType::BF16 => (2, 1.2e-38),
+        _ => (f32_ulps(op), 1.2e-38),
+    };
+    Tolerance::Ulps {
+        ulps,
+        absolute: if trigonometric {
+            4.0e-7f64.max(absolute)
+        } else {
+            absolute
+        },
+    }
+}
+
+fn unary_domain(op: UnaryOp) -> Domain {
+    use UnaryOp::*;
+    match op {
+        Sin | Cos | Tan => Domain::Moderate,
+        Asin | Acos | Atanh | ErfInv => Domain::Unit,
+        _ => Domain::Wide,
+    }
+}
+
+fn binary_domains(op: BinaryOp) -> (Domain, Domain) {
+    match op {
+        BinaryOp::LeftShift | BinaryOp::RightShift | BinaryOp::Pow => {
+            (Domain::Wide, Domain::SmallInteger)
+        }
+        _ => (Domain::Wide, Domain::Wide),
+    }
+}
+
+/// A random broadcast case: an output shape and two operand shapes that broadcast to it.
+#[derive(Debug, Clone)]
+struct Case {
+    shape: Vec<usize>,
+    left: Vec<usize>,
+    right: Vec<usize>,
+    left_view: ViewKind,
+    right_view: ViewKind,
+    seed: u64,
+}
+
+fn view_kind() -> impl Strategy<Value = ViewKind> {
+    prop_oneof![
+        Just(ViewKind::Contiguous),
+        Just(ViewKind::Transposed),
+        Just(ViewKind::Sliced)
+    ]
+}
+
+/// Drops `drop` leading axes and turns the axes in `ones` into size 1 (broadcast operands).
+fn operand_shape(shape: &[usize], drop: usize, ones: u8) -> Vec<usize> {
+    shape
+        .iter()
+        .enumerate()
+        .skip(drop.min(shape.len()))
+        .map(|(axis, &size)| if ones >> axis & 1 == 1 { 1 } else { size })
+        .collect()
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    let dimension = prop_oneof![12 => 1..4usize, 1 => Just(0usize)];
+    (
+        prop::collection::vec(dimension, 0..=4),
+        (0..3usize, any::<u8>(), 0..3usize, any::<u8>()),
+        view_kind(),
+        view_kind(),
+        any::<u64>(),
+    )
+        .prop_map(
+            |(
+                shape,
+                (left_drop, left_ones, right_drop, right_ones),
+                left_view,
+                right_view,
+                seed,
+            )| Case {
+                left: operand_shape(&shape, left_drop, left_ones),
+                right: operand_shape(&shape, right_drop, right_ones),
+                shape,
+                left_view,
+                right_view,
+                seed,
+            },
+        )
+}
+
+/// The right-aligned broadcast of two compatible shapes.
+fn broadcast_shape(left: &[usize], right: &[usize]) -> Vec<usize> {
+    let rank = left.len().max(right.len());
+    let size = |shape: &[usize], axis: usize| {
+        (axis + shape.len())
+            .checked_sub(rank)
+            .map_or(1, |index| shape[index])
+    };
+    (0..rank)
+        .map(|axis| {
+            if size(left, axis) == 1 {
+                size(right, axis)
+            } else {
+                size(left, axis)
+            }
+        })
+        .collect()
+}
+
+/// Runs `op` on fresh inputs of types `left_type` and `right_type` for `case` and checks it.
+fn check_binary(
+    op: BinaryOp,
+    left_type: DType,
+    right_type: DType,
+    case: &Case,
+    rng: &mut SplitMix,
+) -> Result<(), String> {
+    let device = device();
+    let (left_domain, right_domain) = binary_domains(op);
+    let (left, left_values) = make_input(
+        &device,
+        left_type,
+        &case.left,
+        case.left_view,
+        left_domain,
+        rng,
+    );
+    let (right, right_values) = make_input(
+        &device,
+        right_type,
+        &case.right,
+        case.right_view,
+        right_domain,
+        rng,
+    );
+    let types = binary_types(op, left_type, right_type, &[]).unwrap();
+    let output = ops::binary(op, &left, &right).map_err(|error| error.to_string())?;
+    let label = format!(
+        "{} on {left_type} {:?} and {right_type} {:?}",
+        op.name(),
+        case.left,
+        case.right
+    );
+    let shape = broadcast_shape(&case.left, &case.right);
+    if output.shape() != shape.as_slice() || output.dtype() != types.result {
+        return Err(format!(
+            "{label}: result {:?} {}",
+            output.shape(),
+            output.dtype()
+        ));
+    }
+    let left_values = broadcast_values(&left_values, &case.left, &shape);
+    let right_values = broadcast_values(&right_values, &case.right, &shape);
+    let expected: Vec<Value> = left_values
+        .iter()
+        .zip(&right_values)
+        .map(|(&a, &b)| {
+            reference::binary(
+                op,
+                types.compute,
+                reference::round_to(a, types.compute),
+                reference::round_to(b, types.compute),
+            )
+            .unwrap()
+        })
+        .collect();
+    let expected = reference::decode(
+        types.result,
+        &reference::encode(types.result, &expected),
+        expected.len(),
+    )
+    .unwrap();
+    let tolerance = tolerance(op.spec().exact, op.name(), types.result);
+    check_all(
+        types.result,
+        tolerance,
+        &read(&output),
+        &expected,
+        &[&left_values, &right_values],
+    )
+    .map_err(|why| format!("{label}: {why}"))
+}
+
+fn check_unary(
+    op: UnaryOp,
+    dtype: DType,
+    shape: &[usize],
+    view: ViewKind,
+    rng: &mut SplitMix,
+) -> Result<(), String> {
+    let device = device();
+    let (input, values) = make_input(&device, dtype, shape, view, unary_domain(op), rng);
+    let types = unary_types(op, dtype, &[]).unwrap();
+    let output = ops::unary(op, &input).map_err(|error| error.to_string())?;
+    let label = format!("{} on {dtype} {shape:?} ({view:?})", op.name());
+    if output.shape() != shape || output.dtype() != types.result {
+        return Err(format!(
+            "{label}: result {:?} {}",
+            output.shape(),
+            output.dtype()
+        ));
+    }
+    let expected: Vec<Value> = values
+        .iter()
+        .map(|&a| {
+            reference::unary(op, types.compute, reference::round_to(a, types.compute)).unwrap()
+        })
+        .collect();
+    let expected = reference::decode(
+        types.result,
+        &reference::encode(types.result, &expected),
+        expected.len(),
+    )
+    .unwrap();
+    let tolerance = tolerance(op.spec().exact, op.name(), types.result);
+    check_all(
+        types.result,
+        tolerance,
+        &read(&output),
+        &expected,
+        &[&values],
+    )
+    .map_err(|why| format!("{label}: {why}"))
+}
+
+/// Cases per property: 24 in CI (the whole crate's tests stay within seconds on lavapipe);
+/// `NXVK_TEST_CASES=2000` soaks them.
+fn cases() -> u32 {
+    std::env::var("NXVK_TEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(24)
+}
+
+fn native() -> Vec<DType> {
+    ops::native_dtypes().collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn binary_ops_match_the_reference_on_every_native_dtype(case in case()) {
+        let mut rng = SplitMix(case.seed);
+        for &op in BinaryOp::ALL {
+            for dtype in native() {
+                if binary_types(op, dtype, dtype, &[]).is_err() {
+                    continue;
+                }
+                check_binary(op, dtype, dtype, &case, &mut rng).map_err(TestCaseError::fail)?;
+            }
+        }
+    }
+
+    #[test]
+    fn unary_ops_match_the_reference_on_every_native_dtype(case in case()) {
+        let mut rng = SplitMix(case.seed);
+        for &op in UnaryOp::ALL {
+            for dtype in native() {
+                let Ok(types) = unary_types(op, dtype, &[]) else { continue };
+                if types.result.is_complex() {
+                    continue; // conjugate: complex results take the host fallback (fallback.rs tests)
+                }
+                check_unary(op, dtype, &case.shape, case.left_view, &mut rng).map_err(TestCaseError::fail)?;
+            }
+        }
+    }
+
+    #[test]
+    fn mixed_dtypes_promote_and_cast_like_nx(case in case(), picks in prop::collection::vec((0..24usize, 0..12usize, 0..12usize), 12)) {
+        let mut rng = SplitMix(case.seed);
+        let dtypes = native();
+        for (op, left, right) in picks {
+            let op = BinaryOp::ALL[op];
+            let (left, right) = (dtypes[left], dtypes[right]);
+            if binary_types(op, left, right, &[]).is_err() {
+                continue;
+            }
+            check_binary(op, left, right, &case, &mut rng).map_err(TestCaseError::fail)?;
+        }
+    }
+
+    #[test]
+    fn casts_match_nx_as_type_between_every_native_pair(case in case()) {
+        let device = device();
+        let mut rng = SplitMix(case.seed);
+        for from in native() {
+            for to in native() {
+                let (input, values) = make_input(&device, from, &case.shape, case.left_view, Domain::Wide, &mut rng);
+                let output = ops::as_type(&input, to).map_err(|error| TestCaseError::fail(error.to_string()))?;
+                let expected = reference::decode(to, &reference::encode(to, &values), values.len()).unwrap();
+                check_all(to, Tolerance::Exact, &read(&output), &expected, &[&values])
+                    .map_err(|why| TestCaseError::fail(format!("as_type {from} -> {to}: {why}")))?;
+            }
+        }
+    }
+}
+
+#[test]
+fn rank_zero_and_empty_tensors() {
+    let device = device();
+    let two = Tensor::from_slice(&device, &[], &[2.0f32]).unwrap();
+    let vector = Tensor::from_slice(&device, &[3], &[1.0f32, -4.0, 0.5]).unwrap();
+    let product = ops::multiply(&two, &vector).unwrap();
+    assert_eq!(product.to_vec::<f32>().unwrap(), vec![2.0, -8.0, 1.0]);
+    let scalar = ops::exp(&Tensor::from_slice(&device, &[], &[0i32]).unwrap()).unwrap();
+    assert_eq!(
+        (scalar.shape().to_vec(), scalar.to_vec::<f32>().unwrap()),
+        (vec![], vec![1.0])
+    );
+
+    let empty = Tensor::from_slice::<f32>(&device, &[2, 0], &[]).unwrap();
+    let sum = ops::add(
+        &empty,
+        &Tensor::from_slice(&device, &[1], &[1.0f32]).unwrap(),
+    )
+    .unwrap();
+    let cast = ops::as_type(&empty, DType::S8).unwrap();
+    assert_eq!(
+        (sum.shape(), cast.shape(), cast.dtype()),
+        (&[2, 0][..], &[2, 0][..], DType::S8)
+    );
+}
+
+#[test]
+fn bad_operands_are_errors_naming_op_shapes_and_dtypes() {
+    let device = device();
+    let a = Tensor::from_slice(&device, &[2, 3], &[0f32; 6]).unwrap();
+    let b = Tensor::from_slice(&device, &[4], &[0i32; 4]).unwrap();
+    let message = ops::add(&a, &b).unwrap_err().to_string();
+    assert!(
+        message.contains("add")
+            && message.contains("[2, 3]")
+            && message.contains("[4]")
+            && message.contains("32"),
+        "{message}"
+    );
+    let message = ops::bitwise_and(&a, &a).unwrap_err().to_string();
+    assert!(
+        message.contains("bitwise_and") && message.contains("32"),
+        "{message}"
+    );
+    let message = ops::remainder(
+        &Tensor::from_slice(&device, &[1], &[nxvk_core::Complex32::new(1.0, 1.0)]).unwrap(),
+        &a,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        message.contains("remainder") && message.contains("not complex"),
+        "{message}"
+    );
+}
+
+#[test]
+fn known_values_follow_nx_semantics() {
+    let device = device();
+    let ints = Tensor::from_slice(&device, &[4], &[-7i32, 7, i32::MIN, 5]).unwrap();
+    let divisors = Tensor::from_slice(&device, &[4], &[2i32, -2, -1, 0]).unwrap();
+    assert_eq!(
+        ops::remainder(&ints, &divisors)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap(),
+        vec![-1, 1, 0, 0]
+    );
+    assert_eq!(
+        ops::quotient(&ints, &divisors)
+            .unwrap()
+            .to_vec::<i32>()
+            .unwrap(),
+        vec![-3, -3, i32::MIN, 0]
+    );
+    let floats =
+        Tensor::from_slice(&device, &[6], &[-2.5f32, -0.5, 0.5, 2.5, -0.3, f32::NAN]).unwrap();
+    let rounded = ops::round(&floats).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(&rounded[..5], &[-3.0, -1.0, 1.0, 3.0, 0.0]);
+    assert!(rounded[4].is_sign_positive() && rounded[5].is_nan());
+    let nan = Tensor::from_slice(&device, &[2], &[f32::NAN, 1.0]).unwrap();
+    let one = Tensor::from_slice(&device, &[2], &[1.0f32, f32::NAN]).unwrap();
+    let max = ops::max(&nan, &one).unwrap().to_vec::<f32>().unwrap();
+    assert!(max[0].is_nan() && max[1].is_nan());
+    let mixed = ops::add(
+        &Tensor::from_slice(&device, &[2], &[200u8, 255]).unwrap(),
+        &Tensor::from_slice(&device, &[2], &[-100i8, 127]).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(mixed.dtype(), DType::S16);
+    assert_eq!(mixed.to_vec::<i16>().unwrap(), vec![100, 382]);
+    let cast = ops::as_type(
+        &Tensor::from_slice(&device, &[4], &[f32::NAN, f32::INFINITY, -1.0e10, 300.7]).unwrap(),
+        DType::U8,
+    )
+    .unwrap();
+    assert_eq!(cast.to_vec::<u8>().unwrap(), vec![0, 255, 0, 44]);
+}
+
+#[test]
+fn coverage_fallback_cells_are_all_allowlisted() {
+    let device = device();
+    let rows = nxvk_kernels::coverage::coverage(device.capabilities());
+    let unlisted: Vec<String> = rows
+        .iter()
+        .flat_map(|row| {
+            row.cells
+                .iter()
+                .map(move |(dtype, cell)| (row.op, dtype, cell))
+        })
+        .filter(|(_, _, cell)| {
+            matches!(
+                cell,
+                nxvk_kernels::coverage::Cell::Fallback { allowlisted: false }
+            )
+        })
+        .map(|(op, dtype, _)| format!("{op} {dtype}"))
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "fallbacks missing from fallback_allowlist.txt: {unlisted:?}"
+    );
+    // Null arm: an (op, dtype) that has a GPU path is not on the list.
+    assert!(!nxvk_kernels::is_allowlisted("add", DType::F32));
+    assert!(nxvk_kernels::is_allowlisted("exp", DType::F64));
+}

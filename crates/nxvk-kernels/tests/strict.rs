@@ -1,0 +1,56 @@
+//! Strict mode (its own test binary: `set_strict` is process-wide). Under `Raise` a host
+//! fallback is refused with an error naming op, dtype and shapes, while GPU ops still run; the
+//! allowlist only tells the coverage check which fallbacks are expected, it never lets one
+//! through strict mode.
+
+mod common;
+
+use nxvk_core::{Complex32, DType, Error, Strict, Tensor, set_strict};
+use nxvk_kernels::ops;
+
+#[test]
+fn strict_raise_refuses_fallbacks_and_keeps_gpu_ops() {
+    let device = common::device();
+    set_strict(Some(Strict::Raise));
+    let complex = Tensor::from_slice(&device, &[2], &[Complex32::new(1.0, 0.0); 2]).unwrap();
+    let error = ops::add(&complex, &complex).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::HostFallbackRefused {
+                op: "add",
+                dtype: DType::C64,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("add") && message.contains("c64") && message.contains("[2]"),
+        "{message}"
+    );
+    // Refused even though `* c64` is on the allowlist.
+    assert!(nxvk_kernels::is_allowlisted("add", DType::C64));
+    // Casts of packed sub-byte tensors are fallbacks as well, refused the same way.
+    let packed = Tensor::from_bytes(&device, DType::U4, &[2], &[0x12]).unwrap();
+    let error = ops::as_type(&packed, DType::F32).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::HostFallbackRefused {
+                op: "as_type",
+                dtype: DType::U4,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    // GPU paths are unaffected.
+    let x = Tensor::from_slice(&device, &[3], &[1.0f32, 2.0, 3.0]).unwrap();
+    assert_eq!(
+        ops::multiply(&x, &x).unwrap().to_vec::<f32>().unwrap(),
+        vec![1.0, 4.0, 9.0]
+    );
+    set_strict(None);
+}
