@@ -17,12 +17,29 @@ use crate::error::FleetError;
 use crate::report::HostStatus;
 use crate::transport::shell_quote;
 
-/// The cheap CI job list of the loopback fleet (one place to change it; switch to
-/// `cargo test -p nxvk-core --release --lib` once nxvk-core's tests are quick and stable).
-pub const LOOPBACK_JOBS: &[(&str, &str)] = &[(
-    "toolchain-and-commit",
-    "cargo --version && git rev-parse HEAD",
-)];
+/// The CI job list of the loopback fleet as (name, kind, command): the quick core property
+/// tests, the elementwise kernel properties and the strict-mode coverage check, each on the
+/// host's own driver. (The production list, `job::default_jobs`, runs whole suites in release.)
+pub const LOOPBACK_JOBS: &[(&str, &str, &str)] = &[
+    (
+        "core-properties",
+        "property",
+        "cargo test -p nxvk-core --test round_trip --test views --test many_dispatches",
+    ),
+    (
+        "kernel-properties",
+        "property",
+        "cargo test -p nxvk-kernels --test elementwise",
+    ),
+    (
+        "strict-coverage",
+        "coverage",
+        "cargo xtask coverage --strict --json",
+    ),
+];
+
+/// The real benchmark command for races on the loopback fleet (lavapipe-sized workloads).
+pub const LOOPBACK_BENCH_COMMAND: &str = "cargo xtask bench --only {workloads} -- --quick";
 
 /// Name of the host with a port nothing listens on.
 pub const UNREACHABLE_HOST: &str = "loopback-unreachable";
@@ -268,9 +285,9 @@ impl LoopbackFleet {
             identity = toml_string(&folder.join("client_key").to_string_lossy()),
             known_hosts = toml_string(&known_hosts.to_string_lossy()),
         ));
-        for (name, command) in LOOPBACK_JOBS {
+        for (name, kind, command) in LOOPBACK_JOBS {
             text.push_str(&format!(
-                "[[jobs]]\nname = \"{name}\"\nkind = \"check\"\ncommand = {}\n\n",
+                "[[jobs]]\nname = \"{name}\"\nkind = \"{kind}\"\ncommand = {}\n\n",
                 toml_string(command)
             ));
         }

@@ -4,13 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use nxvk_fleet::{
-    CommitBundle, FleetConfig, FleetTestOptions, HostStatus, LoadPolicy, LoopbackFleet,
-    LoopbackOptions, MIN_REPLICATES, RaceOptions, SshOptions, check_outcome, find_knob,
-    loopback_bench_lines, race_table, repository_root, run_fleet_test, run_race,
-    self_test_bench_command, summary_table,
+    CommitBundle, FleetConfig, FleetTestOptions, HostStatus, LOOPBACK_BENCH_COMMAND, LoadPolicy,
+    LoopbackFleet, LoopbackOptions, MIN_REPLICATES, RaceOptions, SshOptions, check_outcome,
+    find_knob, loopback_bench_lines, race_table, repository_root, run_fleet_test, run_race,
+    summary_table,
 };
 
 /// Exit code when every host passed (and, in loopback mode, the unreachable host was reported).
@@ -34,7 +33,7 @@ enum Command {
     Test(TestArgs),
     /// Race a knob (arm A vs arm B) on every host and apply the decision rule.
     Race(RaceArgs),
-    /// Loopback self-test benchmark used by `race --loopback`: NOT a real benchmark.
+    /// Self-test benchmark for the crate's own loopback tests: NOT a real benchmark.
     LoopbackBench(LoopbackBenchArgs),
 }
 
@@ -97,10 +96,9 @@ fn open_fleet(args: &FleetArgs, root: &Path) -> anyhow::Result<Fleet> {
     if args.loopback {
         let target_dir =
             std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-        let executable = std::env::current_exe().context("locating the nxvk-fleet executable")?;
         let options = LoopbackOptions {
             target_dir,
-            bench_command: self_test_bench_command(&executable),
+            bench_command: LOOPBACK_BENCH_COMMAND.to_owned(),
             icds: std::env::var("NXVK_TEST_ICDS").ok(),
         };
         let loopback = LoopbackFleet::start(&options)?;

@@ -33,7 +33,16 @@ fn json(rows: &[Row]) -> String {
             )
         })
         .collect();
-    format!("{{\"ops\":{{{}}}}}", body.join(","))
+    let fallbacks = rows
+        .iter()
+        .flat_map(|row| &row.cells)
+        .filter(|(_, cell)| matches!(cell, Cell::Fallback { .. }))
+        .count();
+    // `fallbacks` is the field nxvk-fleet's coverage job counts.
+    format!(
+        "{{\"fallbacks\":{fallbacks},\"ops\":{{{}}}}}",
+        body.join(",")
+    )
 }
 
 fn table(rows: &[Row]) -> String {
