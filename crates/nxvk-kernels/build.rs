@@ -12,7 +12,16 @@ mod op_table;
 #[allow(dead_code)]
 mod codegen;
 
+#[path = "src/reduce_codegen.rs"]
+#[allow(dead_code)]
+mod reduce_codegen;
+
+#[path = "src/movement_codegen.rs"]
+#[allow(dead_code)]
+mod movement_codegen;
+
 use op_table::{BinaryOp, Elem, UnaryOp};
+use reduce_codegen::{Accumulation, ReduceOp};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -20,6 +29,8 @@ fn main() {
     for source in [
         "src/op_table.rs",
         "src/codegen.rs",
+        "src/reduce_codegen.rs",
+        "src/movement_codegen.rs",
         "src/glsl_helpers.glsl",
         "build.rs",
     ] {
@@ -81,6 +92,41 @@ fn main() {
         cast_rows.push(row);
     }
 
+    let mut reduce_rows = Vec::new();
+    let mut reduce_f64_rows = Vec::new();
+    for &op in ReduceOp::ALL {
+        for (accumulation, rows) in [
+            (Accumulation::Native, &mut reduce_rows),
+            (Accumulation::F64, &mut reduce_f64_rows),
+        ] {
+            let row = Elem::ALL.map(|elem| {
+                (accumulation == Accumulation::Native || reduce_codegen::has_f64_variant(op, elem))
+                    .then(|| {
+                        compile(
+                            out_dir,
+                            &reduce_codegen::reduce_kernel_name(op, elem, accumulation),
+                            &reduce_codegen::reduce_shader(op, elem, accumulation),
+                            &mut generated,
+                            &mut all,
+                        )
+                    })
+            });
+            rows.push(row);
+        }
+    }
+    let copy_row: Vec<String> = movement_codegen::COPY_ELEMS
+        .iter()
+        .map(|&elem| {
+            compile(
+                out_dir,
+                &movement_codegen::copy_kernel_name(elem),
+                &movement_codegen::copy_shader(elem),
+                &mut generated,
+                &mut all,
+            )
+        })
+        .collect();
+
     let table = |rows: &[[Option<String>; 12]]| {
         let mut text = String::from("[\n");
         for row in rows {
@@ -114,6 +160,28 @@ fn main() {
         generated,
         "\n/// Cast kernels by [`Elem::index`] of the source and the target.\npub(crate) static CAST_KERNELS: [[Option<&CatalogKernel>; 12]; 12] = {};",
         table(&cast_rows)
+    );
+    let _ = writeln!(
+        generated,
+        "\n/// Reduction kernels (native accumulation) by `ReduceOp::index` and `Elem::index` of the input.\npub(crate) static REDUCE_KERNELS: [[Option<&CatalogKernel>; 12]; {}] = {};",
+        reduce_rows.len(),
+        table(&reduce_rows)
+    );
+    let _ = writeln!(
+        generated,
+        "\n/// Reduction kernels accumulating in f64, where they differ from the native ones.\npub(crate) static REDUCE_F64_KERNELS: [[Option<&CatalogKernel>; 12]; {}] = {};",
+        reduce_f64_rows.len(),
+        table(&reduce_f64_rows)
+    );
+    let _ = writeln!(
+        generated,
+        "\n/// Strided copy kernels by element size (1, 2, 4 and 8 bytes).\npub(crate) static COPY_KERNELS: [&CatalogKernel; {}] = [{}];",
+        copy_row.len(),
+        copy_row
+            .iter()
+            .map(|constant| format!("&{constant}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     let _ = writeln!(
         generated,

@@ -73,14 +73,14 @@ fn element(input: usize, elem: Elem) -> String {
     )
 }
 
-fn load(elem: Elem, access: &str) -> String {
+pub(crate) fn load(elem: Elem, access: &str) -> String {
     match elem {
         Elem::BF16 => format!("nx_bf16_to_f32({access})"),
         _ => format!("{}({access})", compute_type(elem)),
     }
 }
 
-fn store(elem: Elem, value: &str) -> String {
+pub(crate) fn store(elem: Elem, value: &str) -> String {
     match elem {
         Elem::BF16 => format!("nx_f32_to_bf16({value})"),
         _ => format!("{}({value})", storage_type(elem)),
@@ -104,7 +104,7 @@ fn type_defines(elem: Elem) -> String {
     )
 }
 
-const BF16_HELPERS: &str = "
+pub(crate) const BF16_HELPERS: &str = "
 float nx_bf16_to_f32(uint16_t bits) { return uintBitsToFloat(uint(bits) << 16); }
 // Round to nearest even; NaN stays a (quiet) NaN with its sign, as half::bf16::from_f32 does.
 uint16_t nx_f32_to_bf16(float value) {

@@ -1,9 +1,12 @@
 //! The op x dtype coverage matrix (gpu / fallback / unsupported), read from the op table and
-//! the catalog, for the `coverage` example and CI's strict check.
+//! the catalog (elementwise ops, reductions and data movement), for the `coverage` example and
+//! CI's strict check.
 
 use crate::fallback::is_allowlisted;
+use crate::movement;
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::ops::{Path, binary_path, unary_path};
+use crate::reduce::{self, ReduceOp};
 use nxvk_core::{Capabilities, DType};
 
 /// Where one op runs on one dtype (both operands of that dtype for binary ops).
@@ -90,5 +93,53 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
             })
             .collect(),
     });
-    binary.chain(unary).collect()
+    let reductions = ReduceOp::ALL.iter().map(|&op| Row {
+        op: op.name(),
+        arity: 1,
+        cells: DType::ALL
+            .into_iter()
+            .map(|dtype| {
+                let undefined = dtype.is_complex()
+                    && matches!(
+                        op,
+                        ReduceOp::ReduceMax
+                            | ReduceOp::ReduceMin
+                            | ReduceOp::ArgMax
+                            | ReduceOp::ArgMin
+                    );
+                let cell = if undefined {
+                    Cell::Undefined
+                } else if reduce::runs_on_gpu(op, dtype, capabilities) {
+                    Cell::Gpu
+                } else if matches!(dtype, DType::F8E5M2 | DType::F8E4M3FN) {
+                    Cell::Unsupported
+                } else {
+                    Cell::Fallback {
+                        allowlisted: is_allowlisted(op.name(), dtype),
+                    }
+                };
+                (dtype, cell)
+            })
+            .collect(),
+    });
+    let movement = movement::MOVEMENT_OPS.iter().map(|&op| Row {
+        op,
+        arity: 1,
+        cells: DType::ALL
+            .into_iter()
+            .map(|dtype| {
+                let cell = if movement::runs_on_gpu(dtype) {
+                    Cell::Gpu
+                } else {
+                    Cell::Unsupported
+                };
+                (dtype, cell)
+            })
+            .collect(),
+    });
+    binary
+        .chain(unary)
+        .chain(reductions)
+        .chain(movement)
+        .collect()
 }

@@ -9,7 +9,7 @@
 
 use crate::catalog::CatalogKernel;
 use crate::codegen::{INLINE_WORDS, PUSH_CONSTANT_BYTES, WORKGROUP_SIZE};
-use nxvk_core::{BufferAccess, Error, Result, Tensor};
+use nxvk_core::{BufferAccess, DeviceBuffer, Error, Result, Tensor};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const NO_POISON: u64 = u64::MAX;
@@ -22,11 +22,20 @@ pub fn set_output_poison(word: Option<u32>) {
     OUTPUT_POISON.store(word.map_or(NO_POISON, u64::from), Ordering::Relaxed);
 }
 
+/// Fills `buffer` with the test poison word, when one is set (see [`set_output_poison`]).
+pub(crate) fn poison_output(buffer: &DeviceBuffer) -> Result<()> {
+    let poison = OUTPUT_POISON.load(Ordering::Relaxed);
+    if poison != NO_POISON {
+        buffer.device().fill(buffer, poison as u32)?;
+    }
+    Ok(())
+}
+
 /// The largest element count the 32-bit index arithmetic of the kernels handles.
-const MAX_ELEMENTS: usize = (u32::MAX - (1 << 26)) as usize;
+pub(crate) const MAX_ELEMENTS: usize = (u32::MAX - (1 << 26)) as usize;
 
 /// Shape and per-operand strides after dropping size-1 axes and merging contiguous neighbours.
-fn simplify(shape: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+pub(crate) fn simplify(shape: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
     let mut merged_shape: Vec<usize> = Vec::new();
     let mut merged_strides: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
     for axis in 0..shape.len() {

@@ -14,6 +14,13 @@
 //! host reference through [`ops`]' one fallback path, which is counted and obeys strict mode;
 //! f64 is never computed in f32.
 //!
+//! Beside the generated elementwise catalog, hand-written templates cover reductions
+//! ([`reduce`](mod@reduce): sum, product, reduce_max/min, all, any, argmax/argmin over any axes of any view)
+//! and data movement ([`movement`]: materialised views, reverse, strided slice, pad,
+//! concatenate, stack, put_slice), compiled at build time like the rest of the catalog. They
+//! have no host fallback yet: a dtype without a kernel is an `Unsupported` error, never a
+//! silently different path.
+//!
 //! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64 (f64 transcendentals excepted);
 //! complex and sub-byte integers take the host fallback, 8-bit floats are unsupported. See
 //! `fallback_allowlist.txt` and `cargo run -p nxvk-kernels --example coverage`.
@@ -23,8 +30,12 @@ mod codegen;
 pub mod coverage;
 mod fallback;
 mod launch;
+pub mod movement;
+mod movement_codegen;
 pub mod op_table;
 pub mod ops;
+pub mod reduce;
+mod reduce_codegen;
 pub mod reference;
 pub mod types;
 
@@ -32,5 +43,8 @@ pub use catalog::{CatalogKernel, binary_kernel, cast_kernel, dtype_of, elem_of, 
 pub use codegen::{cast_shader, op_shader};
 pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};
 pub use launch::set_output_poison;
+pub use movement_codegen::{copy_kernel_name, copy_shader};
 pub use op_table::{Accepts, BinaryOp, Elem, OpSpec, ResultRule, UnaryOp};
 pub use ops::{Path, as_type, binary, unary};
+pub use reduce::{Accumulation, ReduceOp, ReduceOptions, TieBreak, reduce};
+pub use reduce_codegen::{reduce_kernel_name, reduce_shader};

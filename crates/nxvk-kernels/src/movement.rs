@@ -1,0 +1,488 @@
+//! Data movement: materialising views (`contiguous`, `transpose`, `broadcast`), `reverse`,
+//! strided `slice`, `pad` (lo, hi, interior, negative), `concatenate`, `stack` and `put_slice`,
+//! all through one strided copy kernel per element size.
+//!
+//! Every op here is a set of copies from a (possibly reversed) view of an input into a region
+//! of a fresh contiguous output: the copy takes the shape, signed input strides and unsigned
+//! output strides, so a reversal is a negative stride, a strided slice a multiplied stride and
+//! an interior pad a multiplied output stride. Values are moved as raw bits, so every dtype of
+//! 1, 2, 4, 8 or 16 bytes (complex included) moves the same way; sub-byte types are reported
+//! as unsupported. A tiled transpose kernel (shared-memory tiles for coalesced reads and
+//! writes) is a later optimisation; this path is correct for any permutation first.
+//!
+//! Operands of several tensors must share the dtype (callers apply Nx's type promotion first).
+
+use crate::catalog::COPY_KERNELS;
+use crate::launch::{MAX_ELEMENTS, poison_output};
+use crate::movement_codegen::{
+    COPY_ELEMS, COPY_PARAMS_ADDRESS_OFFSET, COPY_PUSH_CONSTANT_BYTES, COPY_WORKGROUP_SIZE,
+};
+use nxvk_core::{BufferAccess, DType, Device, Error, Result, Tensor, contiguous_strides};
+use std::sync::Arc;
+
+fn bad(op: &'static str, inputs: &[&Tensor], detail: String) -> Error {
+    Error::BadOperands {
+        op,
+        shapes: inputs.iter().map(|input| input.shape().to_vec()).collect(),
+        dtypes: inputs.iter().map(|input| input.dtype()).collect(),
+        detail,
+    }
+}
+
+/// Nx's names of the data-movement ops this module runs on the GPU.
+pub const MOVEMENT_OPS: &[&str] = &[
+    "broadcast",
+    "stack",
+    "transpose",
+    "reverse",
+    "slice",
+    "pad",
+    "concatenate",
+    "put_slice",
+];
+
+/// True when data movement of `dtype` runs on the GPU: every type of whole bytes (sub-byte
+/// types are unsupported for now).
+pub const fn runs_on_gpu(dtype: DType) -> bool {
+    dtype.byte_size().is_some()
+}
+
+/// A fresh contiguous tensor for an op's result (poisoned in tests).
+fn fresh(device: &Arc<Device>, dtype: DType, shape: &[usize]) -> Result<Tensor> {
+    let output = Tensor::empty(device, dtype, shape)?;
+    if output.n_elements() > 0 {
+        poison_output(output.buffer())?;
+    }
+    Ok(output)
+}
+
+/// A source for one copy: an element of the input's buffer and signed strides from it.
+struct Source<'a> {
+    tensor: &'a Tensor,
+    /// Element index (in the input's buffer) of the source's logical element zero.
+    start: usize,
+    strides: Vec<i64>,
+}
+
+impl<'a> Source<'a> {
+    /// The tensor's own view.
+    fn of(tensor: &'a Tensor) -> Self {
+        Source {
+            tensor,
+            start: tensor.layout().offset(),
+            strides: tensor
+                .layout()
+                .strides()
+                .iter()
+                .map(|&stride| stride as i64)
+                .collect(),
+        }
+    }
+}
+
+/// Copies `source` (of `shape`) into `output`'s elements from `output_start` with
+/// `output_strides`.
+fn copy(
+    op: &'static str,
+    source: &Source<'_>,
+    shape: &[usize],
+    output: &Tensor,
+    output_start: usize,
+    output_strides: &[usize],
+) -> Result<()> {
+    let n_elements: usize = shape.iter().product();
+    if n_elements == 0 {
+        return Ok(());
+    }
+    let input = source.tensor;
+    let dtype = input.dtype();
+    let unsupported = || Error::Unsupported {
+        op,
+        dtype,
+        detail: "sub-byte elements have no addresses to copy".into(),
+    };
+    let element_bytes = dtype.byte_size().ok_or_else(unsupported)?;
+    // 16-byte elements (c128) move as two 8-byte halves along an extra innermost axis.
+    let (mut shape, mut input_strides, mut output_strides, kernel_bytes, scale) = if element_bytes
+        == 16
+    {
+        let mut shape = shape.to_vec();
+        shape.push(2);
+        let mut input_strides: Vec<i64> = source.strides.iter().map(|stride| stride * 2).collect();
+        input_strides.push(1);
+        let mut output_strides: Vec<usize> =
+            output_strides.iter().map(|stride| stride * 2).collect();
+        output_strides.push(1);
+        (shape, input_strides, output_strides, 8u64, 2u64)
+    } else {
+        (
+            shape.to_vec(),
+            source.strides.clone(),
+            output_strides.to_vec(),
+            element_bytes,
+            1u64,
+        )
+    };
+    merge_axes(&mut shape, &mut input_strides, &mut output_strides);
+    if n_elements as u64 * scale > MAX_ELEMENTS as u64 {
+        return Err(bad(
+            op,
+            &[input],
+            format!("{n_elements} elements exceed the kernels' 32-bit index arithmetic"),
+        ));
+    }
+    let mut words: Vec<u32> = Vec::with_capacity(shape.len() * 3 + 1);
+    let too_large = |value: String| {
+        bad(
+            op,
+            &[input],
+            format!("{value} does not fit the copy kernel's 32-bit layout words"),
+        )
+    };
+    for &size in &shape {
+        words.push(u32::try_from(size).map_err(|_| too_large(format!("size {size}")))?);
+    }
+    for &stride in &input_strides {
+        let word = i32::try_from(stride).map_err(|_| too_large(format!("stride {stride}")))?;
+        words.push(word as u32);
+    }
+    for &stride in &output_strides {
+        words.push(u32::try_from(stride).map_err(|_| too_large(format!("stride {stride}")))?);
+    }
+    words.push(0);
+    let params: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
+    let input_address = input.buffer().device_address() + source.start as u64 * element_bytes;
+    let output_address = output.buffer().device_address() + output_start as u64 * element_bytes;
+    let count = n_elements as u64 * scale;
+    let mut push = Vec::with_capacity(COPY_PUSH_CONSTANT_BYTES);
+    for word in [input_address, output_address, 0] {
+        push.extend_from_slice(&word.to_le_bytes());
+    }
+    push.extend_from_slice(&(count as u32).to_le_bytes());
+    push.extend_from_slice(&(shape.len() as u32).to_le_bytes());
+    let index = COPY_ELEMS
+        .iter()
+        .position(|&elem| u64::from(elem.bits() / 8) == kernel_bytes)
+        .expect("a copy kernel for every element size");
+    let device = output.device();
+    let kernel = COPY_KERNELS[index].load(device)?;
+    let max_groups = device.capabilities().max_workgroup_count[0];
+    let groups = count
+        .div_ceil(u64::from(COPY_WORKGROUP_SIZE))
+        .min(u64::from(max_groups)) as u32;
+    device.dispatch_with_params(
+        &kernel,
+        [groups, 1, 1],
+        &push,
+        &params,
+        COPY_PARAMS_ADDRESS_OFFSET,
+        &[
+            BufferAccess::Read(input.buffer()),
+            BufferAccess::Write(output.buffer()),
+        ],
+    )
+}
+
+/// Drops size-1 axes and merges neighbours that both sides walk contiguously.
+fn merge_axes(shape: &mut Vec<usize>, input: &mut Vec<i64>, output: &mut Vec<usize>) {
+    let (mut merged_shape, mut merged_input, mut merged_output) =
+        (Vec::new(), Vec::new(), Vec::new());
+    for axis in 0..shape.len() {
+        if shape[axis] == 1 {
+            continue;
+        }
+        let size = shape[axis];
+        match (
+            merged_shape.last_mut(),
+            merged_input.last_mut(),
+            merged_output.last_mut(),
+        ) {
+            (Some(last_size), Some(last_input), Some(last_output))
+                if *last_input == input[axis] * size as i64
+                    && *last_output == output[axis] * size =>
+            {
+                *last_size *= size;
+                *last_input = input[axis];
+                *last_output = output[axis];
+            }
+            _ => {
+                merged_shape.push(size);
+                merged_input.push(input[axis]);
+                merged_output.push(output[axis]);
+            }
+        }
+    }
+    *shape = merged_shape;
+    *input = merged_input;
+    *output = merged_output;
+}
+
+/// The view materialised as a fresh contiguous tensor (the tensor itself when it already is
+/// contiguous).
+pub fn contiguous(input: &Tensor) -> Result<Tensor> {
+    if input.layout().is_contiguous() {
+        return Ok(input.clone());
+    }
+    let output = fresh(input.device(), input.dtype(), input.shape())?;
+    copy(
+        "contiguous",
+        &Source::of(input),
+        input.shape(),
+        &output,
+        0,
+        &contiguous_strides(input.shape()),
+    )?;
+    Ok(output)
+}
+
+/// Nx's `transpose`, materialised: axis `i` of the result is axis `permutation[i]` of `input`.
+pub fn transpose(input: &Tensor, permutation: &[usize]) -> Result<Tensor> {
+    contiguous(&input.transpose(permutation)?)
+}
+
+/// Nx's `broadcast`, materialised: `input`'s axis `i` becomes axis `axes[i]` of `shape`.
+pub fn broadcast(input: &Tensor, shape: &[usize], axes: &[usize]) -> Result<Tensor> {
+    contiguous(&input.broadcast(shape, axes)?)
+}
+
+/// Nx's `stack`: the operands (one dtype and shape) joined along a new axis `axis`.
+pub fn stack(inputs: &[&Tensor], axis: usize) -> Result<Tensor> {
+    const OP: &str = "stack";
+    let Some(first) = inputs.first() else {
+        return Err(bad(OP, inputs, "needs at least one tensor".into()));
+    };
+    if axis > first.shape().len() || inputs.iter().any(|input| input.shape() != first.shape()) {
+        return Err(bad(
+            OP,
+            inputs,
+            format!("operands must share a shape, and axis {axis} must be at most their rank"),
+        ));
+    }
+    let mut expanded_shape = first.shape().to_vec();
+    expanded_shape.insert(axis, 1);
+    let expanded: Vec<Tensor> = inputs
+        .iter()
+        .map(|input| input.reshape(&expanded_shape))
+        .collect::<Result<_>>()?;
+    let expanded: Vec<&Tensor> = expanded.iter().collect();
+    concatenate(&expanded, axis)
+}
+
+/// Nx's `reverse` over `axes`.
+pub fn reverse(input: &Tensor, axes: &[usize]) -> Result<Tensor> {
+    const OP: &str = "reverse";
+    let shape = input.shape();
+    if let Some(&axis) = axes.iter().find(|&&axis| axis >= shape.len()) {
+        return Err(bad(
+            OP,
+            &[input],
+            format!("axis {axis} out of range for rank {}", shape.len()),
+        ));
+    }
+    let mut source = Source::of(input);
+    for (axis, &size) in shape.iter().enumerate() {
+        if axes.contains(&axis) && size > 0 {
+            source.start =
+                (source.start as i64 + (size as i64 - 1) * source.strides[axis]) as usize;
+            source.strides[axis] = -source.strides[axis];
+        }
+    }
+    let output = fresh(input.device(), input.dtype(), shape)?;
+    copy(OP, &source, shape, &output, 0, &contiguous_strides(shape))?;
+    Ok(output)
+}
+
+/// Nx's `slice`: `lengths[i]` elements of axis `i` from `starts[i]` (clamped, as Nx does, so
+/// the window fits), every `steps[i]`-th of them (`ceil(lengths[i] / steps[i])` in the result).
+pub fn slice(input: &Tensor, starts: &[i64], lengths: &[usize], steps: &[usize]) -> Result<Tensor> {
+    const OP: &str = "slice";
+    let shape = input.shape();
+    let rank = shape.len();
+    if starts.len() != rank || lengths.len() != rank || steps.len() != rank {
+        return Err(bad(
+            OP,
+            &[input],
+            format!(
+                "{} starts, {} lengths and {} steps for rank {rank}",
+                starts.len(),
+                lengths.len(),
+                steps.len()
+            ),
+        ));
+    }
+    let mut source = Source::of(input);
+    let mut result_shape = Vec::with_capacity(rank);
+    for axis in 0..rank {
+        if lengths[axis] > shape[axis] || steps[axis] == 0 {
+            return Err(bad(
+                OP,
+                &[input],
+                format!(
+                    "length {} with step {} on axis {axis} of size {}",
+                    lengths[axis], steps[axis], shape[axis]
+                ),
+            ));
+        }
+        let start = starts[axis].clamp(0, (shape[axis] - lengths[axis]) as i64);
+        source.start = (source.start as i64 + start * source.strides[axis]) as usize;
+        source.strides[axis] *= steps[axis] as i64;
+        result_shape.push(lengths[axis].div_ceil(steps[axis]));
+    }
+    let output = fresh(input.device(), input.dtype(), &result_shape)?;
+    copy(
+        OP,
+        &source,
+        &result_shape,
+        &output,
+        0,
+        &contiguous_strides(&result_shape),
+    )?;
+    Ok(output)
+}
+
+/// Nx's `pad`: per axis `(lo, hi, interior)`; negative `lo`/`hi` crop. `value` is a scalar of
+/// the input's dtype.
+pub fn pad(input: &Tensor, value: &Tensor, config: &[(i64, i64, usize)]) -> Result<Tensor> {
+    const OP: &str = "pad";
+    let shape = input.shape();
+    if config.len() != shape.len() || value.n_elements() != 1 || value.dtype() != input.dtype() {
+        return Err(bad(
+            OP,
+            &[input, value],
+            format!(
+                "needs one (lo, hi, interior) per axis ({} given for rank {}) and a scalar pad value of the input's dtype",
+                config.len(),
+                shape.len()
+            ),
+        ));
+    }
+    let mut output_shape = Vec::with_capacity(shape.len());
+    for (axis, (&size, &(lo, hi, interior))) in shape.iter().zip(config).enumerate() {
+        let padded = size as i64 + (size as i64 - 1).max(0) * interior as i64 + lo + hi;
+        if padded < 0 {
+            return Err(bad(
+                OP,
+                &[input],
+                format!("axis {axis} would have size {padded}"),
+            ));
+        }
+        output_shape.push(padded as usize);
+    }
+    let device = input.device();
+    let output = fresh(device, input.dtype(), &output_shape)?;
+    if output.n_elements() == 0 {
+        return Ok(output);
+    }
+    let scalar = value.reshape(&[])?.broadcast_to(&output_shape)?;
+    let output_strides = contiguous_strides(&output_shape);
+    copy(
+        OP,
+        &Source::of(&scalar),
+        &output_shape,
+        &output,
+        0,
+        &output_strides,
+    )?;
+    // Element i of an axis lands at lo + i * (interior + 1); keep those inside the result.
+    let mut source = Source::of(input);
+    let mut kept_shape = Vec::with_capacity(shape.len());
+    let mut output_start = 0usize;
+    let mut strides = Vec::with_capacity(shape.len());
+    for axis in 0..shape.len() {
+        let (lo, _, interior) = config[axis];
+        let step = interior as i64 + 1;
+        let size = output_shape[axis] as i64;
+        let first = if lo < 0 { (-lo + step - 1) / step } else { 0 };
+        let last = if size - 1 - lo < 0 {
+            -1
+        } else {
+            ((size - 1 - lo) / step).min(shape[axis] as i64 - 1)
+        };
+        let count = (last - first + 1).max(0) as usize;
+        kept_shape.push(count);
+        if count > 0 {
+            source.start = (source.start as i64 + first * source.strides[axis]) as usize;
+            output_start += (lo + first * step) as usize * output_strides[axis];
+        }
+        strides.push(output_strides[axis] * step as usize);
+    }
+    copy(OP, &source, &kept_shape, &output, output_start, &strides)?;
+    Ok(output)
+}
+
+/// Nx's `concatenate` along `axis` (operands of one dtype, equal sizes on the other axes).
+pub fn concatenate(inputs: &[&Tensor], axis: usize) -> Result<Tensor> {
+    const OP: &str = "concatenate";
+    let Some(first) = inputs.first() else {
+        return Err(bad(OP, inputs, "needs at least one tensor".into()));
+    };
+    let rank = first.shape().len();
+    let compatible = axis < rank
+        && inputs.iter().all(|input| {
+            input.dtype() == first.dtype()
+                && input.shape().len() == rank
+                && (0..rank)
+                    .all(|other| other == axis || input.shape()[other] == first.shape()[other])
+        });
+    if !compatible {
+        return Err(bad(
+            OP,
+            inputs,
+            format!("operands must share dtype, rank and every size but axis {axis}'s"),
+        ));
+    }
+    let mut output_shape = first.shape().to_vec();
+    output_shape[axis] = inputs.iter().map(|input| input.shape()[axis]).sum();
+    let output = fresh(first.device(), first.dtype(), &output_shape)?;
+    let strides = contiguous_strides(&output_shape);
+    let mut position = 0;
+    for input in inputs {
+        copy(
+            OP,
+            &Source::of(input),
+            input.shape(),
+            &output,
+            position * strides[axis],
+            &strides,
+        )?;
+        position += input.shape()[axis];
+    }
+    Ok(output)
+}
+
+/// Nx's `put_slice`: `input` with `update` written from `starts` (clamped, as Nx does, so the
+/// update fits).
+pub fn put_slice(input: &Tensor, starts: &[i64], update: &Tensor) -> Result<Tensor> {
+    const OP: &str = "put_slice";
+    let shape = input.shape();
+    let fits = starts.len() == shape.len()
+        && update.shape().len() == shape.len()
+        && update.dtype() == input.dtype()
+        && update.shape().iter().zip(shape).all(|(u, s)| u <= s);
+    if !fits {
+        return Err(bad(
+            OP,
+            &[input, update],
+            "the update must have the input's dtype and rank, fit inside it, and one start per axis"
+                .into(),
+        ));
+    }
+    let output = fresh(input.device(), input.dtype(), shape)?;
+    let strides = contiguous_strides(shape);
+    copy(OP, &Source::of(input), shape, &output, 0, &strides)?;
+    let output_start: usize = (0..shape.len())
+        .map(|axis| {
+            let start = starts[axis].clamp(0, (shape[axis] - update.shape()[axis]) as i64);
+            start as usize * strides[axis]
+        })
+        .sum();
+    copy(
+        OP,
+        &Source::of(update),
+        update.shape(),
+        &output,
+        output_start,
+        &strides,
+    )?;
+    Ok(output)
+}

@@ -1,0 +1,582 @@
+//! Reductions: sum, product, reduce_max, reduce_min, all, any, argmax and argmin over any set
+//! of axes of any view, with Nx's result types and NaN rules (Nx.BinaryBackend's).
+//!
+//! The reduced axes are never moved in memory: the kernel walks the kept axes and the reduced
+//! axes through their own shapes and strides (each simplified by merging contiguous
+//! neighbours). One workgroup folds one output element with a shared-memory tree. When few
+//! outputs each reduce many elements (a full reduction of a large tensor), the first pass
+//! splits every output into chunks written as partial results in the accumulator type, and a
+//! second pass reduces the partials; argmax/argmin always take one pass.
+//!
+//! Result types: sums and products of integers are s64/u64 (`Nx.Type.to_aggregate`), floats
+//! keep their type (f16 and bf16 accumulate in f32, and f32 optionally in f64 through
+//! [`Accumulation::F64`]); all/any give u8; argmax/argmin give s64 indices, row-major over the
+//! reduced axes. reduce_max/min propagate NaN; argmax/argmin pick the last NaN if any (the
+//! BinaryBackend replaces the current extreme at every NaN), otherwise the extreme with ties
+//! broken by [`TieBreak`]. A reduction with no identity (max, min, argmax, argmin) over an
+//! empty axis is an error naming the op, as Nx cannot produce a value there either.
+//! Complex and sub-byte dtypes (and anything the device lacks a shader feature for) take the
+//! counted host fallback, which obeys strict mode; 8-bit floats are unsupported.
+
+use crate::catalog::{
+    CatalogKernel, REDUCE_F64_KERNELS, REDUCE_KERNELS, cast_kernel, device_supports, dtype_of,
+    elem_of,
+};
+use crate::launch::{MAX_ELEMENTS, launch, poison_output, simplify};
+use crate::op_table::Elem;
+use crate::reduce_codegen::{
+    FLAG_TIE_BREAK_HIGH, REDUCE_PARAMS_ADDRESS_OFFSET, REDUCE_PUSH_CONSTANT_BYTES,
+    REDUCE_WORKGROUP_SIZE, accumulator_elem,
+};
+use crate::reference::{self, Value};
+use nxvk_core::{BufferAccess, Capabilities, DType, Error, Result, Tensor};
+
+pub use crate::reduce_codegen::{Accumulation, ReduceOp};
+
+/// Which index argmax/argmin return among equal extremes (Nx's `:tie_break`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TieBreak {
+    #[default]
+    Low,
+    High,
+}
+
+/// Options of one reduction.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReduceOptions<'a> {
+    /// The axes to reduce; `None` reduces all of them (`Some(&[])` reduces none).
+    pub axes: Option<&'a [usize]>,
+    /// Keep reduced axes as size 1 (Nx's `:keep_axes` / `:keep_axis`).
+    pub keep_axes: bool,
+    /// The accumulator of float sums and products.
+    pub accumulation: Accumulation,
+    /// Ties of argmax/argmin.
+    pub tie_break: TieBreak,
+}
+
+/// Reduced sizes at or above this many elements per output may be split into chunks...
+const SPLIT_MIN_REDUCED: usize = 16 * REDUCE_WORKGROUP_SIZE as usize;
+/// ...of about this many elements each...
+const CHUNK_ELEMENTS: usize = 8 * REDUCE_WORKGROUP_SIZE as usize;
+/// ...as long as outputs times chunks stays under this many workgroups.
+const SPLIT_MAX_TASKS: usize = 4096;
+/// Workgroups of one dispatch (a grid-stride loop covers more tasks).
+const MAX_GROUPS: usize = 65_535;
+
+/// Nx's result type of `op` on `input`.
+pub const fn result_dtype(op: ReduceOp, input: DType) -> DType {
+    match op {
+        ReduceOp::Sum | ReduceOp::Product => match input.class() {
+            nxvk_core::DTypeClass::SignedInt => DType::S64,
+            nxvk_core::DTypeClass::UnsignedInt => DType::U64,
+            _ => input,
+        },
+        ReduceOp::ReduceMax | ReduceOp::ReduceMin => input,
+        ReduceOp::All | ReduceOp::Any => DType::U8,
+        ReduceOp::ArgMax | ReduceOp::ArgMin => DType::S64,
+    }
+}
+
+/// True when `op` on `dtype` runs on a device with `capabilities` (else `reduce` takes the
+/// counted host fallback).
+pub fn runs_on_gpu(op: ReduceOp, dtype: DType, capabilities: &Capabilities) -> bool {
+    elem_of(dtype).is_some_and(|elem| {
+        device_supports(capabilities, elem)
+            && device_supports(
+                capabilities,
+                accumulator_elem(op, elem, Accumulation::Native),
+            )
+    })
+}
+
+fn bad(op: &'static str, input: &Tensor, detail: String) -> Error {
+    Error::BadOperands {
+        op,
+        shapes: vec![input.shape().to_vec()],
+        dtypes: vec![input.dtype()],
+        detail,
+    }
+}
+
+/// The sorted reduced axes, checked against the rank.
+fn reduced_axes(op: &'static str, input: &Tensor, axes: Option<&[usize]>) -> Result<Vec<usize>> {
+    let rank = input.shape().len();
+    let Some(axes) = axes else {
+        return Ok((0..rank).collect());
+    };
+    let mut sorted = axes.to_vec();
+    sorted.sort_unstable();
+    if let Some(&axis) = sorted.iter().find(|&&axis| axis >= rank) {
+        return Err(bad(
+            op,
+            input,
+            format!("axis {axis} out of range for rank {rank}"),
+        ));
+    }
+    if sorted.windows(2).any(|pair| pair[0] == pair[1]) {
+        return Err(bad(op, input, format!("axes {axes:?} repeat an axis")));
+    }
+    Ok(sorted)
+}
+
+fn to_u32(op: &'static str, input: &Tensor, value: usize) -> Result<u32> {
+    u32::try_from(value).map_err(|_| {
+        bad(
+            op,
+            input,
+            format!("{value} does not fit the kernels' 32-bit index arithmetic"),
+        )
+    })
+}
+
+fn kernel(op: ReduceOp, elem: Elem, accumulation: Accumulation) -> &'static CatalogKernel {
+    let native = REDUCE_KERNELS[op.index()][elem.index()];
+    let wide = match accumulation {
+        Accumulation::F64 => REDUCE_F64_KERNELS[op.index()][elem.index()],
+        Accumulation::Native => None,
+    };
+    wide.or(native)
+        .expect("the build script compiles every reduction for every native type")
+}
+
+/// One dispatch of a reduction kernel: `kept` and `reduced` are (shape, strides) pairs of the
+/// input's view; `output` receives `n_outputs * chunks` accumulator values.
+#[allow(clippy::too_many_arguments)] // One launch description; a struct would only rename it.
+fn dispatch(
+    op: ReduceOp,
+    kernel: &CatalogKernel,
+    input: &Tensor,
+    kept: (&[usize], &[usize]),
+    reduced: (&[usize], &[usize]),
+    chunks: usize,
+    tie_break: TieBreak,
+    output: &Tensor,
+) -> Result<()> {
+    let name = op.name();
+    let n_outputs: usize = kept.0.iter().product();
+    let n_reduced: usize = reduced.0.iter().product();
+    let mut words = Vec::new();
+    for values in [kept.0, kept.1, reduced.0, reduced.1] {
+        for &value in values {
+            words.push(to_u32(name, input, value)?);
+        }
+    }
+    // The block must not be empty; rank-0 views read no words.
+    words.push(0);
+    let params: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
+    let address = |tensor: &Tensor| {
+        tensor.device_address().ok_or_else(|| {
+            bad(
+                name,
+                tensor,
+                "sub-byte tensors have no element addresses".into(),
+            )
+        })
+    };
+    let tasks = n_outputs * chunks;
+    let flags = match tie_break {
+        TieBreak::Low => 0,
+        TieBreak::High => FLAG_TIE_BREAK_HIGH,
+    };
+    let mut push = Vec::with_capacity(REDUCE_PUSH_CONSTANT_BYTES);
+    for word in [address(input)?, address(output)?, 0] {
+        push.extend_from_slice(&word.to_le_bytes());
+    }
+    for word in [
+        to_u32(name, input, n_outputs)?,
+        to_u32(name, input, n_reduced)?,
+        kept.0.len() as u32,
+        reduced.0.len() as u32,
+        chunks as u32,
+        flags,
+    ] {
+        push.extend_from_slice(&word.to_le_bytes());
+    }
+    to_u32(name, input, tasks)?;
+    let device = output.device();
+    poison_output(output.buffer())?;
+    let loaded = kernel.load(device)?;
+    let max_groups = device.capabilities().max_workgroup_count[0] as usize;
+    let groups = tasks.min(MAX_GROUPS).min(max_groups) as u32;
+    device.dispatch_with_params(
+        &loaded,
+        [groups, 1, 1],
+        &push,
+        &params,
+        REDUCE_PARAMS_ADDRESS_OFFSET,
+        &[
+            BufferAccess::Read(input.buffer()),
+            BufferAccess::Write(output.buffer()),
+        ],
+    )
+}
+
+/// Runs `op` over `options.axes` of `input`.
+pub fn reduce(op: ReduceOp, input: &Tensor, options: &ReduceOptions<'_>) -> Result<Tensor> {
+    let name = op.name();
+    let dtype = input.dtype();
+    let device = input.device();
+    let unsupported = |detail: &str| Error::Unsupported {
+        op: name,
+        dtype,
+        detail: detail.to_owned(),
+    };
+    if matches!(dtype, DType::F8E5M2 | DType::F8E4M3FN) {
+        return Err(unsupported("8-bit floats have no reduction yet"));
+    }
+    if dtype.is_complex() && op.needs_elements() {
+        return Err(bad(name, input, "Nx does not order complex numbers".into()));
+    }
+    let result = result_dtype(op, dtype);
+    let axes = reduced_axes(name, input, options.axes)?;
+    let shape = input.shape();
+    let strides = input.layout().strides();
+    let is_reduced = |axis: &usize| axes.binary_search(axis).is_ok();
+    let output_shape: Vec<usize> = (0..shape.len())
+        .filter_map(|axis| match (is_reduced(&axis), options.keep_axes) {
+            (false, _) => Some(shape[axis]),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect();
+    let pick = |reduced: bool| -> (Vec<usize>, Vec<usize>) {
+        (0..shape.len())
+            .filter(|axis| is_reduced(axis) == reduced)
+            .map(|axis| (shape[axis], strides[axis]))
+            .unzip()
+    };
+    let (kept_shape, kept_strides) = pick(false);
+    let (reduced_shape, reduced_strides) = pick(true);
+    let n_outputs: usize = kept_shape.iter().product();
+    let n_reduced: usize = reduced_shape.iter().product();
+    if n_outputs == 0 {
+        return Tensor::empty(device, result, &output_shape);
+    }
+    if n_reduced == 0 && op.needs_elements() {
+        return Err(bad(
+            name,
+            input,
+            format!("cannot reduce empty axes {axes:?}: the op has no identity"),
+        ));
+    }
+    let capabilities = device.capabilities();
+    let Some(elem) = elem_of(dtype).filter(|_| runs_on_gpu(op, dtype, capabilities)) else {
+        return reduce_on_host(op, input, &axes, options.tie_break, &output_shape);
+    };
+    let accumulator = accumulator_elem(op, elem, options.accumulation);
+    if !device_supports(capabilities, accumulator) {
+        // f64 accumulation on a device without f64: the host accumulates in f64 too.
+        return reduce_on_host(op, input, &axes, options.tie_break, &output_shape);
+    }
+    if n_outputs > MAX_ELEMENTS || n_reduced > MAX_ELEMENTS {
+        to_u32(name, input, usize::MAX)?;
+    }
+    let (kept_shape, kept_strides) = simplify(&kept_shape, &[kept_strides]);
+    let (reduced_shape, reduced_strides) = simplify(&reduced_shape, &[reduced_strides]);
+    let kept = (&kept_shape[..], &kept_strides[0][..]);
+    let reduced = (&reduced_shape[..], &reduced_strides[0][..]);
+
+    let chunks = if op.is_arg() || n_reduced < SPLIT_MIN_REDUCED {
+        1
+    } else {
+        n_reduced
+            .div_ceil(CHUNK_ELEMENTS)
+            .min(SPLIT_MAX_TASKS / n_outputs)
+            .max(1)
+    };
+    let accumulator_dtype = dtype_of(accumulator);
+    let first_kernel = kernel(op, elem, options.accumulation);
+    let accumulated = if chunks == 1 {
+        let output = Tensor::empty(device, accumulator_dtype, &output_shape)?;
+        dispatch(
+            op,
+            first_kernel,
+            input,
+            kept,
+            reduced,
+            1,
+            options.tie_break,
+            &output,
+        )?;
+        output
+    } else {
+        let partials = Tensor::empty(device, accumulator_dtype, &[n_outputs, chunks])?;
+        dispatch(
+            op,
+            first_kernel,
+            input,
+            kept,
+            reduced,
+            chunks,
+            options.tie_break,
+            &partials,
+        )?;
+        let output = Tensor::empty(device, accumulator_dtype, &output_shape)?;
+        let second_kernel = kernel(op, accumulator, Accumulation::Native);
+        dispatch(
+            op,
+            second_kernel,
+            &partials,
+            (&[n_outputs], &[chunks]),
+            (&[chunks], &[1]),
+            1,
+            options.tie_break,
+            &output,
+        )?;
+        output
+    };
+    if accumulator_dtype == result {
+        return Ok(accumulated);
+    }
+    let to = elem_of(result).expect("results of native inputs are native");
+    let cast = cast_kernel(accumulator, to).expect("every pair of native types has a cast");
+    let output = Tensor::empty(device, result, &output_shape)?;
+    launch(name, cast, &[&accumulated], &output)?;
+    Ok(output)
+}
+
+fn options(axes: Option<&[usize]>, keep_axes: bool) -> ReduceOptions<'_> {
+    ReduceOptions {
+        axes,
+        keep_axes,
+        ..ReduceOptions::default()
+    }
+}
+
+fn is_zero(value: Value) -> bool {
+    match value {
+        Value::Int(value) => value == 0,
+        Value::Float(value) => value == 0.0,
+        Value::Complex(value) => value.re == 0.0 && value.im == 0.0,
+    }
+}
+
+/// Orders two real values (integers exactly); `None` when either is NaN.
+fn compare(a: Value, b: Value) -> Option<std::cmp::Ordering> {
+    match (a, b) {
+        (Value::Int(a), Value::Int(b)) => Some(a.cmp(&b)),
+        (Value::Float(a), Value::Float(b)) => a.partial_cmp(&b),
+        _ => None,
+    }
+}
+
+fn is_nan(value: Value) -> bool {
+    matches!(value, Value::Float(value) if value.is_nan())
+}
+
+fn real(value: Value) -> f64 {
+    match value {
+        Value::Int(value) => value as f64,
+        Value::Float(value) => value,
+        Value::Complex(value) => value.re,
+    }
+}
+
+fn complex(value: Value) -> nxvk_core::Complex64 {
+    match value {
+        Value::Complex(value) => value,
+        other => nxvk_core::Complex64::new(real(other), 0.0),
+    }
+}
+
+/// One output of `op` over `group` (row-major over the reduced axes), with Nx.BinaryBackend's
+/// semantics, rounded into `result`.
+fn host_value(op: ReduceOp, group: &[Value], result: DType, tie_break: TieBreak) -> Value {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    let round = |value: Value| reference::round_to(value, result);
+    let arithmetic = |identity: i128, combine: fn(Value, Value) -> Value| {
+        let start = match result.class() {
+            nxvk_core::DTypeClass::SignedInt | nxvk_core::DTypeClass::UnsignedInt => {
+                Value::Int(identity)
+            }
+            nxvk_core::DTypeClass::Complex => {
+                Value::Complex(nxvk_core::Complex64::new(identity as f64, 0.0))
+            }
+            nxvk_core::DTypeClass::Float => Value::Float(identity as f64),
+        };
+        // Integers wrap at every step (the ring is the same); floats accumulate in f64.
+        let integer = matches!(start, Value::Int(_));
+        let folded = group.iter().fold(start, |acc, &value| {
+            let combined = combine(acc, value);
+            if integer { round(combined) } else { combined }
+        });
+        round(folded)
+    };
+    match op {
+        ReduceOp::Sum => arithmetic(0, |a, b| match (a, b) {
+            (Value::Int(a), Value::Int(b)) => Value::Int(a + b),
+            (Value::Complex(a), b) => Value::Complex(a + complex(b)),
+            (a, b) => Value::Float(real(a) + real(b)),
+        }),
+        ReduceOp::Product => arithmetic(1, |a, b| match (a, b) {
+            (Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_mul(b)),
+            (Value::Complex(a), b) => Value::Complex(a * complex(b)),
+            (a, b) => Value::Float(real(a) * real(b)),
+        }),
+        ReduceOp::All => Value::Int(i128::from(group.iter().all(|&value| !is_zero(value)))),
+        ReduceOp::Any => Value::Int(i128::from(group.iter().any(|&value| !is_zero(value)))),
+        ReduceOp::ReduceMax | ReduceOp::ReduceMin => {
+            let wanted = if op == ReduceOp::ReduceMax {
+                Greater
+            } else {
+                Less
+            };
+            group
+                .iter()
+                .copied()
+                .reduce(|best, value| {
+                    if is_nan(best) {
+                        best
+                    } else if is_nan(value) || compare(value, best) == Some(wanted) {
+                        value
+                    } else {
+                        best
+                    }
+                })
+                .expect("empty reductions were rejected")
+        }
+        ReduceOp::ArgMax | ReduceOp::ArgMin => {
+            let wanted = if op == ReduceOp::ArgMax {
+                Greater
+            } else {
+                Less
+            };
+            let mut best: Option<(usize, Value)> = None;
+            for (index, &value) in group.iter().enumerate() {
+                let replace = match best {
+                    None => true,
+                    // Every NaN replaces the extreme (Nx.BinaryBackend).
+                    Some(_) if is_nan(value) => true,
+                    Some((_, extreme)) => match compare(value, extreme) {
+                        Some(Equal) => tie_break == TieBreak::High,
+                        Some(order) => order == wanted,
+                        None => false,
+                    },
+                };
+                if replace {
+                    best = Some((index, value));
+                }
+            }
+            Value::Int(best.map_or(0, |(index, _)| index as i128))
+        }
+    }
+}
+
+/// The counted host fallback of reductions (complex and sub-byte types, devices lacking a
+/// shader feature): obeys strict mode, then reduces the downloaded values.
+fn reduce_on_host(
+    op: ReduceOp,
+    input: &Tensor,
+    axes: &[usize],
+    tie_break: TieBreak,
+    output_shape: &[usize],
+) -> Result<Tensor> {
+    let name = op.name();
+    let dtype = input.dtype();
+    let device = input.device();
+    let shape = input.shape();
+    device.host_fallback(name, dtype, &[shape])?;
+    let values = reference::decode(dtype, &input.to_bytes()?, input.n_elements())
+        .ok_or_else(|| bad(name, input, "no host decoding for this type".into()))?;
+    let kept: Vec<usize> = (0..shape.len())
+        .filter(|axis| !axes.contains(axis))
+        .collect();
+    let n_outputs: usize = kept.iter().map(|&axis| shape[axis]).product();
+    let mut groups = vec![Vec::new(); n_outputs];
+    let mut coordinates = vec![0usize; shape.len()];
+    for &value in &values {
+        let output = kept
+            .iter()
+            .fold(0, |acc, &axis| acc * shape[axis] + coordinates[axis]);
+        groups[output].push(value);
+        // Row-major increment of the coordinates.
+        for axis in (0..shape.len()).rev() {
+            coordinates[axis] += 1;
+            if coordinates[axis] < shape[axis] {
+                break;
+            }
+            coordinates[axis] = 0;
+        }
+    }
+    let result = result_dtype(op, dtype);
+    let outputs: Vec<Value> = groups
+        .iter()
+        .map(|group| host_value(op, group, result, tie_break))
+        .collect();
+    Tensor::from_bytes(
+        device,
+        result,
+        output_shape,
+        &reference::encode(result, &outputs),
+    )
+}
+
+/// Nx's `sum` (`axes: None` reduces every axis).
+pub fn sum(input: &Tensor, axes: Option<&[usize]>, keep_axes: bool) -> Result<Tensor> {
+    reduce(ReduceOp::Sum, input, &options(axes, keep_axes))
+}
+
+/// Nx's `product`.
+pub fn product(input: &Tensor, axes: Option<&[usize]>, keep_axes: bool) -> Result<Tensor> {
+    reduce(ReduceOp::Product, input, &options(axes, keep_axes))
+}
+
+/// Nx's `reduce_max`.
+pub fn reduce_max(input: &Tensor, axes: Option<&[usize]>, keep_axes: bool) -> Result<Tensor> {
+    reduce(ReduceOp::ReduceMax, input, &options(axes, keep_axes))
+}
+
+/// Nx's `reduce_min`.
+pub fn reduce_min(input: &Tensor, axes: Option<&[usize]>, keep_axes: bool) -> Result<Tensor> {
+    reduce(ReduceOp::ReduceMin, input, &options(axes, keep_axes))
+}
+
+/// Nx's `all` (u8 result).
+pub fn all(input: &Tensor, axes: Option<&[usize]>, keep_axes: bool) -> Result<Tensor> {
+    reduce(ReduceOp::All, input, &options(axes, keep_axes))
+}
+
+/// Nx's `any` (u8 result).
+pub fn any(input: &Tensor, axes: Option<&[usize]>, keep_axes: bool) -> Result<Tensor> {
+    reduce(ReduceOp::Any, input, &options(axes, keep_axes))
+}
+
+/// Nx's `argmax`: over `axis`, or over the flattened tensor when `None` (s64 result).
+pub fn argmax(
+    input: &Tensor,
+    axis: Option<usize>,
+    tie_break: TieBreak,
+    keep_axis: bool,
+) -> Result<Tensor> {
+    let axes = [axis.unwrap_or(0)];
+    reduce(
+        ReduceOp::ArgMax,
+        input,
+        &ReduceOptions {
+            axes: axis.map(|_| &axes[..]),
+            keep_axes: keep_axis,
+            tie_break,
+            ..ReduceOptions::default()
+        },
+    )
+}
+
+/// Nx's `argmin`: over `axis`, or over the flattened tensor when `None` (s64 result).
+pub fn argmin(
+    input: &Tensor,
+    axis: Option<usize>,
+    tie_break: TieBreak,
+    keep_axis: bool,
+) -> Result<Tensor> {
+    let axes = [axis.unwrap_or(0)];
+    reduce(
+        ReduceOp::ArgMin,
+        input,
+        &ReduceOptions {
+            axes: axis.map(|_| &axes[..]),
+            keep_axes: keep_axis,
+            tie_break,
+            ..ReduceOptions::default()
+        },
+    )
+}

@@ -1,0 +1,372 @@
+//! Data movement against host index arithmetic: random shapes up to rank 4 (empty and rank 0
+//! included), strided views as inputs, every byte-sized dtype (complex included). Results are
+//! compared exactly: the copies move bits.
+
+mod common;
+
+use common::*;
+use nxvk_core::{DType, Layout, Tensor};
+use nxvk_kernels::movement;
+use nxvk_kernels::reference::{self, Value};
+use proptest::prelude::*;
+
+/// Cases per property (`NXVK_TEST_CASES` soaks them).
+fn cases() -> u32 {
+    std::env::var("NXVK_TEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(24)
+}
+
+fn dtypes() -> Vec<DType> {
+    let mut dtypes: Vec<DType> = nxvk_kernels::ops::native_dtypes().collect();
+    dtypes.extend([DType::C64, DType::C128]);
+    dtypes
+}
+
+fn coordinates(shape: &[usize], mut index: usize) -> Vec<usize> {
+    let mut coordinates = vec![0; shape.len()];
+    for axis in (0..shape.len()).rev() {
+        coordinates[axis] = index % shape[axis];
+        index /= shape[axis];
+    }
+    coordinates
+}
+
+fn linear(shape: &[usize], coordinates: &[usize]) -> usize {
+    coordinates
+        .iter()
+        .zip(shape)
+        .fold(0, |acc, (&coordinate, &size)| acc * size + coordinate)
+}
+
+/// The expected result of `shape`: each output coordinate maps to an input element or `fill`.
+fn expected(
+    shape: &[usize],
+    values: &[Value],
+    input_shape: &[usize],
+    fill: Option<Value>,
+    map: impl Fn(&[usize]) -> Option<Vec<usize>>,
+) -> Vec<Value> {
+    let n: usize = shape.iter().product();
+    (0..n)
+        .map(|index| match map(&coordinates(shape, index)) {
+            Some(source) => values[linear(input_shape, &source)],
+            None => fill.expect("a fill value for unmapped elements"),
+        })
+        .collect()
+}
+
+fn compare(what: &str, output: &Tensor, shape: &[usize], expected: &[Value]) -> Result<(), String> {
+    if output.shape() != shape {
+        return Err(format!(
+            "{what}: shape {:?}, expected {shape:?}",
+            output.shape()
+        ));
+    }
+    check_all(
+        output.dtype(),
+        Tolerance::Exact,
+        &read(output),
+        expected,
+        &[],
+    )
+    .map_err(|why| format!("{what} on {}: {why}", output.dtype()))
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    shape: Vec<usize>,
+    view: ViewKind,
+    seed: u64,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        prop::collection::vec(0usize..5, 0..=4),
+        prop_oneof![
+            Just(ViewKind::Contiguous),
+            Just(ViewKind::Transposed),
+            Just(ViewKind::Sliced)
+        ],
+        any::<u64>(),
+    )
+        .prop_map(|(shape, view, seed)| {
+            let shape = shape
+                .iter()
+                .enumerate()
+                .map(|(axis, &size)| {
+                    if size == 0 && (seed >> axis) & 3 != 0 {
+                        2
+                    } else {
+                        size
+                    }
+                })
+                .collect();
+            Case { shape, view, seed }
+        })
+}
+
+fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), String> {
+    let device = device();
+    let shape = &case.shape[..];
+    let rank = shape.len();
+    let (input, values) = make_input(&device, dtype, shape, case.view, Domain::Wide, rng);
+
+    // contiguous and transpose.
+    let output = movement::contiguous(&input).map_err(|error| error.to_string())?;
+    compare("contiguous", &output, shape, &values)?;
+    let mut permutation: Vec<usize> = (0..rank).collect();
+    for axis in (1..rank).rev() {
+        permutation.swap(axis, rng.below(axis as u64 + 1) as usize);
+    }
+    let transposed_shape: Vec<usize> = permutation.iter().map(|&axis| shape[axis]).collect();
+    let output = movement::transpose(&input, &permutation).map_err(|error| error.to_string())?;
+    let want: Vec<Value> = Layout::contiguous(shape)
+        .transpose(&permutation)
+        .unwrap()
+        .element_indices()
+        .map(|index| values[index])
+        .collect();
+    compare(
+        &format!("transpose {permutation:?}"),
+        &output,
+        &transposed_shape,
+        &want,
+    )?;
+
+    // reverse.
+    let axes: Vec<usize> = (0..rank).filter(|_| rng.below(2) == 0).collect();
+    let output = movement::reverse(&input, &axes).map_err(|error| error.to_string())?;
+    let want = expected(shape, &values, shape, None, |coordinates| {
+        Some(
+            (0..rank)
+                .map(|axis| {
+                    if axes.contains(&axis) {
+                        shape[axis] - 1 - coordinates[axis]
+                    } else {
+                        coordinates[axis]
+                    }
+                })
+                .collect(),
+        )
+    });
+    compare(&format!("reverse {axes:?}"), &output, shape, &want)?;
+
+    // slice with steps; starts beyond the window are clamped.
+    let lengths: Vec<usize> = shape
+        .iter()
+        .map(|&size| rng.below(size as u64 + 1) as usize)
+        .collect();
+    let starts: Vec<i64> = (0..rank).map(|_| rng.below(7) as i64 - 2).collect();
+    let steps: Vec<usize> = (0..rank).map(|_| rng.below(3) as usize + 1).collect();
+    let clamped: Vec<usize> = (0..rank)
+        .map(|axis| starts[axis].clamp(0, (shape[axis] - lengths[axis]) as i64) as usize)
+        .collect();
+    let sliced_shape: Vec<usize> = (0..rank)
+        .map(|axis| lengths[axis].div_ceil(steps[axis]))
+        .collect();
+    let output =
+        movement::slice(&input, &starts, &lengths, &steps).map_err(|error| error.to_string())?;
+    let want = expected(&sliced_shape, &values, shape, None, |coordinates| {
+        Some(
+            (0..rank)
+                .map(|axis| clamped[axis] + coordinates[axis] * steps[axis])
+                .collect(),
+        )
+    });
+    compare(
+        &format!("slice {starts:?} {lengths:?} {steps:?}"),
+        &output,
+        &sliced_shape,
+        &want,
+    )?;
+
+    // pad, negative lo/hi included (configurations with a negative size are skipped).
+    let fill = random_value(dtype, Domain::Wide, rng);
+    let value =
+        Tensor::from_bytes(&device, dtype, &[], &reference::encode(dtype, &[fill])).unwrap();
+    let config: Vec<(i64, i64, usize)> = (0..rank)
+        .map(|_| {
+            (
+                rng.below(5) as i64 - 2,
+                rng.below(5) as i64 - 2,
+                rng.below(3) as usize,
+            )
+        })
+        .collect();
+    let padded: Vec<i64> = (0..rank)
+        .map(|axis| {
+            let (lo, hi, interior) = config[axis];
+            let size = shape[axis] as i64;
+            size + (size - 1).max(0) * interior as i64 + lo + hi
+        })
+        .collect();
+    if padded.iter().all(|&size| size >= 0) {
+        let padded_shape: Vec<usize> = padded.iter().map(|&size| size as usize).collect();
+        let output = movement::pad(&input, &value, &config).map_err(|error| error.to_string())?;
+        let want = expected(&padded_shape, &values, shape, Some(fill), |coordinates| {
+            (0..rank)
+                .map(|axis| {
+                    let (lo, _, interior) = config[axis];
+                    let step = interior as i64 + 1;
+                    let position = coordinates[axis] as i64 - lo;
+                    (position >= 0 && position % step == 0 && position / step < shape[axis] as i64)
+                        .then_some((position / step) as usize)
+                })
+                .collect()
+        });
+        compare(&format!("pad {config:?}"), &output, &padded_shape, &want)?;
+    } else {
+        let error = movement::pad(&input, &value, &config).unwrap_err();
+        if !error.to_string().contains("pad") {
+            return Err(format!(
+                "pad {config:?}: error without the op's name: {error}"
+            ));
+        }
+    }
+
+    if rank == 0 {
+        return Ok(());
+    }
+    // concatenate with a contiguous tensor of another size on the axis.
+    let axis = rng.below(rank as u64) as usize;
+    let mut other_shape = shape.to_vec();
+    other_shape[axis] = rng.below(4) as usize;
+    let (other, other_values) = make_input(
+        &device,
+        dtype,
+        &other_shape,
+        ViewKind::Contiguous,
+        Domain::Wide,
+        rng,
+    );
+    let output = movement::concatenate(&[&input, &other, &input], axis)
+        .map_err(|error| error.to_string())?;
+    let mut joined_shape = shape.to_vec();
+    joined_shape[axis] = 2 * shape[axis] + other_shape[axis];
+    let n: usize = joined_shape.iter().product();
+    let want: Vec<Value> = (0..n)
+        .map(|index| {
+            let mut coordinates = coordinates(&joined_shape, index);
+            let position = coordinates[axis];
+            if position < shape[axis] {
+                values[linear(shape, &coordinates)]
+            } else if position < shape[axis] + other_shape[axis] {
+                coordinates[axis] -= shape[axis];
+                other_values[linear(&other_shape, &coordinates)]
+            } else {
+                coordinates[axis] -= shape[axis] + other_shape[axis];
+                values[linear(shape, &coordinates)]
+            }
+        })
+        .collect();
+    compare(
+        &format!("concatenate axis {axis}"),
+        &output,
+        &joined_shape,
+        &want,
+    )?;
+
+    // put_slice with clamped starts.
+    let update_shape: Vec<usize> = shape
+        .iter()
+        .map(|&size| rng.below(size as u64 + 1) as usize)
+        .collect();
+    let (update, update_values) = make_input(
+        &device,
+        dtype,
+        &update_shape,
+        ViewKind::Sliced,
+        Domain::Wide,
+        rng,
+    );
+    let starts: Vec<i64> = (0..rank).map(|_| rng.below(7) as i64 - 2).collect();
+    let clamped: Vec<usize> = (0..rank)
+        .map(|axis| starts[axis].clamp(0, (shape[axis] - update_shape[axis]) as i64) as usize)
+        .collect();
+    let output =
+        movement::put_slice(&input, &starts, &update).map_err(|error| error.to_string())?;
+    let n: usize = shape.iter().product();
+    let want: Vec<Value> = (0..n)
+        .map(|index| {
+            let coordinates = coordinates(shape, index);
+            let inside = (0..rank).all(|axis| {
+                coordinates[axis] >= clamped[axis]
+                    && coordinates[axis] < clamped[axis] + update_shape[axis]
+            });
+            if inside {
+                let local: Vec<usize> = (0..rank)
+                    .map(|axis| coordinates[axis] - clamped[axis])
+                    .collect();
+                update_values[linear(&update_shape, &local)]
+            } else {
+                values[index]
+            }
+        })
+        .collect();
+    compare(&format!("put_slice {starts:?}"), &output, shape, &want)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn movement_matches_host_index_arithmetic_on_every_dtype(case in case()) {
+        let mut rng = SplitMix(case.seed);
+        for dtype in dtypes() {
+            check_case(&case, dtype, &mut rng).map_err(TestCaseError::fail)?;
+        }
+    }
+}
+
+#[test]
+fn known_values_and_errors() {
+    let device = device();
+    let matrix = Tensor::from_slice(&device, &[2, 3], &[1i32, 2, 3, 4, 5, 6]).unwrap();
+    let transposed = movement::transpose(&matrix, &[1, 0]).unwrap();
+    assert_eq!(transposed.to_vec::<i32>().unwrap(), [1, 4, 2, 5, 3, 6]);
+    let zero = Tensor::from_slice(&device, &[], &[0i32]).unwrap();
+    let padded = movement::pad(&matrix, &zero, &[(0, 0, 0), (-1, 1, 1)]).unwrap();
+    assert_eq!(padded.shape(), [2, 5]);
+    assert_eq!(
+        padded.to_vec::<i32>().unwrap(),
+        [0, 2, 0, 3, 0, 0, 5, 0, 6, 0]
+    );
+    let rows = movement::broadcast(
+        &matrix.slice(&[0, 0], &[2, 1]).unwrap(),
+        &[3, 2, 2],
+        &[1, 2],
+    )
+    .unwrap();
+    assert_eq!(
+        rows.to_vec::<i32>().unwrap(),
+        [1, 1, 4, 4, 1, 1, 4, 4, 1, 1, 4, 4]
+    );
+    let stacked = movement::stack(&[&matrix, &transposed.reshape(&[2, 3]).unwrap()], 2).unwrap();
+    assert_eq!(stacked.shape(), [2, 3, 2]);
+    assert_eq!(
+        stacked.to_vec::<i32>().unwrap(),
+        [1, 1, 2, 4, 3, 2, 4, 5, 5, 3, 6, 6]
+    );
+    assert!(movement::stack(&[&matrix, &transposed], 0).is_err());
+    let error = movement::pad(&matrix, &zero, &[(0, 0, 0)]).unwrap_err();
+    assert!(error.to_string().contains("pad"), "{error}");
+    let floats = Tensor::from_slice(&device, &[1], &[1.0f32]).unwrap();
+    let error = movement::concatenate(&[&floats, &zero.reshape(&[1]).unwrap()], 0).unwrap_err();
+    assert!(error.to_string().contains("concatenate"), "{error}");
+    let error = movement::reverse(&matrix, &[2]).unwrap_err();
+    assert!(error.to_string().contains("reverse"), "{error}");
+    let sub_byte = Tensor::zeros(&device, DType::U4, &[4]).unwrap();
+    assert!(movement::reverse(&sub_byte, &[0]).is_err());
+}
+
+/// Null arm: `compare` rejects a wrong element and a wrong shape.
+#[test]
+fn compare_rejects_wrong_results() {
+    let device = device();
+    let tensor = Tensor::from_slice(&device, &[2], &[1i32, 2]).unwrap();
+    assert!(compare("null", &tensor, &[2], &[Value::Int(1), Value::Int(2)]).is_ok());
+    assert!(compare("null", &tensor, &[2], &[Value::Int(1), Value::Int(3)]).is_err());
+    assert!(compare("null", &tensor, &[1, 2], &[Value::Int(1), Value::Int(2)]).is_err());
+}

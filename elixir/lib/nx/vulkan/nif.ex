@@ -1,0 +1,49 @@
+defmodule Nx.Vulkan.NIF do
+  @moduledoc false
+  # The raw NIF (crates/nxvk-nif). Every function returns `{:ok, value}` or
+  # `{:error, message}` (a panic in Rust comes back as an error too); shapes are tuples.
+  # Nx.Vulkan and Nx.Vulkan.Backend are the interfaces meant for users.
+
+  @on_load :__load_nif__
+
+  # The library is priv/libnxvk_nif.so (`mix compile` puts it there; :erlang.load_nif/2 adds
+  # the `.so`). Anything but :ok makes the module fail to load, with this reason in the log.
+  def __load_nif__ do
+    case :code.priv_dir(:nx_vulkan) do
+      {:error, reason} -> {:error, {:no_priv_dir, reason}}
+      priv -> :erlang.load_nif(:filename.join(priv, ~c"libnxvk_nif"), 0)
+    end
+  end
+
+  # --- Creation and data movement ---
+  def from_binary(_binary, _dtype, _shape), do: :erlang.nif_error(:nif_not_loaded)
+  def to_binary(_tensor), do: :erlang.nif_error(:nif_not_loaded)
+
+  # --- Shape ---
+  def shape(_tensor), do: :erlang.nif_error(:nif_not_loaded)
+  def dtype(_tensor), do: :erlang.nif_error(:nif_not_loaded)
+  def reshape(_tensor, _shape), do: :erlang.nif_error(:nif_not_loaded)
+  def transpose(_tensor, _permutation), do: :erlang.nif_error(:nif_not_loaded)
+  def squeeze(_tensor, _axes), do: :erlang.nif_error(:nif_not_loaded)
+  def broadcast(_tensor, _shape, _axes), do: :erlang.nif_error(:nif_not_loaded)
+  def slice(_tensor, _starts, _lengths), do: :erlang.nif_error(:nif_not_loaded)
+
+  # --- Element-wise ---
+  def binary_op(_name, _left, _right), do: :erlang.nif_error(:nif_not_loaded)
+  def unary_op(_name, _tensor), do: :erlang.nif_error(:nif_not_loaded)
+  def as_type(_tensor, _dtype), do: :erlang.nif_error(:nif_not_loaded)
+  def op_names, do: :erlang.nif_error(:nif_not_loaded)
+
+  # --- Devices, counters, strict mode ---
+  def devices, do: :erlang.nif_error(:nif_not_loaded)
+  def device_info, do: :erlang.nif_error(:nif_not_loaded)
+  def open_device(_selector), do: :erlang.nif_error(:nif_not_loaded)
+  def synchronize, do: :erlang.nif_error(:nif_not_loaded)
+  def trim_pool, do: :erlang.nif_error(:nif_not_loaded)
+  def counters, do: :erlang.nif_error(:nif_not_loaded)
+  def set_strict(_mode), do: :erlang.nif_error(:nif_not_loaded)
+  def strict, do: :erlang.nif_error(:nif_not_loaded)
+
+  # --- Tests only ---
+  def test_panic, do: :erlang.nif_error(:nif_not_loaded)
+end

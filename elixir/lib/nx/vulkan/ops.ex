@@ -1,0 +1,25 @@
+defmodule Nx.Vulkan.Ops do
+  @moduledoc """
+  The element-wise ops the NIF runs, by their Nx names.
+
+  These lists mirror nxvk-kernels' op table; `Nx.Vulkan.NIF.op_names/0` returns the table's own
+  lists, and `test/ops_test.exs` checks the two agree. `Nx.Vulkan.Backend` generates one
+  callback per name from them.
+  """
+
+  @binary ~w(add subtract multiply divide pow remainder atan2 min max quotient
+             bitwise_and bitwise_or bitwise_xor left_shift right_shift
+             equal not_equal greater less greater_equal less_equal
+             logical_and logical_or logical_xor)a
+
+  @unary ~w(negate abs sign floor ceil round exp expm1 log log1p sqrt rsqrt sigmoid tanh
+            sin cos tan asin acos atan sinh cosh asinh acosh atanh erf erfc erf_inv cbrt
+            bitwise_not logical_not is_nan is_infinity population_count count_leading_zeros
+            real imag conjugate)a
+
+  @doc "Binary element-wise ops (two tensors in, one out)."
+  def binary, do: @binary
+
+  @doc "Unary element-wise ops."
+  def unary, do: @unary
+end
