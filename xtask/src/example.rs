@@ -1,8 +1,7 @@
 //! The crate examples that `demo`, `bench` and `coverage` wrap, run in release mode.
 //!
-//! Which crate holds each example is decided here alone: `demo` and `bench` live in
-//! nxvk-core until the catalog and the training demo take them over; `coverage` reads the
-//! kernel catalog's op table.
+//! Which crate holds each example is decided here alone: `demo` lives in nxvk-core until the
+//! training demo takes it over; `bench` and `coverage` use the kernel catalog.
 
 use std::process::Command;
 
@@ -13,7 +12,7 @@ use crate::process;
 /// The package that holds example `name`.
 fn package_of(name: &str) -> &'static str {
     match name {
-        "coverage" => "nxvk-kernels",
+        "coverage" | "bench" => "nxvk-kernels",
         _ => "nxvk-core",
     }
 }

@@ -1,13 +1,15 @@
-//! `cargo xtask bench`: nxvk-core's benchmarks, one JSON line per workload in the format of
-//! the peers' README (`{"name","value","unit","better","impl"}`).
+//! `cargo xtask bench`: nxvk's benchmarks, one JSON line per workload in the format of the
+//! peers' README (`{"name","value","unit","better","impl"}`).
 //!
-//! Until the kernel catalog carries them, the kernels here are the core's own test kernels
-//! (a vectorised add, a sigmoid). GPU-side workloads are timed with GPU timestamps (median of
-//! 20 after 3 warm-up runs), host-visible ones (chains, round trips, transfers) with the wall
-//! clock, as the torch peer times them. `--quick` shrinks the large workloads (and renames them
-//! by size) so lavapipe can run them as a regression check.
+//! Workloads run the catalog's eager ops (what a user gets). `add_f32_256M@vec4_unroll4` runs
+//! a hand-vectorised add kernel kept here as the bandwidth reference the catalog's template is
+//! measured against. GPU-side workloads are timed with GPU timestamps (median of 20 after 3
+//! warm-up runs, which also bring the GPU's clocks up), host-visible ones (chains, round trips,
+//! transfers) with the wall clock, as the torch peer times them. `--quick` shrinks the large
+//! workloads (and renames them by size) so lavapipe can run them as a regression check.
 
-use nxvk_core::{BufferAccess, Context, DType, Device, Kernel, Result, Tensor};
+use nxvk_core::{BufferAccess, Context, DType, Device, Result, Tensor};
+use nxvk_kernels::{TieBreak, movement, ops, reduce};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,17 +35,6 @@ void main() {
 }
 ";
 
-const SIGMOID: &str = "layout(local_size_x = 256) in;
-layout(buffer_reference, scalar) buffer Floats { float values[]; };
-layout(push_constant, scalar) uniform Push { Floats source; Floats target; uint count; } push;
-void main() {
-    uint index = gl_GlobalInvocationID.x;
-    if (index < push.count) {
-        push.target.values[index] = 1.0 / (1.0 + exp(-push.source.values[index]));
-    }
-}
-";
-
 fn main() {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     let quick = arguments.iter().any(|argument| argument == "--quick");
@@ -58,62 +49,90 @@ fn main() {
     let device = context.device().expect("device");
     let bench = Bench { device, quick };
 
-    let add_elements = if quick { 1 << 22 } else { 1 << 28 };
-    let add_name = if quick {
-        "add_f32_4M".to_owned()
+    // Full sizes are the peers' workloads; --quick names smaller ones by their size.
+    let (big, big_label) = if quick {
+        (1 << 22, "4M")
     } else {
-        "add_f32_256M".to_owned()
+        (1 << 28, "256M")
     };
-    let transfer_name =
-        |direction: &str| format!("{direction}_f32_{}", if quick { "4M" } else { "256M" });
+    let (half, half_label) = if quick {
+        (1 << 21, "2M")
+    } else {
+        (1 << 27, "128M")
+    };
+    let (side, side_label) = if quick {
+        (1 << 10, "1Kx1K")
+    } else {
+        (1 << 14, "16Kx16K")
+    };
     let workloads: Vec<(String, Workload)> = vec![
         (
-            add_name.clone(),
-            Box::new(move |bench| bench.add(add_elements, 4)),
+            format!("add_f32_{big_label}"),
+            Box::new(move |b| b.add(big)),
         ),
         (
-            format!("{add_name}@unroll1"),
-            Box::new(move |bench| bench.add(add_elements, 1)),
+            format!("add_f32_{big_label}@vec4_unroll4"),
+            Box::new(move |b| b.add_vec4(big)),
         ),
         (
-            format!("{add_name}@unroll2"),
-            Box::new(move |bench| bench.add(add_elements, 2)),
+            format!("sum_f32_{big_label}"),
+            Box::new(move |b| b.sum(DType::F32, big)),
+        ),
+        (
+            format!("sum_f64_{half_label}"),
+            Box::new(move |b| b.sum(DType::F64, half)),
+        ),
+        (
+            format!("rowsum_f32_{side_label}"),
+            Box::new(move |b| b.axis_sum(side, 1)),
+        ),
+        (
+            format!("colsum_f32_{side_label}"),
+            Box::new(move |b| b.axis_sum(side, 0)),
+        ),
+        (
+            format!("transpose_f32_{side_label}"),
+            Box::new(move |b| b.transpose(side)),
+        ),
+        (
+            format!("argmax_f32_{side_label}"),
+            Box::new(move |b| b.argmax(side)),
         ),
         (
             "small_op_chain_us".into(),
-            Box::new(|bench| bench.small_op_chain(false)),
+            Box::new(|b| b.small_op_chain(false)),
         ),
         (
             "small_op_chain_us@record_only".into(),
-            Box::new(|bench| bench.small_op_chain(true)),
+            Box::new(|b| b.small_op_chain(true)),
         ),
         (
             "small_roundtrip_us".into(),
-            Box::new(|bench| bench.small_roundtrip()),
+            Box::new(|b| b.small_roundtrip()),
         ),
         (
             "small_roundtrip_us@sync_only".into(),
-            Box::new(|bench| bench.sync_only(false)),
+            Box::new(|b| b.sync_only(false)),
         ),
         (
             "small_roundtrip_us@submit_only".into(),
-            Box::new(|bench| bench.sync_only(true)),
+            Box::new(|b| b.sync_only(true)),
         ),
         (
-            transfer_name("upload"),
-            Box::new(move |bench| bench.upload(add_elements)),
+            format!("upload_f32_{big_label}"),
+            Box::new(move |b| b.upload(big)),
         ),
         (
-            transfer_name("download"),
-            Box::new(move |bench| bench.download(add_elements)),
+            format!("download_f32_{big_label}"),
+            Box::new(move |b| b.download(big)),
         ),
     ];
     for (name, workload) in workloads {
-        if !only.is_empty()
-            && !only
+        let wanted = only.is_empty()
+            || only
                 .iter()
-                .any(|wanted| name == *wanted || name.starts_with(&format!("{wanted}@")))
-        {
+                .any(|wanted| name == *wanted || name.starts_with(&format!("{wanted}@")));
+        if !wanted {
             continue;
         }
         match workload(&bench) {
@@ -139,6 +158,24 @@ struct Record {
     better: &'static str,
 }
 
+impl Record {
+    fn gigabytes_per_second(bytes: f64, time: Duration) -> Record {
+        Record {
+            value: bytes / time.as_secs_f64() / 1e9,
+            unit: "GB/s",
+            better: "higher",
+        }
+    }
+
+    fn milliseconds(time: Duration) -> Record {
+        Record {
+            value: time.as_secs_f64() * 1e3,
+            unit: "ms",
+            better: "lower",
+        }
+    }
+}
+
 struct Bench {
     device: Arc<Device>,
     quick: bool,
@@ -149,61 +186,20 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
-fn push_bytes(addresses: &[u64], count: u32) -> Vec<u8> {
-    let mut push: Vec<u8> = addresses
-        .iter()
-        .flat_map(|address| address.to_le_bytes())
-        .collect();
-    push.extend_from_slice(&count.to_le_bytes());
-    push.resize(push.len().next_multiple_of(8), 0);
-    push
+fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed | 1;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        })
+        .collect()
 }
 
 impl Bench {
-    fn add(&self, elements: usize, unroll: u32) -> Result<Record> {
-        let device = &self.device;
-        let kernel = device.kernel_from_glsl(
-            "bench_add_vec4",
-            ADD_VEC4,
-            &[(0, nxvk_core::SpecValue::U32(unroll))],
-        )?;
-        let a = Tensor::from_slice(device, &[elements], &vec![1.0f32; elements])?;
-        let b = Tensor::from_slice(device, &[elements], &vec![2.0f32; elements])?;
-        let c = Tensor::empty(device, DType::F32, &[elements])?;
-        let vec4_count = (elements / 4) as u32;
-        let push = push_bytes(
-            &[
-                a.device_address().unwrap(),
-                b.device_address().unwrap(),
-                c.device_address().unwrap(),
-            ],
-            vec4_count,
-        );
-        let workgroups = vec4_count
-            .div_ceil(256)
-            .min(device.capabilities().max_workgroup_count[0]);
-        let run = || {
-            device.dispatch(
-                &kernel,
-                [workgroups, 1, 1],
-                &push,
-                &[
-                    BufferAccess::Read(a.buffer()),
-                    BufferAccess::Read(b.buffer()),
-                    BufferAccess::Write(c.buffer()),
-                ],
-            )
-        };
-        let time = self.gpu_median(run)?;
-        let check = c.slice(&[elements - 1], &[1])?.to_vec::<f32>()?;
-        assert_eq!(check, vec![3.0], "the add kernel wrote the last element");
-        Ok(Record {
-            value: 3.0 * elements as f64 * 4.0 / time.as_secs_f64() / 1e9,
-            unit: "GB/s",
-            better: "higher",
-        })
-    }
-
+    /// Median GPU time of `run` (which records work), after warm-up runs.
     fn gpu_median(&self, run: impl Fn() -> Result<()>) -> Result<Duration> {
         let (warm, repeats) = if self.quick { (1, 5) } else { (3, 20) };
         for _ in 0..warm {
@@ -215,40 +211,107 @@ impl Bench {
         Ok(median(samples))
     }
 
-    fn sigmoid(&self, kernel: &Kernel, source: &Tensor) -> Result<Tensor> {
-        let target = Tensor::empty(&self.device, DType::F32, source.shape())?;
-        let count = source.n_elements() as u32;
-        let push = push_bytes(
-            &[
-                source.device_address().unwrap(),
-                target.device_address().unwrap(),
-            ],
-            count,
-        );
-        self.device.dispatch(
-            kernel,
-            [count.div_ceil(256), 1, 1],
-            &push,
-            &[
-                BufferAccess::Read(source.buffer()),
-                BufferAccess::Write(target.buffer()),
-            ],
-        )?;
-        Ok(target)
+    fn tensor(&self, shape: &[usize], dtype: DType) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        let values = random_f32(n, 0x5eed);
+        let tensor = Tensor::from_slice(&self.device, shape, &values)?;
+        if dtype == DType::F32 {
+            Ok(tensor)
+        } else {
+            ops::as_type(&tensor, dtype)
+        }
     }
 
-    /// 1000 dependent sigmoids on f32[1024], each into a new tensor, one sync at the end.
-    /// With `record_only`, the time until the last dispatch is recorded (the host's share).
+    fn add(&self, elements: usize) -> Result<Record> {
+        let a = self.tensor(&[elements], DType::F32)?;
+        let b = self.tensor(&[elements], DType::F32)?;
+        let time = self.gpu_median(|| ops::add(&a, &b).map(drop))?;
+        Ok(Record::gigabytes_per_second(
+            3.0 * elements as f64 * 4.0,
+            time,
+        ))
+    }
+
+    fn add_vec4(&self, elements: usize) -> Result<Record> {
+        let device = &self.device;
+        let kernel = device.kernel_from_glsl(
+            "bench_add_vec4",
+            ADD_VEC4,
+            &[(0, nxvk_core::SpecValue::U32(4))],
+        )?;
+        let a = self.tensor(&[elements], DType::F32)?;
+        let b = self.tensor(&[elements], DType::F32)?;
+        let c = Tensor::empty(device, DType::F32, &[elements])?;
+        let vec4_count = (elements / 4) as u32;
+        let mut push: Vec<u8> = [&a, &b, &c]
+            .iter()
+            .flat_map(|tensor| tensor.device_address().expect("f32").to_le_bytes())
+            .collect();
+        push.extend_from_slice(&vec4_count.to_le_bytes());
+        push.extend_from_slice(&0u32.to_le_bytes());
+        let workgroups = vec4_count
+            .div_ceil(256)
+            .min(device.capabilities().max_workgroup_count[0]);
+        let time = self.gpu_median(|| {
+            device.dispatch(
+                &kernel,
+                [workgroups, 1, 1],
+                &push,
+                &[
+                    BufferAccess::Read(a.buffer()),
+                    BufferAccess::Read(b.buffer()),
+                    BufferAccess::Write(c.buffer()),
+                ],
+            )
+        })?;
+        Ok(Record::gigabytes_per_second(
+            3.0 * elements as f64 * 4.0,
+            time,
+        ))
+    }
+
+    fn sum(&self, dtype: DType, elements: usize) -> Result<Record> {
+        let x = self.tensor(&[elements], dtype)?;
+        let time = self.gpu_median(|| reduce::sum(&x, None, false).map(drop))?;
+        let bytes = elements as f64 * dtype.byte_size().unwrap_or(4) as f64;
+        Ok(Record::gigabytes_per_second(bytes, time))
+    }
+
+    /// Sum over axis 1 (rows) or axis 0 (columns) of a square f32 matrix.
+    fn axis_sum(&self, side: usize, axis: usize) -> Result<Record> {
+        let x = self.tensor(&[side, side], DType::F32)?;
+        let time = self.gpu_median(|| reduce::sum(&x, Some(&[axis]), false).map(drop))?;
+        Ok(Record::gigabytes_per_second(
+            (side * side) as f64 * 4.0,
+            time,
+        ))
+    }
+
+    fn transpose(&self, side: usize) -> Result<Record> {
+        let x = self.tensor(&[side, side], DType::F32)?;
+        let time = self.gpu_median(|| movement::transpose(&x, &[1, 0]).map(drop))?;
+        Ok(Record::gigabytes_per_second(
+            2.0 * (side * side) as f64 * 4.0,
+            time,
+        ))
+    }
+
+    fn argmax(&self, side: usize) -> Result<Record> {
+        let x = self.tensor(&[side, side], DType::F32)?;
+        let time =
+            self.gpu_median(|| reduce::argmax(&x, Some(1), TieBreak::Low, false).map(drop))?;
+        Ok(Record::milliseconds(time))
+    }
+
+    /// 1000 dependent sigmoids on f32[1024], one sync at the end. With `record_only`, the time
+    /// until the last op is recorded (the host's share).
     fn small_op_chain(&self, record_only: bool) -> Result<Record> {
-        let kernel = self
-            .device
-            .kernel_from_glsl("bench_sigmoid", SIGMOID, &[])?;
-        let x = Tensor::from_slice(&self.device, &[1024], &[0.5f32; 1024])?;
+        let x = self.tensor(&[1024], DType::F32)?;
         let chain = || -> Result<Duration> {
             let start = Instant::now();
             let mut y = x.clone();
             for _ in 0..1000 {
-                y = self.sigmoid(&kernel, &y)?;
+                y = ops::sigmoid(&y)?;
             }
             let recorded = start.elapsed();
             self.device.synchronize()?;
@@ -269,13 +332,10 @@ impl Bench {
 
     /// One sigmoid on f32[1024] and its result back on the host.
     fn small_roundtrip(&self) -> Result<Record> {
-        let kernel = self
-            .device
-            .kernel_from_glsl("bench_sigmoid", SIGMOID, &[])?;
         let x = Tensor::from_slice(&self.device, &[1024], &[0.5f32; 1024])?;
         let once = || -> Result<Duration> {
             let start = Instant::now();
-            let values = self.sigmoid(&kernel, &x)?.to_vec::<f32>()?;
+            let values = ops::sigmoid(&x)?.to_vec::<f32>()?;
             let elapsed = start.elapsed();
             assert!((values[0] - 0.622_459_3).abs() < 1e-6);
             Ok(elapsed)
