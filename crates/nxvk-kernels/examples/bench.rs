@@ -176,6 +176,9 @@ impl Record {
     }
 }
 
+/// Least time each GPU-timed workload runs before it is measured.
+const WARM_UP: Duration = Duration::from_millis(300);
+
 struct Bench {
     device: Arc<Device>,
     quick: bool,
@@ -202,8 +205,13 @@ impl Bench {
     /// Median GPU time of `run` (which records work), after warm-up runs.
     fn gpu_median(&self, run: impl Fn() -> Result<()>) -> Result<Duration> {
         let (warm, repeats) = if self.quick { (1, 5) } else { (3, 20) };
-        for _ in 0..warm {
+        // Warm up for at least WARM_UP too: an idle H200 sits at 345 MHz, and a few
+        // milliseconds of work do not bring its clocks up (add ran at 1.3-4.4 TB/s without).
+        let start = Instant::now();
+        let mut runs = 0;
+        while runs < warm || (!self.quick && start.elapsed() < WARM_UP) {
             self.device.gpu_time(&run)?;
+            runs += 1;
         }
         let samples = (0..repeats)
             .map(|_| self.device.gpu_time(&run))

@@ -257,7 +257,12 @@ float nx_atan(float x) {
     return nx_sign_bit(x) ? -result : result;
 }
 
-float nx_rsqrt(float x) { return 1.0 / sqrt(x); }
+// Vulkan lets f32 division and square roots be approximate (NVIDIA's are: the H200 missed the
+// correctly rounded quotient by an ulp), but Nx's are IEEE. Computing in f64 and rounding once
+// is exact for both, since 53 >= 2 * 24 + 2 bits.
+float nx_div(float a, float b) { return float(double(a) / double(b)); }
+float nx_sqrt(float x) { return float(sqrt(double(x))); }
+float nx_rsqrt(float x) { return float(1.0lf / sqrt(double(x))); }
 
 float nx_sigmoid(float x) { return 1.0 / (1.0 + nx_exp(-x)); }
 
@@ -298,11 +303,56 @@ float nx_cosh(float x) {
     return (0.5 * half_e) * half_e;
 }
 
-float nx_tan(float x) {
-    if (isinf(x)) return NX_NAN;
-    return tan(x);
+// sin, cos and tan: x = k pi/2 + r with a three-part Cody-Waite reduction in f64 (good for
+// |x| below about 1e6), then Taylor polynomials in f64 on |r| <= pi/4 and one rounding to f32.
+// Drivers' sin is an absolute-error approximation (the H200's missed sin(-56) by 5e-6).
+double nx_reduce_quarter(float x, out int quadrant) {
+    double wide = double(x);
+    double k = round(wide * 0.63661977236758134308lf);
+    quadrant = int(k - 4.0lf * floor(k * 0.25lf));
+    return ((wide - k * 1.5707963267341256lf) - k * 6.077100506506192e-11lf)
+        - k * 2.0222662487959506e-21lf;
 }
 
+double nx_sin_poly(double r) {
+    double r2 = r * r;
+    return r + r * r2 * (-1.0lf / 6.0lf + r2 * (1.0lf / 120.0lf + r2 * (-1.0lf / 5040.0lf
+        + r2 * (1.0lf / 362880.0lf + r2 * (-1.0lf / 39916800.0lf + r2 * (1.0lf / 6227020800.0lf
+        + r2 * (-1.0lf / 1307674368000.0lf)))))));
+}
+
+double nx_cos_poly(double r) {
+    double r2 = r * r;
+    return 1.0lf + r2 * (-0.5lf + r2 * (1.0lf / 24.0lf + r2 * (-1.0lf / 720.0lf
+        + r2 * (1.0lf / 40320.0lf + r2 * (-1.0lf / 3628800.0lf + r2 * (1.0lf / 479001600.0lf
+        + r2 * (-1.0lf / 87178291200.0lf + r2 * (1.0lf / 20922789888000.0lf))))))));
+}
+
+float nx_sin(float x) {
+    if (isinf(x) || isnan(x)) return NX_NAN;
+    int quadrant;
+    double r = nx_reduce_quarter(x, quadrant);
+    double value = (quadrant & 1) == 0 ? nx_sin_poly(r) : nx_cos_poly(r);
+    // sin(0) and sin(-0) keep their sign.
+    return x == 0.0 ? x : float(quadrant >= 2 ? -value : value);
+}
+
+float nx_cos(float x) {
+    if (isinf(x) || isnan(x)) return NX_NAN;
+    int quadrant;
+    double r = nx_reduce_quarter(x, quadrant);
+    double value = (quadrant & 1) == 0 ? nx_cos_poly(r) : nx_sin_poly(r);
+    return float((quadrant == 1 || quadrant == 2) ? -value : value);
+}
+
+float nx_tan(float x) {
+    if (isinf(x) || isnan(x)) return NX_NAN;
+    int quadrant;
+    double r = nx_reduce_quarter(x, quadrant);
+    double s = nx_sin_poly(r);
+    double c = nx_cos_poly(r);
+    return x == 0.0 ? x : float((quadrant & 1) == 0 ? s / c : -c / s);
+}
 
 float nx_asinh(float x) {
     if (isnan(x) || isinf(x)) return x;
