@@ -104,6 +104,15 @@ fn type_defines(elem: Elem) -> String {
     )
 }
 
+/// Tells the driver that signed zeros, infinities and NaNs matter (SPIR-V's
+/// SignedZeroInfNanPreserve for 32- and 64-bit floats). Without it a driver may assume there
+/// are none: the H200's folded the 0/0 meant to make a NaN into 1. Lavapipe and the H200's
+/// driver report the property for both widths. Must come first in a shader body.
+pub(crate) const FLOAT_CONTROLS: &str = "#extension GL_EXT_spirv_intrinsics : require
+spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 32);
+spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 64);
+";
+
 pub(crate) const BF16_HELPERS: &str = "
 float nx_bf16_to_f32(uint16_t bits) { return uintBitsToFloat(uint(bits) << 16); }
 // Round to nearest even; NaN stays a (quiet) NaN with its sign, as half::bf16::from_f32 does.
@@ -180,7 +189,7 @@ fn integer_limits(elem: Elem) -> (&'static str, &'static str) {
 /// type macros follow `inputs[0]`), `function` defines `nx_apply` over them, and its result is
 /// stored as `output`.
 fn elementwise_shader(inputs: &[Elem], output: Elem, function: &str, extra: &str) -> String {
-    let mut shader = String::new();
+    let mut shader = String::from(FLOAT_CONTROLS);
     shader.push_str(&type_defines(inputs[0]));
     shader.push_str(BF16_HELPERS);
     shader.push_str(HELPERS);

@@ -104,7 +104,7 @@ T nx_round(T a) {
 #if IS_F64
 // Exact fmod (the result has the dividend's sign) by long division of the significands.
 double nx_fmod(double x, double y) {
-    if (isnan(x) || isnan(y) || isinf(x) || y == 0.0lf) return (x * y) / (x * y);
+    if (isnan(x) || isnan(y) || isinf(x) || y == 0.0lf) return packDouble2x32(uvec2(0u, 0x7ff80000u));
     double ax = abs(x);
     double ay = abs(y);
     if (isinf(y) || ax < ay) return x;
@@ -135,7 +135,8 @@ double nx_fmod(double x, double y) {
 #else
 // Exact fmod (the result has the dividend's sign) by long division of the significands.
 float nx_fmod(float x, float y) {
-    if (isnan(x) || isnan(y) || isinf(x) || y == 0.0) return (x * y) / (x * y);
+    // A NaN constant, not 0/0: without float controls a driver may fold x/x to 1 (the H200 did).
+    if (isnan(x) || isnan(y) || isinf(x) || y == 0.0) return uintBitsToFloat(0x7fc00000u);
     float ax = abs(x);
     float ay = abs(y);
     if (isinf(y) || ax < ay) return x;
@@ -277,6 +278,13 @@ float nx_tanh(float x) {
     return nx_sign_bit(x) ? -result : result;
 }
 
+// e^x / 2 for x >= 88 without overflowing on the way: x - 0.693359375 is exact there (both
+// are multiples of 2^-17), and e^(ln 2 - 0.693359375) = 1.000212217 restores the rest.
+// ((e^(x/2) / 2) e^(x/2) overflowed on the H200, whose compiler regrouped the product.)
+float nx_exp_half_large(float x) {
+    return nx_exp(x - 0.693359375) * 1.00021221696;
+}
+
 float nx_sinh(float x) {
     float ax = abs(x);
     float result;
@@ -287,8 +295,7 @@ float nx_sinh(float x) {
         float e = nx_exp(ax);
         result = 0.5 * (e - 1.0 / e);
     } else {
-        float half_e = nx_exp(0.5 * ax);
-        result = (0.5 * half_e) * half_e;
+        result = nx_exp_half_large(ax);
     }
     return nx_sign_bit(x) ? -result : result;
 }
@@ -299,8 +306,7 @@ float nx_cosh(float x) {
         float e = nx_exp(ax);
         return 0.5 * (e + 1.0 / e);
     }
-    float half_e = nx_exp(0.5 * ax);
-    return (0.5 * half_e) * half_e;
+    return nx_exp_half_large(ax);
 }
 
 // sin, cos and tan: x = k pi/2 + r with a three-part Cody-Waite reduction in f64 (good for

@@ -13,7 +13,9 @@
 //! `codegen.rs`, this file is included by the build script and depends only on the op table and
 //! the elementwise code generator.
 
-use crate::codegen::{BF16_HELPERS, compute_type, load, storage_bytes, storage_type, store};
+use crate::codegen::{
+    BF16_HELPERS, FLOAT_CONTROLS, compute_type, load, storage_bytes, storage_type, store,
+};
 use crate::op_table::Elem;
 use std::fmt::Write as _;
 
@@ -205,7 +207,7 @@ pub fn reduce_shader(op: ReduceOp, input: Elem, accumulation: Accumulation) -> S
     } else {
         ""
     };
-    let mut shader = String::new();
+    let mut shader = String::from(FLOAT_CONTROLS);
     shader.push_str(BF16_HELPERS);
     let _ = write!(
         shader,
