@@ -34,8 +34,8 @@ pub use error::FleetError;
 pub use fleet_test::{FleetTestOptions, run_fleet_test};
 pub use job::{JobKind, JobResult, JobSpec, JobStatus, default_jobs};
 pub use loopback::{
-    LOOPBACK_BENCH_COMMAND, LOOPBACK_JOBS, LoopbackFleet, LoopbackOptions, UNREACHABLE_HOST,
-    check_outcome, self_test_bench_command,
+    LOOPBACK_BENCH_COMMAND, LOOPBACK_JOBS, LoopbackFleet, LoopbackOptions, SELF_TEST_JOBS,
+    UNREACHABLE_HOST, check_outcome, self_test_bench_command,
 };
 pub use progress::progress_enabled;
 pub use race::{

@@ -38,6 +38,13 @@ pub const LOOPBACK_JOBS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// The job list of the crate's own end-to-end test: checks that need no Cargo workspace.
+pub const SELF_TEST_JOBS: &[(&str, &str, &str)] = &[(
+    "toolchain-and-commit",
+    "check",
+    "cargo --version && git rev-parse HEAD",
+)];
+
 /// The real benchmark command for races on the loopback fleet (lavapipe-sized workloads).
 pub const LOOPBACK_BENCH_COMMAND: &str = "cargo xtask bench --only {workloads} -- --quick";
 
@@ -57,6 +64,8 @@ pub struct LoopbackOptions {
     pub target_dir: PathBuf,
     /// Race benchmark command (`{workloads}` is replaced by the workload list).
     pub bench_command: String,
+    /// Jobs as (name, kind, command): [`LOOPBACK_JOBS`] for CI, cheaper ones in self-tests.
+    pub jobs: &'static [(&'static str, &'static str, &'static str)],
     /// ICD manifests for the two hosts, normally from `NXVK_TEST_ICDS`.
     pub icds: Option<String>,
 }
@@ -285,7 +294,7 @@ impl LoopbackFleet {
             identity = toml_string(&folder.join("client_key").to_string_lossy()),
             known_hosts = toml_string(&known_hosts.to_string_lossy()),
         ));
-        for (name, kind, command) in LOOPBACK_JOBS {
+        for (name, kind, command) in options.jobs {
             text.push_str(&format!(
                 "[[jobs]]\nname = \"{name}\"\nkind = \"{kind}\"\ncommand = {}\n\n",
                 toml_string(command)

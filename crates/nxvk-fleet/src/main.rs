@@ -6,10 +6,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use nxvk_fleet::{
-    CommitBundle, FleetConfig, FleetTestOptions, HostStatus, LOOPBACK_BENCH_COMMAND, LoadPolicy,
-    LoopbackFleet, LoopbackOptions, MIN_REPLICATES, RaceOptions, SshOptions, check_outcome,
-    find_knob, loopback_bench_lines, race_table, repository_root, run_fleet_test, run_race,
-    summary_table,
+    CommitBundle, FleetConfig, FleetTestOptions, HostStatus, LOOPBACK_BENCH_COMMAND, LOOPBACK_JOBS,
+    LoadPolicy, LoopbackFleet, LoopbackOptions, MIN_REPLICATES, RaceOptions, SshOptions,
+    check_outcome, find_knob, loopback_bench_lines, race_table, repository_root, run_fleet_test,
+    run_race, summary_table,
 };
 
 /// Exit code when every host passed (and, in loopback mode, the unreachable host was reported).
@@ -99,6 +99,7 @@ fn open_fleet(args: &FleetArgs, root: &Path) -> anyhow::Result<Fleet> {
         let options = LoopbackOptions {
             target_dir,
             bench_command: LOOPBACK_BENCH_COMMAND.to_owned(),
+            jobs: LOOPBACK_JOBS,
             icds: std::env::var("NXVK_TEST_ICDS").ok(),
         };
         let loopback = LoopbackFleet::start(&options)?;

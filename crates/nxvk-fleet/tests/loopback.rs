@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use nxvk_fleet::{
     CommandSpec, CommitBundle, Decision, FleetError, FleetTestOptions, HostConfig, HostStatus,
-    LoopbackFleet, LoopbackOptions, RaceOptions, SshOptions, SshTransport, Transport,
-    UNREACHABLE_HOST, check_outcome, connect, find_knob, run_fleet_test, run_race,
+    LoopbackFleet, LoopbackOptions, RaceOptions, SELF_TEST_JOBS, SshOptions, SshTransport,
+    Transport, UNREACHABLE_HOST, check_outcome, connect, find_knob, run_fleet_test, run_race,
     self_test_bench_command,
 };
 
@@ -18,6 +18,7 @@ fn start_fleet() -> LoopbackFleet {
         target_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
         bench_command: self_test_bench_command(Path::new(env!("CARGO_BIN_EXE_nxvk-fleet"))),
         icds: Some("/first/icd.json:/second/icd.json".to_owned()),
+        jobs: SELF_TEST_JOBS,
     };
     LoopbackFleet::start(&options).expect("loopback sshd starts")
 }
