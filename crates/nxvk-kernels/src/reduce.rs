@@ -548,17 +548,7 @@ pub fn argmax(
     tie_break: TieBreak,
     keep_axis: bool,
 ) -> Result<Tensor> {
-    let axes = [axis.unwrap_or(0)];
-    reduce(
-        ReduceOp::ArgMax,
-        input,
-        &ReduceOptions {
-            axes: axis.map(|_| &axes[..]),
-            keep_axes: keep_axis,
-            tie_break,
-            ..ReduceOptions::default()
-        },
-    )
+    arg_reduce(ReduceOp::ArgMax, input, axis, tie_break, keep_axis)
 }
 
 /// Nx's `argmin`: over `axis`, or over the flattened tensor when `None` (s64 result).
@@ -568,9 +558,19 @@ pub fn argmin(
     tie_break: TieBreak,
     keep_axis: bool,
 ) -> Result<Tensor> {
+    arg_reduce(ReduceOp::ArgMin, input, axis, tie_break, keep_axis)
+}
+
+fn arg_reduce(
+    op: ReduceOp,
+    input: &Tensor,
+    axis: Option<usize>,
+    tie_break: TieBreak,
+    keep_axis: bool,
+) -> Result<Tensor> {
     let axes = [axis.unwrap_or(0)];
     reduce(
-        ReduceOp::ArgMin,
+        op,
         input,
         &ReduceOptions {
             axes: axis.map(|_| &axes[..]),
