@@ -189,6 +189,27 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
+/// Median wall time of `once` over `repeats` runs after `warm` unmeasured ones.
+fn wall_median(
+    warm: usize,
+    repeats: usize,
+    once: impl Fn() -> Result<Duration>,
+) -> Result<Duration> {
+    for _ in 0..warm {
+        once()?;
+    }
+    let samples = (0..repeats).map(|_| once()).collect::<Result<Vec<_>>>()?;
+    Ok(median(samples))
+}
+
+fn microseconds(time: Duration) -> Record {
+    Record {
+        value: time.as_secs_f64() * 1e6,
+        unit: "us",
+        better: "lower",
+    }
+}
+
 fn random_f32(n: usize, seed: u64) -> Vec<f32> {
     let mut state = seed | 1;
     (0..n)
@@ -329,10 +350,9 @@ impl Bench {
                 start.elapsed()
             })
         };
-        chain()?;
-        let samples = (0..5).map(|_| chain()).collect::<Result<Vec<_>>>()?;
+        let time = wall_median(1, 5, chain)?;
         Ok(Record {
-            value: median(samples).as_secs_f64() * 1e6 / 1000.0,
+            value: time.as_secs_f64() * 1e6 / 1000.0,
             unit: "us/op",
             better: "lower",
         })
@@ -348,15 +368,7 @@ impl Bench {
             assert!((values[0] - 0.622_459_3).abs() < 1e-6);
             Ok(elapsed)
         };
-        for _ in 0..20 {
-            once()?;
-        }
-        let samples = (0..200).map(|_| once()).collect::<Result<Vec<_>>>()?;
-        Ok(Record {
-            value: median(samples).as_secs_f64() * 1e6,
-            unit: "us",
-            better: "lower",
-        })
+        Ok(microseconds(wall_median(20, 200, once)?))
     }
 
     /// The floor under a round trip: one tiny fill, submit, and wait; no kernel, no copy back.
@@ -375,15 +387,7 @@ impl Bench {
                 start.elapsed()
             })
         };
-        for _ in 0..20 {
-            once()?;
-        }
-        let samples = (0..200).map(|_| once()).collect::<Result<Vec<_>>>()?;
-        Ok(Record {
-            value: median(samples).as_secs_f64() * 1e6,
-            unit: "us",
-            better: "lower",
-        })
+        Ok(microseconds(wall_median(20, 200, once)?))
     }
 
     fn upload(&self, elements: usize) -> Result<Record> {
@@ -396,13 +400,8 @@ impl Bench {
             drop(tensor);
             Ok(elapsed)
         };
-        once()?;
-        let samples = (0..5).map(|_| once()).collect::<Result<Vec<_>>>()?;
-        Ok(Record {
-            value: elements as f64 * 4.0 / median(samples).as_secs_f64() / 1e9,
-            unit: "GB/s",
-            better: "higher",
-        })
+        let time = wall_median(1, 5, once)?;
+        Ok(Record::gigabytes_per_second(elements as f64 * 4.0, time))
     }
 
     fn download(&self, elements: usize) -> Result<Record> {
@@ -415,12 +414,7 @@ impl Bench {
             assert_eq!(values.len(), elements);
             Ok(elapsed)
         };
-        once()?;
-        let samples = (0..5).map(|_| once()).collect::<Result<Vec<_>>>()?;
-        Ok(Record {
-            value: elements as f64 * 4.0 / median(samples).as_secs_f64() / 1e9,
-            unit: "GB/s",
-            better: "higher",
-        })
+        let time = wall_median(1, 5, once)?;
+        Ok(Record::gigabytes_per_second(elements as f64 * 4.0, time))
     }
 }
