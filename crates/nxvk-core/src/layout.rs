@@ -112,7 +112,7 @@ impl Layout {
 
     /// Same elements, new shape. Only a contiguous layout can be reshaped without a copy.
     pub fn reshape(&self, shape: &[usize]) -> Result<Layout> {
-        let wanted: usize = shape.iter().product();
+        let wanted = checked_count("reshape", shape)?;
         if wanted != self.n_elements() {
             return Err(invalid(
                 "reshape",
@@ -165,6 +165,7 @@ impl Layout {
     /// Nx broadcasting: `axes[i]` is the target axis that source axis `i` becomes; each source
     /// axis must match its target size or be 1. The other target axes repeat (stride 0).
     pub fn broadcast(&self, shape: &[usize], axes: &[usize]) -> Result<Layout> {
+        checked_count("broadcast", shape)?;
         if axes.len() != self.rank() || axes.windows(2).any(|pair| pair[0] >= pair[1]) {
             return Err(invalid(
                 "broadcast",
@@ -269,6 +270,14 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     strides
 }
 
+/// The element count of `shape`, or an error naming `op` when it overflows.
+fn checked_count(op: &'static str, shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |count, &size| count.checked_mul(size))
+        .ok_or_else(|| invalid(op, shape, "the element count overflows".into()))
+}
+
 fn invalid(op: &'static str, shape: &[usize], detail: String) -> Error {
     Error::InvalidView {
         op,
@@ -322,6 +331,13 @@ mod tests {
         assert_eq!(empty.n_elements(), 0);
         assert_eq!(empty.element_span(), 0..0);
         assert!(scalar.squeeze(&[0]).is_err());
+    }
+
+    #[test]
+    fn overflowing_shapes_are_errors() {
+        let layout = Layout::contiguous(&[1]);
+        assert!(layout.broadcast_to(&[usize::MAX, 2]).is_err());
+        assert!(layout.reshape(&[usize::MAX, 2]).is_err());
     }
 
     #[test]

@@ -19,8 +19,8 @@ pub struct Tensor {
 impl Tensor {
     /// A contiguous tensor with undefined contents.
     pub fn empty(device: &Arc<Device>, dtype: DType, shape: &[usize]) -> Result<Tensor> {
-        let n_elements: usize = shape.iter().product();
-        let buffer = device.alloc("empty", dtype.storage_bytes(n_elements as u64))?;
+        let bytes = storage_bytes("empty", dtype, shape)?;
+        let buffer = device.alloc("empty", bytes)?;
         Ok(Tensor {
             buffer: Arc::new(buffer),
             layout: Layout::contiguous(shape),
@@ -42,8 +42,7 @@ impl Tensor {
         shape: &[usize],
         bytes: &[u8],
     ) -> Result<Tensor> {
-        let n_elements: usize = shape.iter().product();
-        let expected = dtype.storage_bytes(n_elements as u64);
+        let expected = storage_bytes("from_bytes", dtype, shape)?;
         if bytes.len() as u64 != expected {
             return Err(Error::ByteLength {
                 op: "from_bytes",
@@ -202,6 +201,22 @@ impl Tensor {
         }
         Ok(values)
     }
+}
+
+/// Bytes a contiguous `dtype` tensor of `shape` needs, or an error when the count overflows
+/// (a shape from untrusted input must not panic or wrap).
+fn storage_bytes(op: &'static str, dtype: DType, shape: &[usize]) -> Result<u64> {
+    shape
+        .iter()
+        .try_fold(u64::from(dtype.bits()), |bits, &size| {
+            bits.checked_mul(size as u64)
+        })
+        .map(|bits| bits.div_ceil(8))
+        .ok_or_else(|| Error::InvalidView {
+            op,
+            shape: shape.to_vec(),
+            detail: format!("{dtype} elements of this shape overflow 64-bit sizes"),
+        })
 }
 
 /// Zeroes the bits after the first `used_bits` of the last byte.

@@ -93,3 +93,16 @@ fn wrong_lengths_and_types_are_errors_naming_the_tensor() {
         "{error}"
     );
 }
+
+#[test]
+fn shapes_whose_size_overflows_are_errors() {
+    let device = device();
+    let huge = [usize::MAX / 2, 4];
+    let error = Tensor::empty(&device, DType::F64, &huge).unwrap_err();
+    assert!(
+        matches!(error, Error::InvalidView { op: "empty", .. }),
+        "{error}"
+    );
+    let error = Tensor::from_bytes(&device, DType::U8, &huge, &[]).unwrap_err();
+    assert!(error.to_string().contains("overflow"), "{error}");
+}
