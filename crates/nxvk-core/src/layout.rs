@@ -56,8 +56,12 @@ impl Layout {
         self.shape.len()
     }
 
+    /// Elements in the view (saturating: a layout whose count overflows can describe no
+    /// tensor, and every op on it fails instead of panicking).
     pub fn n_elements(&self) -> usize {
-        self.shape.iter().product()
+        self.shape
+            .iter()
+            .fold(1usize, |count, &size| count.saturating_mul(size))
     }
 
     /// True when the elements are dense, row-major, in order (size-1 axes may have any stride).
@@ -78,13 +82,14 @@ impl Layout {
         if self.n_elements() == 0 {
             return self.offset..self.offset;
         }
-        let last: usize = self
+        let last = self
             .shape
             .iter()
             .zip(&self.strides)
-            .map(|(&size, &stride)| (size - 1) * stride)
-            .sum();
-        self.offset..self.offset + last + 1
+            .fold(0usize, |last, (&size, &stride)| {
+                last.saturating_add((size - 1).saturating_mul(stride))
+            });
+        self.offset..self.offset.saturating_add(last).saturating_add(1)
     }
 
     /// Buffer element index of each element, in row-major order of the view.
@@ -247,12 +252,12 @@ impl Layout {
                 format!("start {starts:?} with lengths {lengths:?} leaves the tensor"),
             ));
         }
-        let offset = self.offset
-            + starts
-                .iter()
-                .zip(&self.strides)
-                .map(|(&start, &stride)| start * stride)
-                .sum::<usize>();
+        let offset = starts
+            .iter()
+            .zip(&self.strides)
+            .fold(self.offset, |offset, (&start, &stride)| {
+                offset.saturating_add(start.saturating_mul(stride))
+            });
         Ok(Layout {
             shape: lengths.to_vec(),
             strides: self.strides.clone(),
@@ -263,9 +268,9 @@ impl Layout {
 
 /// Row-major strides in elements for `shape`.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
-    let mut strides = vec![1; shape.len()];
+    let mut strides = vec![1usize; shape.len()];
     for axis in (0..shape.len().saturating_sub(1)).rev() {
-        strides[axis] = strides[axis + 1] * shape[axis + 1];
+        strides[axis] = strides[axis + 1].saturating_mul(shape[axis + 1]);
     }
     strides
 }
@@ -331,6 +336,25 @@ mod tests {
         assert_eq!(empty.n_elements(), 0);
         assert_eq!(empty.element_span(), 0..0);
         assert!(scalar.squeeze(&[0]).is_err());
+    }
+
+    proptest::proptest! {
+        /// Any view request on any layout returns a layout or an error, never a panic.
+        #[test]
+        fn arbitrary_view_requests_never_panic(
+            shape in proptest::collection::vec(0usize..usize::MAX, 0..5),
+            target in proptest::collection::vec(0usize..usize::MAX, 0..6),
+            small in proptest::collection::vec(0usize..8, 0..6),
+        ) {
+            let layout = Layout::contiguous(&shape);
+            let _ = layout.reshape(&target);
+            let _ = layout.broadcast_to(&target);
+            let _ = layout.broadcast(&target, &small);
+            let _ = layout.transpose(&small);
+            let _ = layout.squeeze(&small);
+            let _ = layout.slice(&small, &target);
+            let _ = layout.slice(&target, &small);
+        }
     }
 
     #[test]
