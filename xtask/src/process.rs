@@ -8,11 +8,17 @@ use anyhow::{Context, Result, bail};
 
 /// The workspace root. xtask sits one directory below it, and every path this binary
 /// prints or writes is anchored here rather than at the caller's working directory.
+///
+/// Read at run time (`cargo run` sets `CARGO_MANIFEST_DIR` for the program), not compile
+/// time: the loopback fleet builds other checkouts of this workspace into the same target
+/// folder, so the xtask binary cargo runs may have been compiled from a checkout that is gone
+/// by now (CI failed that way).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    manifest_dir
         .parent()
-        .expect("xtask's manifest directory has a parent")
-        .to_path_buf()
+        .map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf)
 }
 
 /// The command as a shell user would type it, with the environment variables it sets.
