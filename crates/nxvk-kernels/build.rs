@@ -20,7 +20,7 @@ mod reduce_codegen;
 #[allow(dead_code)]
 mod movement_codegen;
 
-use op_table::{BinaryOp, Elem, UnaryOp};
+use op_table::{BinaryOp, Elem, OpSpec, UnaryOp};
 use reduce_codegen::{Accumulation, ReduceOp};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -43,38 +43,10 @@ fn main() {
     );
     let mut all = Vec::new();
 
-    let mut binary_rows = Vec::new();
-    for &op in BinaryOp::ALL {
-        let spec = op.spec();
-        let row = Elem::ALL.map(|elem| {
-            codegen::op_shader(&spec, 2, elem).map(|glsl| {
-                compile(
-                    out_dir,
-                    &op_table::kernel_name(spec.name, elem),
-                    &glsl,
-                    &mut generated,
-                    &mut all,
-                )
-            })
-        });
-        binary_rows.push(row);
-    }
-    let mut unary_rows = Vec::new();
-    for &op in UnaryOp::ALL {
-        let spec = op.spec();
-        let row = Elem::ALL.map(|elem| {
-            codegen::op_shader(&spec, 1, elem).map(|glsl| {
-                compile(
-                    out_dir,
-                    &op_table::kernel_name(spec.name, elem),
-                    &glsl,
-                    &mut generated,
-                    &mut all,
-                )
-            })
-        });
-        unary_rows.push(row);
-    }
+    let binary_specs: Vec<_> = BinaryOp::ALL.iter().map(|op| op.spec()).collect();
+    let binary_rows = op_rows(&binary_specs, 2, out_dir, &mut generated, &mut all);
+    let unary_specs: Vec<_> = UnaryOp::ALL.iter().map(|op| op.spec()).collect();
+    let unary_rows = op_rows(&unary_specs, 1, out_dir, &mut generated, &mut all);
     let mut cast_rows = Vec::new();
     for from in Elem::ALL {
         let row = Elem::ALL.map(|to| {
@@ -217,6 +189,33 @@ fn named_ops() -> String {
 }
 
 /// Compiles one kernel, writes its SPIR-V and declares its constant; returns the constant's name.
+/// Compiles every (op, elem) kernel of `specs` with `arity` operands: one row per op, `None`
+/// where the op has no kernel for that elem.
+fn op_rows(
+    specs: &[OpSpec],
+    arity: usize,
+    out_dir: &Path,
+    generated: &mut String,
+    all: &mut Vec<String>,
+) -> Vec<[Option<String>; Elem::ALL.len()]> {
+    specs
+        .iter()
+        .map(|spec| {
+            Elem::ALL.map(|elem| {
+                codegen::op_shader(spec, arity, elem).map(|glsl| {
+                    compile(
+                        out_dir,
+                        &op_table::kernel_name(spec.name, elem),
+                        &glsl,
+                        generated,
+                        all,
+                    )
+                })
+            })
+        })
+        .collect()
+}
+
 fn compile(
     out_dir: &Path,
     name: &str,
