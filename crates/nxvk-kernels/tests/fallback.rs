@@ -12,15 +12,6 @@ use std::sync::Mutex;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn fallbacks(op: &str, dtype: DType) -> u64 {
-    device()
-        .counters()
-        .host_fallbacks
-        .get(&(op.to_owned(), dtype))
-        .copied()
-        .unwrap_or(0)
-}
-
 #[test]
 fn complex_ops_run_on_the_host_and_are_counted() {
     let _serial = SERIAL.lock().unwrap();

@@ -602,15 +602,6 @@ fn bad_axes_and_unsupported_types_are_errors() {
     );
 }
 
-fn fallbacks(op: &str, dtype: DType) -> u64 {
-    device()
-        .counters()
-        .host_fallbacks
-        .get(&(op.to_owned(), dtype))
-        .copied()
-        .unwrap_or(0)
-}
-
 /// Complex and sub-byte reductions take the counted host fallback, with the same semantics
 /// (checked against the same reference as the GPU path).
 #[test]

@@ -11,6 +11,16 @@ use std::sync::{Arc, OnceLock};
 /// floats, an unlikely integer).
 pub const POISON: u32 = 0x7FBA_DBAD;
 
+/// Host fallbacks counted so far for (op, dtype) on the shared device.
+pub fn fallbacks(op: &str, dtype: DType) -> u64 {
+    device()
+        .counters()
+        .host_fallbacks
+        .get(&(op.to_owned(), dtype))
+        .copied()
+        .unwrap_or(0)
+}
+
 /// One context per test binary: device creation costs time on lavapipe.
 pub fn device() -> Arc<Device> {
     static CONTEXT: OnceLock<Context> = OnceLock::new();
