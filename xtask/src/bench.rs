@@ -1,6 +1,7 @@
-//! `cargo xtask bench`: the `bench` example (see example.rs for its crate), which prints one JSON line per
-//! measurement in the format of peers/README.md. xtask only forwards the workload filter and
-//! keeps a copy of the lines, so the example stays a plain stdout writer.
+//! `cargo xtask bench`: the `bench` examples of the packages in `example::BENCH_PACKAGES`, run
+//! one after the other; each prints one JSON line per measurement in the format of
+//! peers/README.md. xtask only forwards the workload filter and keeps a copy of the lines, so
+//! the examples stay plain stdout writers.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -20,7 +21,7 @@ pub struct BenchArgs {
     /// Also write the JSON lines to this file (stdout still shows them).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Arguments after `--` go to the bench example unchanged.
+    /// Arguments after `--` go to every bench example unchanged.
     #[arg(last = true)]
     pub example_arguments: Vec<String>,
 }
@@ -31,18 +32,31 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         arguments.extend(["--only".to_owned(), args.only.join(",")]);
     }
     arguments.extend(args.example_arguments.iter().cloned());
-    let Some(out) = &args.out else {
-        return example::run("bench", &arguments);
+    let mut out_file = match &args.out {
+        Some(out) => {
+            Some(File::create(out).with_context(|| format!("cannot create {}", out.display()))?)
+        }
+        None => None,
     };
+    for package in example::BENCH_PACKAGES {
+        if example::exists(package, "bench") {
+            run_one(package, &arguments, out_file.as_mut())?;
+        }
+    }
+    Ok(())
+}
 
-    let mut out_file =
-        File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let mut command = example::command("bench", &arguments)?;
-    println!("$ {} > {}", process::command_line(&command), out.display());
+/// Runs one package's bench example, echoing its lines and copying them to `out_file`.
+fn run_one(package: &str, arguments: &[String], out_file: Option<&mut File>) -> Result<()> {
+    let mut command = example::command_in(package, "bench", arguments)?;
+    let Some(out_file) = out_file else {
+        return process::run(&mut command);
+    };
+    println!("$ {}", process::command_line(&command));
     let mut child = command
         .stdout(Stdio::piped())
         .spawn()
-        .context("cannot start the bench example")?;
+        .with_context(|| format!("cannot start the {package} bench example"))?;
     let stdout = child
         .stdout
         .take()
@@ -54,10 +68,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     let exit_status = child.wait()?;
     if !exit_status.success() {
-        bail!(
-            "the bench example failed ({exit_status}); lines so far are in {}",
-            out.display()
-        );
+        bail!("the {package} bench example failed ({exit_status}); lines so far were written");
     }
     Ok(())
 }

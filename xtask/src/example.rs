@@ -1,7 +1,8 @@
 //! The crate examples that `demo`, `bench` and `coverage` wrap, run in release mode.
 //!
 //! Which crate holds each example is decided here alone: `demo` lives in nxvk-core until the
-//! training demo takes it over; `bench` and `coverage` use the kernel catalog.
+//! training demo takes it over; `coverage` uses the kernel catalog; `bench` exists in both the
+//! kernel catalog (eager workloads) and the fusion planner (planned workloads).
 
 use std::process::Command;
 
@@ -9,32 +10,43 @@ use anyhow::{Result, bail};
 
 use crate::process;
 
-/// The package that holds example `name`.
+/// The package that holds example `name` (for `bench`, see [`BENCH_PACKAGES`]).
 fn package_of(name: &str) -> &'static str {
     match name {
-        "coverage" | "bench" => "nxvk-kernels",
+        "coverage" => "nxvk-kernels",
         _ => "nxvk-core",
     }
+}
+
+/// The packages whose `bench` example `cargo xtask bench` runs, in this order.
+pub const BENCH_PACKAGES: &[&str] = &["nxvk-kernels", "nxvk-fusion"];
+
+/// Whether `package` has an example called `name` (a single file or a folder).
+pub fn exists(package: &str, name: &str) -> bool {
+    let examples = process::workspace_root()
+        .join("crates")
+        .join(package)
+        .join("examples");
+    examples.join(format!("{name}.rs")).is_file() || examples.join(name).join("main.rs").is_file()
 }
 
 /// `cargo run --release -p PACKAGE --example NAME -- ARGUMENTS`, after checking the
 /// example exists so that a missing one fails with a sentence rather than cargo's error
 /// after a long dependency build.
 pub fn command(name: &str, arguments: &[String]) -> Result<Command> {
-    let workspace_root = process::workspace_root();
-    let package = package_of(name);
-    let examples = workspace_root.join("crates").join(package).join("examples");
-    let single_file = examples.join(format!("{name}.rs"));
-    let directory = examples.join(name).join("main.rs");
-    if !single_file.is_file() && !directory.is_file() {
+    command_in(package_of(name), name, arguments)
+}
+
+/// [`command`] for an example of a named package.
+pub fn command_in(package: &str, name: &str, arguments: &[String]) -> Result<Command> {
+    if !exists(package, name) {
         bail!(
-            "the {package} example `{name}` does not exist yet (expected {})",
-            single_file.display()
+            "the {package} example `{name}` does not exist yet (expected crates/{package}/examples/{name}.rs)"
         );
     }
     let mut command = Command::new("cargo");
     command
-        .current_dir(&workspace_root)
+        .current_dir(process::workspace_root())
         .args(["run", "--release", "-p", package, "--example", name, "--"])
         .args(arguments);
     Ok(command)
