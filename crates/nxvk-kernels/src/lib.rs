@@ -29,6 +29,8 @@ pub mod catalog;
 mod codegen;
 pub mod coverage;
 mod fallback;
+pub mod index;
+mod index_codegen;
 mod launch;
 pub mod movement;
 mod movement_codegen;
