@@ -39,6 +39,8 @@ pub mod ops;
 pub mod reduce;
 mod reduce_codegen;
 pub mod reference;
+pub mod sort;
+mod sort_codegen;
 pub mod types;
 
 pub use catalog::{CatalogKernel, binary_kernel, cast_kernel, dtype_of, elem_of, unary_kernel};
