@@ -29,6 +29,8 @@ pub mod catalog;
 mod codegen;
 pub mod coverage;
 mod fallback;
+pub mod fft;
+mod fft_codegen;
 pub mod index;
 mod index_codegen;
 mod launch;
