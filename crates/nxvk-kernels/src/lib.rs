@@ -38,6 +38,7 @@ pub mod movement;
 mod movement_codegen;
 pub mod op_table;
 pub mod ops;
+pub mod random;
 pub mod reduce;
 mod reduce_codegen;
 pub mod reference;
