@@ -1,0 +1,289 @@
+//! Sorting against a stable host sort with Nx's order (NaN above +infinity, -0.0 equal to
+//! 0.0): sort and argsort on every axis of random shapes (empty and rank 0 included), both
+//! directions, every real byte-sized dtype, inputs full of ties; rows longer than the
+//! shared-memory block (global network steps); top_k; and stability checked explicitly.
+
+mod common;
+
+use common::*;
+use nxvk_core::{DType, Tensor};
+use nxvk_kernels::reference::{self, Value};
+use nxvk_kernels::sort::{self, Direction};
+use proptest::prelude::*;
+use std::cmp::Ordering;
+
+fn cases() -> u32 {
+    std::env::var("NXVK_TEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(24)
+}
+
+fn real_dtypes() -> Vec<DType> {
+    nxvk_kernels::ops::native_dtypes().collect()
+}
+
+/// Nx's ascending order: NaN last, -0.0 equal to 0.0.
+fn nx_order(a: Value, b: Value) -> Ordering {
+    match (a, b) {
+        (Value::Int(a), Value::Int(b)) => a.cmp(&b),
+        (Value::Float(a), Value::Float(b)) => match (a.is_nan(), b.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            (false, false) => a.partial_cmp(&b).expect("not NaN"),
+        },
+        _ => unreachable!("real values"),
+    }
+}
+
+/// Positions of each row of `values` (rows along `axis` of `shape`) in stable sorted order.
+fn host_argsort(
+    values: &[Value],
+    shape: &[usize],
+    axis: usize,
+    direction: Direction,
+) -> Vec<usize> {
+    let rank = shape.len();
+    if rank == 0 {
+        return vec![0];
+    }
+    let length = shape[axis];
+    let inner: usize = shape[axis + 1..].iter().product();
+    let outer: usize = shape[..axis].iter().product();
+    let mut result = vec![0; values.len()];
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |position: usize| (o * length + position) * inner + i;
+            let mut positions: Vec<usize> = (0..length).collect();
+            positions.sort_by(|&p, &q| {
+                let ordering = nx_order(values[at(p)], values[at(q)]);
+                match direction {
+                    Direction::Ascending => ordering,
+                    Direction::Descending => ordering.reverse(),
+                }
+            });
+            for (slot, &position) in positions.iter().enumerate() {
+                result[at(slot)] = position;
+            }
+        }
+    }
+    result
+}
+
+/// The values at the sorted positions (same layout as `positions`).
+fn gathered(values: &[Value], shape: &[usize], axis: usize, positions: &[usize]) -> Vec<Value> {
+    if shape.is_empty() {
+        return values.to_vec();
+    }
+    let length = shape[axis];
+    let inner: usize = shape[axis + 1..].iter().product();
+    (0..values.len())
+        .map(|element| {
+            let i = element % inner;
+            let o = element / inner / length.max(1);
+            values[(o * length + positions[element]) * inner + i]
+        })
+        .collect()
+}
+
+/// A value from a small pool (so rows are full of ties), specials included.
+fn tie_value(dtype: DType, rng: &mut SplitMix) -> Value {
+    if rng.below(3) == 0 {
+        return random_value(dtype, Domain::Wide, rng);
+    }
+    let pool = [
+        -2.0,
+        -0.0,
+        0.0,
+        1.0,
+        3.0,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ];
+    let value = pool[rng.below(pool.len() as u64) as usize];
+    match dtype.class() {
+        nxvk_core::DTypeClass::Float => reference::round_to(Value::Float(value), dtype),
+        _ => reference::round_to(
+            Value::Int(if value.is_finite() { value as i128 } else { 7 }),
+            dtype,
+        ),
+    }
+}
+
+fn upload(dtype: DType, shape: &[usize], values: &[Value]) -> Tensor {
+    Tensor::from_bytes(&device(), dtype, shape, &reference::encode(dtype, values)).unwrap()
+}
+
+fn positions_of(tensor: &Tensor) -> Vec<usize> {
+    read(tensor)
+        .into_iter()
+        .map(|value| match value {
+            Value::Int(position) => position as usize,
+            other => panic!("a position, got {other:?}"),
+        })
+        .collect()
+}
+
+fn check(
+    dtype: DType,
+    shape: &[usize],
+    axis: usize,
+    direction: Direction,
+    rng: &mut SplitMix,
+) -> Result<(), String> {
+    let n: usize = shape.iter().product();
+    let values: Vec<Value> = (0..n).map(|_| tie_value(dtype, rng)).collect();
+    let input = upload(dtype, shape, &values);
+    let what = format!("{dtype} {shape:?} axis {axis} {direction:?}");
+    let expected_positions = host_argsort(&values, shape, axis, direction);
+    let index_type = [DType::S32, DType::S64, DType::U16][rng.below(3) as usize];
+    let index_type = if shape.get(axis).is_some_and(|&length| length > 65535) {
+        DType::S32
+    } else {
+        index_type
+    };
+    let positions = sort::argsort(&input, axis, direction, index_type)
+        .map_err(|error| format!("{what}: {error}"))?;
+    if positions.shape() != shape || positions.dtype() != index_type {
+        return Err(format!("{what}: argsort shape {:?}", positions.shape()));
+    }
+    let actual_positions = positions_of(&positions);
+    if actual_positions != expected_positions {
+        return Err(format!(
+            "{what}: argsort {actual_positions:?}, expected {expected_positions:?}"
+        ));
+    }
+    let sorted = sort::sort(&input, axis, direction).map_err(|error| format!("{what}: {error}"))?;
+    let expected = gathered(&values, shape, axis, &expected_positions);
+    if sorted.shape() != shape {
+        return Err(format!("{what}: sort shape {:?}", sorted.shape()));
+    }
+    check_all(dtype, Tolerance::Exact, &read(&sorted), &expected, &[])
+        .map_err(|why| format!("{what}: sort {why}"))
+}
+
+fn shape_and_axis() -> impl Strategy<Value = (Vec<usize>, usize, bool, u64)> {
+    (
+        prop::collection::vec(0usize..7, 0..=3),
+        any::<usize>(),
+        any::<bool>(),
+        any::<u64>(),
+    )
+        .prop_map(|(shape, axis, descending, seed)| {
+            let axis = if shape.is_empty() {
+                0
+            } else {
+                axis % shape.len()
+            };
+            (shape, axis, descending, seed)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn sorts_match_a_stable_host_sort((shape, axis, descending, seed) in shape_and_axis()) {
+        let mut rng = SplitMix(seed);
+        let direction = if descending { Direction::Descending } else { Direction::Ascending };
+        for dtype in real_dtypes() {
+            if let Err(why) = check(dtype, &shape, axis, direction, &mut rng) {
+                prop_assert!(false, "{}", why);
+            }
+        }
+    }
+}
+
+/// Rows longer than the shared-memory block run the global steps of the network; odd lengths
+/// pad. One long row, and several rows on a leading axis.
+#[test]
+fn long_rows_sort() {
+    let mut rng = SplitMix(7);
+    for (dtype, shape, axis) in [
+        (DType::F32, vec![5000], 0),
+        (DType::S64, vec![3, 2100], 1),
+        (DType::F16, vec![1500, 2], 0),
+        (DType::U8, vec![4099], 0),
+        (DType::F64, vec![1 << 13], 0),
+    ] {
+        for direction in [Direction::Ascending, Direction::Descending] {
+            check(dtype, &shape, axis, direction, &mut rng).unwrap();
+        }
+    }
+}
+
+/// Stability, explicitly: equal keys keep their input order in both directions, and NaN sorts
+/// last ascending and first descending.
+#[test]
+fn equal_keys_keep_their_order() {
+    let device = device();
+    let ties = Tensor::from_slice(&device, &[2000], &vec![1.5f32; 2000]).unwrap();
+    let identity: Vec<i32> = (0..2000).collect();
+    for direction in [Direction::Ascending, Direction::Descending] {
+        let positions = sort::argsort(&ties, 0, direction, DType::S32).unwrap();
+        assert_eq!(positions.to_vec::<i32>().unwrap(), identity);
+    }
+    let mixed = Tensor::from_slice(
+        &device,
+        &[6],
+        &[f32::NAN, 1.0, -0.0, 0.0, f32::NEG_INFINITY, 1.0],
+    )
+    .unwrap();
+    let ascending = sort::argsort(&mixed, 0, Direction::Ascending, DType::S32).unwrap();
+    assert_eq!(ascending.to_vec::<i32>().unwrap(), vec![4, 2, 3, 1, 5, 0]);
+    let descending = sort::argsort(&mixed, 0, Direction::Descending, DType::S32).unwrap();
+    assert_eq!(descending.to_vec::<i32>().unwrap(), vec![0, 1, 5, 2, 3, 4]);
+}
+
+/// top_k: Nx's example and ties resolved to the earlier position.
+#[test]
+fn top_k_matches_nx() {
+    let device = device();
+    let input = Tensor::from_slice(&device, &[2, 3], &[1.0f32, 2.0, 3.0, 4.0, 5.0, 5.0]).unwrap();
+    let (values, positions) = sort::top_k(&input, 2).unwrap();
+    assert_eq!(values.shape(), &[2, 2]);
+    assert_eq!(values.to_vec::<f32>().unwrap(), vec![3.0, 2.0, 5.0, 5.0]);
+    assert_eq!(positions.to_vec::<i32>().unwrap(), vec![2, 1, 1, 2]);
+    assert!(sort::top_k(&input, 4).is_err());
+    let scalar = Tensor::from_slice(&device, &[], &[1.0f32]).unwrap();
+    assert!(sort::top_k(&scalar, 1).is_err());
+}
+
+/// Bad operands are errors, never panics.
+#[test]
+fn bad_operands_are_errors() {
+    let device = device();
+    let complex = Tensor::zeros(&device, DType::C64, &[3]).unwrap();
+    assert!(sort::sort(&complex, 0, Direction::Ascending).is_err());
+    let input = Tensor::from_slice(&device, &[3], &[1i32, 2, 3]).unwrap();
+    assert!(sort::sort(&input, 1, Direction::Ascending).is_err());
+    assert!(sort::argsort(&input, 0, Direction::Ascending, DType::F32).is_err());
+    let sub_byte = Tensor::zeros(&device, DType::U4, &[4]).unwrap();
+    assert!(sort::sort(&sub_byte, 0, Direction::Ascending).is_err());
+}
+
+/// Null arm: an unstable order (ties reversed) and an order with NaN first are rejected by the
+/// same comparison the property uses.
+#[test]
+fn the_comparison_rejects_unstable_orders() {
+    let values = vec![Value::Int(2), Value::Int(1), Value::Int(2), Value::Int(1)];
+    let stable = host_argsort(&values, &[4], 0, Direction::Ascending);
+    assert_eq!(stable, vec![1, 3, 0, 2]);
+    let device = device();
+    let input = Tensor::from_slice(&device, &[4], &[2i32, 1, 2, 1]).unwrap();
+    let positions =
+        positions_of(&sort::argsort(&input, 0, Direction::Ascending, DType::S32).unwrap());
+    assert_eq!(positions, stable);
+    assert_ne!(positions, vec![3, 1, 2, 0], "an unstable order must differ");
+    let floats = vec![Value::Float(f64::NAN), Value::Float(0.0)];
+    assert_eq!(
+        host_argsort(&floats, &[2], 0, Direction::Ascending),
+        vec![1, 0]
+    );
+    assert_ne!(
+        host_argsort(&floats, &[2], 0, Direction::Ascending),
+        vec![0, 1]
+    );
+}
