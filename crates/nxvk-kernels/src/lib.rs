@@ -28,6 +28,9 @@
 pub mod catalog;
 mod codegen;
 pub mod coverage;
+pub mod dot;
+pub mod dot_autotune;
+pub mod dot_codegen;
 mod fallback;
 pub mod fft;
 mod fft_codegen;
@@ -48,6 +51,8 @@ pub mod types;
 
 pub use catalog::{CatalogKernel, binary_kernel, cast_kernel, dtype_of, elem_of, unary_kernel};
 pub use codegen::{cast_shader, op_shader};
+pub use dot::{dot, dot_with_config};
+pub use dot_codegen::{OperandOrder, TileConfig, gemm_shader};
 pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};
 pub use launch::set_output_poison;
 pub use movement_codegen::{copy_kernel_name, copy_shader};

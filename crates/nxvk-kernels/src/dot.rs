@@ -1,0 +1,489 @@
+//! `dot` (Nx's dot/6 with any contraction and batch axes) as one batched GEMM on the device.
+//!
+//! Lowering: the operands are cast to the result type (Nx's `Nx.Type.merge` of the two), then
+//! each is seen as a three-axis strided matrix stack: A as [batch][M][K] (batch axes, A's free
+//! axes, A's contraction axes) and B as [batch][K][N]. Each group of axes must collapse to one
+//! stride; when the view cannot express that (say a transposed pair of free axes), the operand
+//! is first copied into that axis order (`movement::contiguous`), otherwise nothing moves. The
+//! result is dense: batch axes (in `batch_a`'s order), A's free axes, then B's free axes.
+//!
+//! The GEMM template (`dot_codegen.rs`) tiles C over workgroups and registers; the tile
+//! configuration comes from the autotuner (`dot_autotune.rs`). Split-K: when the output has
+//! too few tiles to fill the device ([`SPLIT_K_TARGET_WORKGROUPS`]) and K is deep, or when one
+//! invocation would loop over K longer than [`MAX_K_STEPS`] tile steps (lavapipe stops loops at
+//! 65,535 iterations), K is cut into ranges whose partial products (in the accumulator type:
+//! f32 for f16/bf16/f32, the result type for integers, whose wrapping sums commute with the
+//! final wrap) are summed by the catalog's reduction and cast to the result type.
+//!
+//! Numerics: f16 and bf16 products accumulate in f32 and round once; f32 in f32 with fused
+//! multiply-add; f64 in f64; integers wrap in the result width, as Nx's do. K = 0 gives zeros.
+//! Complex, sub-byte and 8-bit float dtypes, and dtypes the device lacks shader features for,
+//! are `Error::Unsupported` (there is no host fallback for dot yet).
+
+use crate::catalog::{device_supports, dtype_of, elem_of};
+use crate::codegen::storage_bytes;
+use crate::dot_autotune::{TuneKey, candidates, choose, default_config};
+use crate::dot_codegen::{
+    GEMM_PUSH_CONSTANT_BYTES, OperandOrder, TileConfig, gemm_accumulator, gemm_kernel_name,
+    gemm_shader, has_vector_loads,
+};
+use crate::launch::{MAX_ELEMENTS, poison_output};
+use crate::op_table::Elem;
+use crate::reduce::{ReduceOp, ReduceOptions, reduce};
+use crate::{movement, ops, types};
+use nxvk_core::{BufferAccess, Capabilities, DType, Error, Result, Tensor};
+
+const OP: &str = "dot";
+
+/// Split K when the output has fewer tiles than this many workgroups...
+pub const SPLIT_K_TARGET_WORKGROUPS: usize = 256;
+/// ...and each split keeps at least this many K elements.
+pub const SPLIT_K_MIN_DEPTH: usize = 512;
+/// Most tile steps over K one invocation takes (well under lavapipe's loop cap).
+pub const MAX_K_STEPS: usize = 8192;
+
+/// Nx's result type of `dot` on operands of types `a` and `b`.
+pub fn result_dtype(a: DType, b: DType) -> DType {
+    types::merge(a, b)
+}
+
+/// True when `dot` with result type `dtype` runs on a device with `capabilities`.
+pub fn runs_on_gpu(dtype: DType, capabilities: &Capabilities) -> bool {
+    elem_of(dtype).is_some_and(|elem| device_supports(capabilities, elem))
+}
+
+fn bad(a: &Tensor, b: &Tensor, detail: String) -> Error {
+    Error::BadOperands {
+        op: OP,
+        shapes: vec![a.shape().to_vec(), b.shape().to_vec()],
+        dtypes: vec![a.dtype(), b.dtype()],
+        detail,
+    }
+}
+
+/// A's or B's axes in GEMM order: batch, then rows (A's free axes) or K, then K or columns.
+struct Groups {
+    batch: Vec<usize>,
+    first: Vec<usize>,
+    second: Vec<usize>,
+}
+
+impl Groups {
+    fn permutation(&self) -> Vec<usize> {
+        [&self.batch[..], &self.first, &self.second].concat()
+    }
+}
+
+/// One operand as a strided [batch][rows][columns] stack.
+struct Matrices {
+    tensor: Tensor,
+    batch_stride: usize,
+    first_stride: usize,
+    second_stride: usize,
+}
+
+/// (size, stride) of `axes` of a view collapsed into one axis, if its strides allow.
+fn collapse(shape: &[usize], strides: &[usize], axes: &[usize]) -> Option<(usize, usize)> {
+    let mut collapsed: Option<(usize, usize)> = None;
+    for &axis in axes.iter().filter(|&&axis| shape[axis] != 1) {
+        collapsed = Some(match collapsed {
+            None => (shape[axis], strides[axis]),
+            Some((size, stride)) if stride == strides[axis] * shape[axis] => {
+                (size * shape[axis], strides[axis])
+            }
+            Some(_) => return None,
+        });
+    }
+    Some(collapsed.unwrap_or((1, 0)))
+}
+
+/// The three strides of `tensor`'s axis groups, when each group collapses to one axis.
+fn group_strides(tensor: &Tensor, groups: &Groups) -> Option<[usize; 3]> {
+    let (shape, strides) = (tensor.shape(), tensor.layout().strides());
+    Some([
+        collapse(shape, strides, &groups.batch)?.1,
+        collapse(shape, strides, &groups.first)?.1,
+        collapse(shape, strides, &groups.second)?.1,
+    ])
+}
+
+fn matrices(tensor: &Tensor, groups: &Groups) -> Result<Matrices> {
+    let (tensor, strides) = match group_strides(tensor, groups) {
+        Some(strides) => (tensor.clone(), strides),
+        None => {
+            // The view cannot express the grouping: copy the operand into GEMM axis order,
+            // where every group is a run of dense axes.
+            let copied = movement::contiguous(&tensor.transpose(&groups.permutation())?)?;
+            let (batch, first) = (groups.batch.len(), groups.first.len());
+            let ordered = Groups {
+                batch: (0..batch).collect(),
+                first: (batch..batch + first).collect(),
+                second: (batch + first..copied.shape().len()).collect(),
+            };
+            let strides = group_strides(&copied, &ordered).unwrap_or([0, 0, 0]);
+            (copied, strides)
+        }
+    };
+    let [batch_stride, first_stride, second_stride] = strides;
+    Ok(Matrices {
+        tensor,
+        batch_stride,
+        first_stride,
+        second_stride,
+    })
+}
+
+/// Checks the axis lists against `rank`: in range, no repeats, contraction and batch disjoint.
+fn check_axes(a: &Tensor, b: &Tensor, rank: usize, lists: [&[usize]; 2]) -> Result<()> {
+    let mut seen = vec![false; rank];
+    for &axis in lists.iter().flat_map(|list| list.iter()) {
+        if axis >= rank {
+            return Err(bad(
+                a,
+                b,
+                format!("axis {axis} out of range for rank {rank}"),
+            ));
+        }
+        if std::mem::replace(&mut seen[axis], true) {
+            return Err(bad(a, b, format!("axis {axis} is named twice")));
+        }
+    }
+    Ok(())
+}
+
+/// Nx's `dot(a, contract_a, batch_a, b, contract_b, batch_b)`: contracts `a`'s axes
+/// `contract_a` with `b`'s axes `contract_b` (pairwise, equal sizes), batching `batch_a` with
+/// `batch_b` (pairwise, equal sizes). The result has the batch axes, then `a`'s remaining axes,
+/// then `b`'s remaining axes, in their order, and type `result_dtype(a, b)`.
+pub fn dot(
+    a: &Tensor,
+    contract_a: &[usize],
+    batch_a: &[usize],
+    b: &Tensor,
+    contract_b: &[usize],
+    batch_b: &[usize],
+) -> Result<Tensor> {
+    dot_with_config(a, contract_a, batch_a, b, contract_b, batch_b, None)
+}
+
+/// [`dot`] with the tile configuration forced (`None`: the autotuner's choice), for tests that
+/// must cover every configuration and for benchmarks that compare them. A configuration the
+/// device cannot run (workgroup size, shared memory) is an error.
+pub fn dot_with_config(
+    a: &Tensor,
+    contract_a: &[usize],
+    batch_a: &[usize],
+    b: &Tensor,
+    contract_b: &[usize],
+    batch_b: &[usize],
+    config: Option<TileConfig>,
+) -> Result<Tensor> {
+    if !std::sync::Arc::ptr_eq(a.device(), b.device()) {
+        return Err(Error::ForeignTensor { op: OP });
+    }
+    check_axes(a, b, a.shape().len(), [contract_a, batch_a])?;
+    check_axes(a, b, b.shape().len(), [contract_b, batch_b])?;
+    if contract_a.len() != contract_b.len() || batch_a.len() != batch_b.len() {
+        return Err(bad(
+            a,
+            b,
+            format!(
+                "contraction axes {contract_a:?} / {contract_b:?} and batch axes {batch_a:?} / {batch_b:?} must pair up"
+            ),
+        ));
+    }
+    for (pairs, what) in [
+        (contract_a.iter().zip(contract_b), "contraction"),
+        (batch_a.iter().zip(batch_b), "batch"),
+    ] {
+        for (&axis_a, &axis_b) in pairs {
+            if a.shape()[axis_a] != b.shape()[axis_b] {
+                return Err(bad(
+                    a,
+                    b,
+                    format!(
+                        "{what} axis {axis_a} of a (size {}) and {axis_b} of b (size {}) differ",
+                        a.shape()[axis_a],
+                        b.shape()[axis_b]
+                    ),
+                ));
+            }
+        }
+    }
+    let result = result_dtype(a.dtype(), b.dtype());
+    let device = a.device();
+    let Some(elem) = elem_of(result).filter(|&elem| device_supports(device.capabilities(), elem))
+    else {
+        return Err(Error::Unsupported {
+            op: OP,
+            dtype: result,
+            detail: "dot runs on the GPU for 8- to 64-bit integers, f16, bf16, f32 and f64 (on devices with their shader features); there is no host path".into(),
+        });
+    };
+    let free = |rank: usize, contract: &[usize], batch: &[usize]| -> Vec<usize> {
+        (0..rank)
+            .filter(|axis| !contract.contains(axis) && !batch.contains(axis))
+            .collect()
+    };
+    let free_a = free(a.shape().len(), contract_a, batch_a);
+    let free_b = free(b.shape().len(), contract_b, batch_b);
+    let sizes = |tensor: &Tensor, axes: &[usize]| -> Vec<usize> {
+        axes.iter().map(|&axis| tensor.shape()[axis]).collect()
+    };
+    let output_shape = [sizes(a, batch_a), sizes(a, &free_a), sizes(b, &free_b)].concat();
+    let product =
+        |tensor: &Tensor, axes: &[usize]| -> usize { sizes(tensor, axes).iter().product() };
+    let (batches, m, n, k) = (
+        product(a, batch_a),
+        product(a, &free_a),
+        product(b, &free_b),
+        product(a, contract_a),
+    );
+    if batches * m * n == 0 {
+        return Tensor::empty(device, result, &output_shape);
+    }
+    if k == 0 {
+        return Tensor::zeros(device, result, &output_shape);
+    }
+    for count in [batches * m * n, batches * m * k, batches * k * n] {
+        if count > MAX_ELEMENTS {
+            return Err(bad(
+                a,
+                b,
+                format!("{count} elements exceed the GEMM's 32-bit index arithmetic"),
+            ));
+        }
+    }
+    let a = ops::as_type(a, result)?;
+    let b = ops::as_type(b, result)?;
+    let a = matrices(
+        &a,
+        &Groups {
+            batch: batch_a.to_vec(),
+            first: free_a,
+            second: contract_a.to_vec(),
+        },
+    )?;
+    let b = matrices(
+        &b,
+        &Groups {
+            batch: batch_b.to_vec(),
+            first: contract_b.to_vec(),
+            second: free_b,
+        },
+    )?;
+    let problem = Problem {
+        elem,
+        batches,
+        m,
+        n,
+        k,
+        a,
+        b,
+    };
+    if let Some(config) = config
+        && !candidates(elem, device.capabilities()).contains(&config)
+    {
+        return Err(Error::BadOperands {
+            op: OP,
+            shapes: vec![output_shape],
+            dtypes: vec![result],
+            detail: format!(
+                "tile configuration {} is not one this device can run for {result}",
+                config.label()
+            ),
+        });
+    }
+    let output = problem.run(config)?;
+    output.reshape(&output_shape)
+}
+
+/// One batched GEMM: `a` is [batch][M][K] (first = M, second = K), `b` is [batch][K][N]
+/// (first = K, second = N).
+struct Problem {
+    elem: Elem,
+    batches: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Matrices,
+    b: Matrices,
+}
+
+impl Problem {
+    fn order(&self) -> OperandOrder {
+        let a_k_contiguous = self.a.second_stride == 1 || self.k == 1;
+        let b_n_contiguous = self.b.second_stride == 1 || self.n == 1;
+        // Four-wide staging along each operand's dense axis: that axis has stride 1 and a
+        // length that is a multiple of four, every other stride is a multiple of four, and
+        // the base address is aligned to four elements.
+        let bytes = u64::from(storage_bytes(self.elem));
+        let aligned =
+            |matrices: &Matrices, dense_length: usize, dense_stride: usize, other: usize| {
+                dense_stride == 1
+                    && dense_length.is_multiple_of(4)
+                    && other.is_multiple_of(4)
+                    && matrices.batch_stride.is_multiple_of(4)
+                    && matrices
+                        .tensor
+                        .device_address()
+                        .is_some_and(|address| address % (4 * bytes) == 0)
+            };
+        let a_vector = if a_k_contiguous {
+            aligned(&self.a, self.k, self.a.second_stride, self.a.first_stride)
+        } else {
+            aligned(&self.a, self.m, self.a.first_stride, self.a.second_stride)
+        };
+        let b_vector = if b_n_contiguous {
+            aligned(&self.b, self.n, self.b.second_stride, self.b.first_stride)
+        } else {
+            aligned(&self.b, self.k, self.b.first_stride, self.b.second_stride)
+        };
+        OperandOrder {
+            a_k_contiguous,
+            b_n_contiguous,
+            vector_loads: has_vector_loads(self.elem) && a_vector && b_vector,
+        }
+    }
+
+    /// K splits for `config`: enough to bound each invocation's loop, more when the output
+    /// alone cannot fill the device.
+    fn splits(&self, config: TileConfig) -> usize {
+        let tile_k = config.tile_k as usize;
+        let tiles = self.batches
+            * self.m.div_ceil(config.tile_m as usize)
+            * self.n.div_ceil(config.tile_n as usize);
+        let required = self.k.div_ceil(MAX_K_STEPS * tile_k);
+        let wanted = if tiles < SPLIT_K_TARGET_WORKGROUPS {
+            (SPLIT_K_TARGET_WORKGROUPS / tiles).min(self.k / SPLIT_K_MIN_DEPTH)
+        } else {
+            1
+        };
+        let splits = required.max(wanted).max(1);
+        // Round each split's depth up to whole tile steps, then recount.
+        let depth = self.k.div_ceil(splits).div_ceil(tile_k) * tile_k;
+        self.k.div_ceil(depth)
+    }
+
+    fn run(&self, forced: Option<TileConfig>) -> Result<Tensor> {
+        let device = self.a.tensor.device().clone();
+        let order = self.order();
+        if let Some(config) = forced {
+            return self.run_with(config, order);
+        }
+        let default = default_config(self.batches, self.m, self.n);
+        let multiply_adds =
+            (self.batches as u64) * (self.m as u64) * (self.n as u64) * (self.k as u64);
+        let key = TuneKey::of(self.elem, self.batches, self.m, self.n, self.k);
+        let config = choose(&device, key, multiply_adds, default, |config| {
+            device.gpu_time(|| self.run_with(config, order).map(drop))
+        });
+        self.run_with(config, order)
+    }
+
+    fn run_with(&self, config: TileConfig, order: OperandOrder) -> Result<Tensor> {
+        let device = self.a.tensor.device();
+        let result = dtype_of(self.elem);
+        let splits = self.splits(config);
+        let tile_k = config.tile_k as usize;
+        let depth = self.k.div_ceil(splits).div_ceil(tile_k) * tile_k;
+        // Partial sums stay in the accumulator type (integers wrap in the result type).
+        let partial_elem = if self.elem.is_float() {
+            gemm_accumulator(self.elem)
+        } else {
+            self.elem
+        };
+        let output_elem = if splits == 1 { self.elem } else { partial_elem };
+        let output = Tensor::empty(
+            device,
+            dtype_of(output_elem),
+            &[self.batches, splits, self.m, self.n],
+        )?;
+        let name = gemm_kernel_name(self.elem, output_elem, config, order);
+        let kernel = device.kernel_from_glsl(
+            &name,
+            &gemm_shader(self.elem, output_elem, config, order),
+            &[],
+        )?;
+        let address = |tensor: &Tensor| {
+            tensor.device_address().ok_or_else(|| Error::BadOperands {
+                op: OP,
+                shapes: vec![tensor.shape().to_vec()],
+                dtypes: vec![tensor.dtype()],
+                detail: "sub-byte tensors have no element addresses".into(),
+            })
+        };
+        let word = |value: usize| -> Result<u32> {
+            u32::try_from(value).map_err(|_| Error::BadOperands {
+                op: OP,
+                shapes: vec![
+                    self.a.tensor.shape().to_vec(),
+                    self.b.tensor.shape().to_vec(),
+                ],
+                dtypes: vec![result],
+                detail: format!("{value} does not fit the GEMM's 32-bit index arithmetic"),
+            })
+        };
+        let mut push = Vec::with_capacity(GEMM_PUSH_CONSTANT_BYTES);
+        for value in [
+            address(&self.a.tensor)?,
+            address(&self.b.tensor)?,
+            address(&output)?,
+        ] {
+            push.extend_from_slice(&value.to_le_bytes());
+        }
+        for value in [
+            self.m,
+            self.n,
+            self.k,
+            self.batches,
+            self.a.batch_stride,
+            self.a.first_stride,
+            self.a.second_stride,
+            self.b.batch_stride,
+            self.b.first_stride,
+            self.b.second_stride,
+            depth,
+            splits,
+        ] {
+            push.extend_from_slice(&word(value)?.to_le_bytes());
+        }
+        let limits = device.capabilities().max_workgroup_count;
+        let groups = [
+            self.n.div_ceil(config.tile_n as usize),
+            self.m.div_ceil(config.tile_m as usize),
+            (self.batches * splits).min(limits[2] as usize),
+        ];
+        if groups[0] > limits[0] as usize || groups[1] > limits[1] as usize {
+            return Err(Error::BadOperands {
+                op: OP,
+                shapes: vec![vec![self.batches, self.m, self.n]],
+                dtypes: vec![result],
+                detail: format!("{groups:?} workgroups exceed the device's limit of {limits:?}"),
+            });
+        }
+        poison_output(output.buffer())?;
+        device.dispatch(
+            &kernel,
+            [groups[0] as u32, groups[1] as u32, groups[2] as u32],
+            &push,
+            &[
+                BufferAccess::Read(self.a.tensor.buffer()),
+                BufferAccess::Read(self.b.tensor.buffer()),
+                BufferAccess::Write(output.buffer()),
+            ],
+        )?;
+        if splits == 1 {
+            return output.reshape(&[self.batches, self.m, self.n]);
+        }
+        let summed = reduce(
+            ReduceOp::Sum,
+            &output,
+            &ReduceOptions {
+                axes: Some(&[1]),
+                ..ReduceOptions::default()
+            },
+        )?;
+        ops::as_type(&summed, result)
+    }
+}

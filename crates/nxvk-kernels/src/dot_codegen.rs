@@ -1,0 +1,351 @@
+//! GLSL for the batched GEMM behind `dot` (and, later, convolution's implicit GEMM): one
+//! template for every dtype and tile configuration, compiled at run time through
+//! `Device::kernel_from_glsl` (content-addressed on disk), so the autotuner can try
+//! configurations the build script never saw.
+//!
+//! The kernel computes `C[task][m][n] = sum over k in the task's K range of A[batch][m][k] *
+//! B[batch][k][n]`, where a task is one (batch, K split) pair. A and B are arbitrary strided
+//! views (three element strides each); C is dense. A workgroup owns a `tile_m x tile_n` block of
+//! C: per step it stages a `tile_m x tile_k` slice of A and a `tile_k x tile_n` slice of B in
+//! shared memory (in the accumulator type, so f16/bf16 are widened once), then each invocation
+//! accumulates a `thread_m x thread_n` block of outputs in registers from `thread_m + thread_n`
+//! shared reads per `k` (register blocking). The staging loads walk whichever axis of the
+//! operand is contiguous in memory (`a_k_contiguous`, `b_n_contiguous`), so neighbouring
+//! invocations read neighbouring addresses; when that axis is dense and its length a multiple
+//! of four, f32 and f16 staging reads four elements at once (`vector_loads`).
+//!
+//! Tile sizes are `#define`s rather than specialization constants: every loop bound is then a
+//! literal the compiler unrolls, and per-thread accumulator arrays have literal sizes (which
+//! some drivers mishandle when sized by specialization constants). A configuration is just
+//! another cached module.
+//!
+//! Accumulators: f32 for f16, bf16 and f32 (fused multiply-add), f64 for f64, and for integers
+//! the widened compute type with wrapping multiply-add, which equals Nx's wrapping result after
+//! the store truncates to the result width.
+
+use crate::codegen::{
+    BF16_HELPERS, FLOAT_CONTROLS, compute_type, load, storage_bytes, storage_type, store,
+};
+use crate::op_table::Elem;
+
+/// Bytes of the GEMM kernels' push constants: three addresses, then twelve words.
+pub const GEMM_PUSH_CONSTANT_BYTES: usize = 24 + 12 * 4;
+
+/// One tile configuration of the GEMM template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TileConfig {
+    /// Rows of C per workgroup.
+    pub tile_m: u32,
+    /// Columns of C per workgroup.
+    pub tile_n: u32,
+    /// Depth of one shared-memory step.
+    pub tile_k: u32,
+    /// Rows of C per invocation (register block).
+    pub thread_m: u32,
+    /// Columns of C per invocation (register block).
+    pub thread_n: u32,
+}
+
+impl TileConfig {
+    /// Invocations per workgroup.
+    pub const fn invocations(self) -> u32 {
+        (self.tile_m / self.thread_m) * (self.tile_n / self.thread_n)
+    }
+
+    /// Shared memory the configuration stages, for accumulators of `accumulator_bytes`.
+    pub const fn shared_bytes(self, accumulator_bytes: u32) -> u32 {
+        (self.tile_m + self.tile_n) * self.tile_k * accumulator_bytes
+    }
+
+    /// The name used in kernel names and the autotune file: `128x128x8/8x8`.
+    pub fn label(self) -> String {
+        format!(
+            "{}x{}x{}/{}x{}",
+            self.tile_m, self.tile_n, self.tile_k, self.thread_m, self.thread_n
+        )
+    }
+
+    /// Parses [`TileConfig::label`]'s format.
+    pub fn parse(text: &str) -> Option<TileConfig> {
+        let (tile, thread) = text.split_once('/')?;
+        let mut tile = tile.split('x').map(|part| part.parse::<u32>().ok());
+        let mut thread = thread.split('x').map(|part| part.parse::<u32>().ok());
+        let config = TileConfig {
+            tile_m: tile.next()??,
+            tile_n: tile.next()??,
+            tile_k: tile.next()??,
+            thread_m: thread.next()??,
+            thread_n: thread.next()??,
+        };
+        let complete = tile.next().is_none() && thread.next().is_none();
+        (complete && config.is_well_formed()).then_some(config)
+    }
+
+    /// Tiles divide evenly into register blocks, and staging loads cover whole tiles.
+    pub fn is_well_formed(self) -> bool {
+        let positive = [
+            self.tile_m,
+            self.tile_n,
+            self.tile_k,
+            self.thread_m,
+            self.thread_n,
+        ]
+        .iter()
+        .all(|&size| (1..=256).contains(&size));
+        positive
+            && self.tile_m.is_multiple_of(self.thread_m)
+            && self.tile_n.is_multiple_of(self.thread_n)
+            && (1..=1024).contains(&self.invocations())
+            && self.tile_k.is_multiple_of(4)
+            && self.tile_m.is_multiple_of(4)
+            && self.tile_n.is_multiple_of(4)
+    }
+}
+
+/// How the operands are laid out, which selects the staging loops of the template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OperandOrder {
+    /// A's K axis has element stride 1 (row-major A).
+    pub a_k_contiguous: bool,
+    /// B's N axis has element stride 1 (row-major B).
+    pub b_n_contiguous: bool,
+    /// Staging may read four elements at once along the contiguous axes (their lengths are
+    /// multiples of four and the operands' addresses are 16-byte aligned).
+    pub vector_loads: bool,
+}
+
+/// The element type products are accumulated in.
+pub const fn gemm_accumulator(elem: Elem) -> Elem {
+    match elem {
+        Elem::F16 | Elem::BF16 | Elem::F32 => Elem::F32,
+        other => other,
+    }
+}
+
+/// The kernel name of one instantiation: `gemm_f32_128x128x8_8x8_kn_v4_to_f32`.
+pub fn gemm_kernel_name(
+    input: Elem,
+    output: Elem,
+    config: TileConfig,
+    order: OperandOrder,
+) -> String {
+    format!(
+        "gemm_{}_{}_{}{}{}_to_{}",
+        input.name(),
+        config.label().replace('/', "_"),
+        if order.a_k_contiguous { "k" } else { "m" },
+        if order.b_n_contiguous { "n" } else { "k" },
+        if order.vector_loads { "_v4" } else { "" },
+        output.name()
+    )
+}
+
+/// Whether four-wide staging loads exist for `input` elements.
+pub const fn has_vector_loads(input: Elem) -> bool {
+    matches!(input, Elem::F32 | Elem::F16)
+}
+
+/// The shader of one instantiation: `input` operands, `output` elements written to C (the
+/// result type, or the accumulator type for split-K partial sums).
+pub fn gemm_shader(input: Elem, output: Elem, config: TileConfig, order: OperandOrder) -> String {
+    let accumulator = gemm_accumulator(input);
+    let accumulator_type = compute_type(accumulator);
+    let multiply_add = if accumulator.is_float() {
+        "fma(a_value, b_value, sum)"
+    } else {
+        "sum + a_value * b_value"
+    };
+    let vector_loads = order.vector_loads && has_vector_loads(input);
+    let vector_type = match input {
+        Elem::F16 => "f16vec4",
+        _ => "vec4",
+    };
+    let bf16 = if input == Elem::BF16 || output == Elem::BF16 {
+        BF16_HELPERS
+    } else {
+        ""
+    };
+    let a_loop = staging_loop(Operand::A, order.a_k_contiguous, vector_loads, input);
+    let b_loop = staging_loop(Operand::B, !order.b_n_contiguous, vector_loads, input);
+    format!(
+        "{FLOAT_CONTROLS}
+#define TILE_M {tile_m}u
+#define TILE_N {tile_n}u
+#define TILE_K {tile_k}u
+#define THREAD_M {thread_m}u
+#define THREAD_N {thread_n}u
+#define INVOCATIONS {invocations}u
+#define ACC {accumulator_type}
+layout(local_size_x = {invocations}) in;
+layout(buffer_reference, scalar, buffer_reference_align = {input_bytes}) readonly buffer Element {{ {input_storage} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {vector_align}) readonly buffer Element4 {{ {vector_type} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {output_bytes}) writeonly buffer Output {{ {output_storage} v; }};
+layout(push_constant, scalar) uniform Push {{
+    uint64_t a;
+    uint64_t b;
+    uint64_t c;
+    uint m;
+    uint n;
+    uint k;
+    uint batches;
+    uint a_batch_stride;
+    uint a_m_stride;
+    uint a_k_stride;
+    uint b_batch_stride;
+    uint b_k_stride;
+    uint b_n_stride;
+    uint k_per_split;
+    uint splits;
+}} push;
+{bf16}
+// Staged slices, K-major so the inner loop reads each register block contiguously.
+shared ACC a_tile[TILE_K][TILE_M];
+shared ACC b_tile[TILE_K][TILE_N];
+
+ACC load_element(uint64_t address) {{ return {loaded}; }}
+
+void main() {{
+    uint invocation = gl_LocalInvocationID.x;
+    uint block_n = invocation % (TILE_N / THREAD_N);
+    uint block_m = invocation / (TILE_N / THREAD_N);
+    uint tile_m0 = gl_WorkGroupID.y * TILE_M;
+    uint tile_n0 = gl_WorkGroupID.x * TILE_N;
+    uint tasks = push.batches * push.splits;
+    for (uint task = gl_WorkGroupID.z; task < tasks; task += gl_NumWorkGroups.z) {{
+        uint batch = task / push.splits;
+        uint k_begin = (task % push.splits) * push.k_per_split;
+        uint k_end = min(k_begin + push.k_per_split, push.k);
+        uint64_t a_base = push.a + uint64_t(batch) * uint64_t(push.a_batch_stride) * {input_bytes}ul;
+        uint64_t b_base = push.b + uint64_t(batch) * uint64_t(push.b_batch_stride) * {input_bytes}ul;
+        ACC sums[THREAD_M][THREAD_N];
+        for (uint i = 0u; i < THREAD_M; i++) {{
+            for (uint j = 0u; j < THREAD_N; j++) {{
+                sums[i][j] = ACC(0);
+            }}
+        }}
+        for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {{
+{a_loop}
+{b_loop}
+            barrier();
+            for (uint kk = 0u; kk < TILE_K; kk++) {{
+                ACC a_block[THREAD_M];
+                ACC b_block[THREAD_N];
+                for (uint i = 0u; i < THREAD_M; i++) {{
+                    a_block[i] = a_tile[kk][block_m * THREAD_M + i];
+                }}
+                for (uint j = 0u; j < THREAD_N; j++) {{
+                    b_block[j] = b_tile[kk][block_n * THREAD_N + j];
+                }}
+                for (uint i = 0u; i < THREAD_M; i++) {{
+                    for (uint j = 0u; j < THREAD_N; j++) {{
+                        ACC a_value = a_block[i];
+                        ACC b_value = b_block[j];
+                        ACC sum = sums[i][j];
+                        sums[i][j] = {multiply_add};
+                    }}
+                }}
+            }}
+            barrier();
+        }}
+        uint64_t c_base = push.c + uint64_t(task) * uint64_t(push.m) * uint64_t(push.n) * {output_bytes}ul;
+        for (uint i = 0u; i < THREAD_M; i++) {{
+            uint row = tile_m0 + block_m * THREAD_M + i;
+            if (row >= push.m) break;
+            for (uint j = 0u; j < THREAD_N; j++) {{
+                uint column = tile_n0 + block_n * THREAD_N + j;
+                if (column >= push.n) break;
+                Output(c_base + (uint64_t(row) * uint64_t(push.n) + uint64_t(column)) * {output_bytes}ul).v = {stored};
+            }}
+        }}
+    }}
+}}
+",
+        tile_m = config.tile_m,
+        tile_n = config.tile_n,
+        tile_k = config.tile_k,
+        thread_m = config.thread_m,
+        thread_n = config.thread_n,
+        invocations = config.invocations(),
+        input_bytes = storage_bytes(input),
+        input_storage = storage_type(input),
+        vector_align = storage_bytes(input) * 4,
+        output_bytes = storage_bytes(output),
+        output_storage = storage_type(output),
+        loaded = load(input, "Element(address).v"),
+        stored = store(output, "sums[i][j]"),
+    )
+}
+
+/// Which operand a staging loop fills: A (rows `m` of C) or B (columns `n`).
+#[derive(Clone, Copy)]
+enum Operand {
+    A,
+    B,
+}
+
+/// The loop staging one operand's slice into shared memory. `k_fast` says the operand's K axis
+/// is the dense one (neighbouring invocations then take neighbouring `k`); out-of-range
+/// elements stage zeros. With `vector_loads`, each invocation reads four consecutive elements
+/// along the dense axis (whose length the caller checked is a multiple of four, so a group is
+/// wholly in range or wholly out).
+fn staging_loop(operand: Operand, k_fast: bool, vector_loads: bool, input: Elem) -> String {
+    let (name, tile, axis, outer_stride, k_stride) = match operand {
+        Operand::A => ("a", "TILE_M", "m", "a_m_stride", "a_k_stride"),
+        Operand::B => ("b", "TILE_N", "n", "b_n_stride", "b_k_stride"),
+    };
+    let width = if vector_loads { 4 } else { 1 };
+    let (k_local, axis_local) = if k_fast {
+        (
+            format!("(slot % (TILE_K / {width}u)) * {width}u"),
+            format!("slot / (TILE_K / {width}u)"),
+        )
+    } else {
+        (
+            format!("slot / ({tile} / {width}u)"),
+            format!("(slot % ({tile} / {width}u)) * {width}u"),
+        )
+    };
+    let address = format!(
+        "{name}_base + (uint64_t(position) * uint64_t(push.{outer_stride}) + uint64_t(depth) * uint64_t(push.{k_stride})) * {bytes}ul",
+        bytes = storage_bytes(input)
+    );
+    let (zero, value, scatter) = if vector_loads {
+        let loaded = match input {
+            Elem::F16 => format!("vec4(Element4({address}).v)"),
+            _ => format!("Element4({address}).v"),
+        };
+        let (k_step, axis_step) = if k_fast {
+            ("lane", "0u")
+        } else {
+            ("0u", "lane")
+        };
+        (
+            "vec4 value = vec4(0.0);".to_owned(),
+            loaded,
+            format!(
+                "for (uint lane = 0u; lane < 4u; lane++) {{
+                    {name}_tile[kk + {k_step}][{axis}_local + {axis_step}] = value[lane];
+                }}"
+            ),
+        )
+    } else {
+        (
+            "ACC value = ACC(0);".to_owned(),
+            format!("load_element({address})"),
+            format!("{name}_tile[kk][{axis}_local] = value;"),
+        )
+    };
+    format!(
+        "            for (uint slot = invocation; slot < ({tile} * TILE_K) / {width}u; slot += INVOCATIONS) {{
+                uint kk = {k_local};
+                uint {axis}_local = {axis_local};
+                uint position = tile_{axis}0 + {axis}_local;
+                uint depth = k0 + kk;
+                {zero}
+                if (position < push.{axis} && depth < k_end) {{
+                    value = {value};
+                }}
+                {scatter}
+            }}"
+    )
+}

@@ -1,0 +1,635 @@
+//! `dot` against a host reference of Nx's dot/6: random batch, contraction and free axes in
+//! random positions (ranks up to 5, sizes 0 to 9, rank-0 operands), mixed operand dtypes with
+//! Nx's promotion, contiguous/transposed/sliced views, NaN and infinities. Integers must match
+//! exactly (wrapping in the result width). Floats are compared with an f64 reference of the
+//! inputs cast to the result type, within `(k + 2) * eps(accumulator) * sum|a*b|` (the error
+//! bound of a length-k sum, with f32 accumulators for f16/bf16/f32) plus one rounding to the
+//! result type. Every tile configuration, the split-K path and the autotuner are exercised.
+
+mod common;
+
+use common::*;
+use nxvk_core::{DType, Error, Layout, Tensor};
+use nxvk_kernels::dot::{dot, dot_with_config, result_dtype};
+use nxvk_kernels::dot_autotune::{TuneKey, TuneTable, candidates, tune_file_path};
+use nxvk_kernels::elem_of;
+use nxvk_kernels::reference::{self, Value};
+use proptest::prelude::*;
+
+fn cases() -> u32 {
+    std::env::var("NXVK_TEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(48)
+}
+
+/// One dot problem: shapes and axis lists.
+#[derive(Debug, Clone)]
+struct Case {
+    a_shape: Vec<usize>,
+    b_shape: Vec<usize>,
+    contract_a: Vec<usize>,
+    batch_a: Vec<usize>,
+    contract_b: Vec<usize>,
+    batch_b: Vec<usize>,
+}
+
+fn shuffled(length: usize, rng: &mut SplitMix) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..length).collect();
+    for index in (1..length).rev() {
+        order.swap(index, rng.below(index as u64 + 1) as usize);
+    }
+    order
+}
+
+fn size(rng: &mut SplitMix, max: u64) -> usize {
+    // Mostly non-empty; now and then an empty axis.
+    if rng.below(24) == 0 {
+        0
+    } else {
+        1 + rng.below(max) as usize
+    }
+}
+
+fn random_case(rng: &mut SplitMix) -> Case {
+    let batch: Vec<usize> = (0..rng.below(3)).map(|_| size(rng, 3)).collect();
+    let contract: Vec<usize> = (0..rng.below(3)).map(|_| size(rng, 9)).collect();
+    let free_a: Vec<usize> = (0..rng.below(3)).map(|_| size(rng, 9)).collect();
+    let free_b: Vec<usize> = (0..rng.below(3)).map(|_| size(rng, 9)).collect();
+    // Each operand's axes are batch, contraction and free axes in a random order.
+    let place = |free: &[usize], rng: &mut SplitMix| {
+        let rank = batch.len() + contract.len() + free.len();
+        let order = shuffled(rank, rng);
+        let mut shape = vec![0; rank];
+        let roles: Vec<usize> = batch.iter().chain(&contract).chain(free).copied().collect();
+        for (role, &axis) in order.iter().enumerate() {
+            shape[axis] = roles[role];
+        }
+        let batch_axes = order[..batch.len()].to_vec();
+        let contract_axes = order[batch.len()..batch.len() + contract.len()].to_vec();
+        (shape, contract_axes, batch_axes)
+    };
+    let (a_shape, contract_a, batch_a) = place(&free_a, rng);
+    let (b_shape, contract_b, batch_b) = place(&free_b, rng);
+    Case {
+        a_shape,
+        b_shape,
+        contract_a,
+        batch_a,
+        contract_b,
+        batch_b,
+    }
+}
+
+/// A float with a small chance of being NaN or an infinity (when `specials`), else a
+/// moderate value; integers over their whole range.
+fn dot_value(dtype: DType, specials: bool, rng: &mut SplitMix) -> Value {
+    if !dtype.is_float() {
+        return random_value(dtype, Domain::Wide, rng);
+    }
+    let value = match rng.below(64) {
+        0 if specials => f64::NAN,
+        1 if specials => f64::INFINITY,
+        2 if specials => f64::NEG_INFINITY,
+        _ => rng.unit() * 8.0 - 4.0,
+    };
+    reference::round_to(Value::Float(value), dtype)
+}
+
+/// A tensor of `shape` in layout `view`, with its logical values in row-major order.
+fn input(
+    dtype: DType,
+    shape: &[usize],
+    view: ViewKind,
+    specials: bool,
+    rng: &mut SplitMix,
+) -> (Tensor, Vec<Value>) {
+    let base_shape: Vec<usize> = match view {
+        ViewKind::Contiguous => shape.to_vec(),
+        ViewKind::Transposed => shape.iter().rev().copied().collect(),
+        ViewKind::Sliced => shape.iter().map(|size| size + 1).collect(),
+    };
+    let count: usize = base_shape.iter().product();
+    let values: Vec<Value> = (0..count)
+        .map(|_| dot_value(dtype, specials, rng))
+        .collect();
+    let base = Tensor::from_bytes(
+        &device(),
+        dtype,
+        &base_shape,
+        &reference::encode(dtype, &values),
+    )
+    .unwrap();
+    let layout = Layout::contiguous(&base_shape);
+    let (tensor, layout) = match view {
+        ViewKind::Contiguous => (base, layout),
+        ViewKind::Transposed => {
+            let permutation: Vec<usize> = (0..shape.len()).rev().collect();
+            (
+                base.transpose(&permutation).unwrap(),
+                layout.transpose(&permutation).unwrap(),
+            )
+        }
+        ViewKind::Sliced => {
+            let starts = vec![1; shape.len()];
+            (
+                base.slice(&starts, shape).unwrap(),
+                layout.slice(&starts, shape).unwrap(),
+            )
+        }
+    };
+    let logical = layout
+        .element_indices()
+        .map(|index| values[index])
+        .collect();
+    (tensor, logical)
+}
+
+fn row_major_strides(shape: &[usize]) -> Vec<usize> {
+    nxvk_core::contiguous_strides(shape)
+}
+
+/// Multi-index of `index` over `sizes` (row-major).
+fn unravel(mut index: usize, sizes: &[usize]) -> Vec<usize> {
+    let mut coordinates = vec![0; sizes.len()];
+    for axis in (0..sizes.len()).rev() {
+        coordinates[axis] = index % sizes[axis];
+        index /= sizes[axis];
+    }
+    coordinates
+}
+
+/// Nx's output shape: batch sizes, a's free sizes, b's free sizes.
+fn output_shape(case: &Case) -> Vec<usize> {
+    let free = |shape: &[usize], contract: &[usize], batch: &[usize]| -> Vec<usize> {
+        (0..shape.len())
+            .filter(|axis| !contract.contains(axis) && !batch.contains(axis))
+            .map(|axis| shape[axis])
+            .collect()
+    };
+    let batch: Vec<usize> = case
+        .batch_a
+        .iter()
+        .map(|&axis| case.a_shape[axis])
+        .collect();
+    [
+        batch,
+        free(&case.a_shape, &case.contract_a, &case.batch_a),
+        free(&case.b_shape, &case.contract_b, &case.batch_b),
+    ]
+    .concat()
+}
+
+/// The host result: per output element the exact (integers, wrapped) or f64 value, and the sum
+/// of the magnitudes of its products (the float error scale).
+fn reference_dot(
+    case: &Case,
+    a: &[Value],
+    b: &[Value],
+    result: DType,
+) -> (Vec<Value>, Vec<f64>, usize) {
+    let free = |rank: usize, contract: &[usize], batch: &[usize]| -> Vec<usize> {
+        (0..rank)
+            .filter(|axis| !contract.contains(axis) && !batch.contains(axis))
+            .collect()
+    };
+    let free_a = free(case.a_shape.len(), &case.contract_a, &case.batch_a);
+    let free_b = free(case.b_shape.len(), &case.contract_b, &case.batch_b);
+    let sizes = |shape: &[usize], axes: &[usize]| -> Vec<usize> {
+        axes.iter().map(|&axis| shape[axis]).collect()
+    };
+    let out_sizes = [
+        sizes(&case.a_shape, &case.batch_a),
+        sizes(&case.a_shape, &free_a),
+        sizes(&case.b_shape, &free_b),
+    ]
+    .concat();
+    let contract_sizes = sizes(&case.a_shape, &case.contract_a);
+    let k: usize = contract_sizes.iter().product();
+    let a_strides = row_major_strides(&case.a_shape);
+    let b_strides = row_major_strides(&case.b_shape);
+    let n_out: usize = out_sizes.iter().product();
+    let (n_batch, n_free_a) = (case.batch_a.len(), free_a.len());
+    let mut values = Vec::with_capacity(n_out);
+    let mut magnitudes = Vec::with_capacity(n_out);
+    for output in 0..n_out {
+        let coordinates = unravel(output, &out_sizes);
+        let mut a_base = 0;
+        let mut b_base = 0;
+        for (position, (&axis_a, &axis_b)) in case.batch_a.iter().zip(&case.batch_b).enumerate() {
+            a_base += coordinates[position] * a_strides[axis_a];
+            b_base += coordinates[position] * b_strides[axis_b];
+        }
+        for (position, &axis) in free_a.iter().enumerate() {
+            a_base += coordinates[n_batch + position] * a_strides[axis];
+        }
+        for (position, &axis) in free_b.iter().enumerate() {
+            b_base += coordinates[n_batch + n_free_a + position] * b_strides[axis];
+        }
+        let mut integer_sum: i128 = 0;
+        let mut float_sum = 0.0f64;
+        let mut magnitude = 0.0f64;
+        for depth in 0..k {
+            let inner = unravel(depth, &contract_sizes);
+            let a_index = a_base
+                + inner
+                    .iter()
+                    .zip(&case.contract_a)
+                    .map(|(c, &axis)| c * a_strides[axis])
+                    .sum::<usize>();
+            let b_index = b_base
+                + inner
+                    .iter()
+                    .zip(&case.contract_b)
+                    .map(|(c, &axis)| c * b_strides[axis])
+                    .sum::<usize>();
+            match (
+                reference::round_to(a[a_index], result),
+                reference::round_to(b[b_index], result),
+            ) {
+                (Value::Int(x), Value::Int(y)) => {
+                    integer_sum = integer_sum.wrapping_add(x.wrapping_mul(y));
+                }
+                (Value::Float(x), Value::Float(y)) => {
+                    float_sum += x * y;
+                    magnitude += (x * y).abs();
+                }
+                other => panic!("unexpected operands {other:?}"),
+            }
+        }
+        values.push(if result.is_float() {
+            Value::Float(float_sum)
+        } else {
+            reference::round_to(Value::Int(integer_sum), result)
+        });
+        magnitudes.push(magnitude);
+    }
+    (values, magnitudes, k)
+}
+
+fn epsilon(dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => 2f64.powi(-10),
+        DType::BF16 => 2f64.powi(-7),
+        DType::F32 => 2f64.powi(-23),
+        _ => 2f64.powi(-52),
+    }
+}
+
+/// Checks one output element against the reference (see the module doc for the bound).
+fn check(
+    result: DType,
+    actual: Value,
+    expected: Value,
+    magnitude: f64,
+    k: usize,
+) -> Result<(), String> {
+    let fail = || {
+        Err(format!(
+            "got {actual:?}, expected {expected:?} ({result}, k = {k})"
+        ))
+    };
+    match (actual, expected) {
+        (Value::Int(x), Value::Int(y)) => {
+            if x == y {
+                Ok(())
+            } else {
+                fail()
+            }
+        }
+        (Value::Float(x), Value::Float(y)) => {
+            let rounded = match reference::round_to(Value::Float(y), result) {
+                Value::Float(rounded) => rounded,
+                _ => return fail(),
+            };
+            if x.is_nan() || rounded.is_nan() {
+                return if x.is_nan() && rounded.is_nan() {
+                    Ok(())
+                } else {
+                    fail()
+                };
+            }
+            if x.is_infinite() || rounded.is_infinite() {
+                return if x == rounded { Ok(()) } else { fail() };
+            }
+            let accumulator = if result == DType::F64 {
+                2f64.powi(-52)
+            } else {
+                2f64.powi(-23)
+            };
+            let quantum = match result {
+                DType::F16 => 2f64.powi(-24),
+                _ => 0.0,
+            };
+            let bound = (k as f64 + 2.0) * accumulator * magnitude
+                + 2.0 * epsilon(result) * y.abs()
+                + quantum;
+            if (x - y).abs() <= bound {
+                Ok(())
+            } else {
+                fail()
+            }
+        }
+        _ => fail(),
+    }
+}
+
+fn check_all(
+    result: DType,
+    actual: &[Value],
+    expected: &[Value],
+    magnitudes: &[f64],
+    k: usize,
+) -> Result<(), String> {
+    if actual.len() != expected.len() {
+        return Err(format!(
+            "{} elements, expected {}",
+            actual.len(),
+            expected.len()
+        ));
+    }
+    for (index, ((&got, &wanted), &magnitude)) in
+        actual.iter().zip(expected).zip(magnitudes).enumerate()
+    {
+        check(result, got, wanted, magnitude, k)
+            .map_err(|why| format!("element {index}: {why}"))?;
+    }
+    Ok(())
+}
+
+fn view_kind(rng: &mut SplitMix) -> ViewKind {
+    [ViewKind::Contiguous, ViewKind::Transposed, ViewKind::Sliced][rng.below(3) as usize]
+}
+
+/// Runs `case` on the GPU and the host; returns the GPU values, the reference and its scales.
+fn run_case(
+    case: &Case,
+    a_dtype: DType,
+    b_dtype: DType,
+    specials: bool,
+    rng: &mut SplitMix,
+) -> (Tensor, Vec<Value>, Vec<Value>, Vec<f64>, usize) {
+    let (a, a_values) = input(a_dtype, &case.a_shape, view_kind(rng), specials, rng);
+    let (b, b_values) = input(b_dtype, &case.b_shape, view_kind(rng), specials, rng);
+    let output = dot(
+        &a,
+        &case.contract_a,
+        &case.batch_a,
+        &b,
+        &case.contract_b,
+        &case.batch_b,
+    )
+    .unwrap_or_else(|error| panic!("{case:?} {a_dtype} {b_dtype}: {error}"));
+    let result = result_dtype(a_dtype, b_dtype);
+    let (expected, magnitudes, k) = reference_dot(case, &a_values, &b_values, result);
+    let actual = read(&output);
+    (output, actual, expected, magnitudes, k)
+}
+
+fn gpu_dtypes() -> Vec<DType> {
+    nxvk_kernels::ops::native_dtypes().collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn dot_matches_the_reference(seed in any::<u64>()) {
+        let mut rng = SplitMix(seed);
+        let dtypes = gpu_dtypes();
+        let case = random_case(&mut rng);
+        let a_dtype = dtypes[rng.below(dtypes.len() as u64) as usize];
+        let b_dtype = if rng.below(3) == 0 {
+            dtypes[rng.below(dtypes.len() as u64) as usize]
+        } else {
+            a_dtype
+        };
+        let result = result_dtype(a_dtype, b_dtype);
+        let (output, actual, expected, magnitudes, k) =
+            run_case(&case, a_dtype, b_dtype, rng.below(2) == 0, &mut rng);
+        prop_assert_eq!(output.dtype(), result);
+        prop_assert_eq!(output.shape(), &output_shape(&case)[..]);
+        prop_assert_eq!(output.n_elements(), expected.len());
+        if let Err(why) = check_all(result, &actual, &expected, &magnitudes, k) {
+            return Err(TestCaseError::fail(format!("{case:?} {a_dtype} x {b_dtype}: {why}")));
+        }
+    }
+}
+
+/// Output shape: batch sizes, then a's free sizes, then b's.
+#[test]
+fn output_shape_follows_nx() {
+    let dev = device();
+    let a = Tensor::zeros(&dev, DType::F32, &[2, 3, 4, 5]).unwrap();
+    let b = Tensor::zeros(&dev, DType::S32, &[5, 7, 2, 4]).unwrap();
+    // Contract a's axis 2 with b's 3 and a's 3 with b's 0; batch a's 0 with b's 2.
+    let output = dot(&a, &[2, 3], &[0], &b, &[3, 0], &[2]).unwrap();
+    assert_eq!(output.shape(), &[2, 3, 7]);
+    assert_eq!(output.dtype(), DType::F32);
+    assert_eq!(output.to_vec::<f32>().unwrap(), vec![0.0; 42]);
+}
+
+/// The null arm: a result perturbed by one unit (integers) or by a relative 2^-4 (floats, above bf16's rounding) is
+/// rejected, so the checks above can fail.
+#[test]
+fn perturbed_results_are_rejected() {
+    let mut rng = SplitMix(7);
+    let case = Case {
+        a_shape: vec![5, 6],
+        b_shape: vec![6, 4],
+        contract_a: vec![1],
+        batch_a: vec![],
+        contract_b: vec![0],
+        batch_b: vec![],
+    };
+    for dtype in [DType::S32, DType::F32, DType::F16, DType::F64, DType::BF16] {
+        let (_, actual, expected, magnitudes, k) = run_case(&case, dtype, dtype, false, &mut rng);
+        check_all(dtype, &actual, &expected, &magnitudes, k).unwrap();
+        let mut perturbed = actual.clone();
+        perturbed[3] = match perturbed[3] {
+            Value::Int(value) => Value::Int(value + 1),
+            Value::Float(value) => Value::Float(value + (value.abs() + 1.0) / 16.0),
+            other => other,
+        };
+        assert!(
+            check_all(dtype, &perturbed, &expected, &magnitudes, k).is_err(),
+            "{dtype}: the perturbed result passed"
+        );
+    }
+}
+
+/// Every tile configuration the device can run, on odd sizes (partial tiles on every edge),
+/// transposed operands and the four-wide loading path.
+#[test]
+fn every_tile_configuration_matches() {
+    let mut rng = SplitMix(11);
+    let dev = device();
+    for dtype in [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::F64,
+        DType::S8,
+        DType::U64,
+    ] {
+        if !gpu_dtypes().contains(&dtype) {
+            continue;
+        }
+        let elem = elem_of(dtype).unwrap();
+        for config in candidates(elem, dev.capabilities()) {
+            for (a_view, b_view, m, k, n) in [
+                (ViewKind::Contiguous, ViewKind::Contiguous, 37, 44, 68),
+                (ViewKind::Transposed, ViewKind::Transposed, 70, 13, 9),
+                (ViewKind::Contiguous, ViewKind::Sliced, 3, 20, 136),
+            ] {
+                let (a, a_values) = input(dtype, &[m, k], a_view, false, &mut rng);
+                let (b, b_values) = input(dtype, &[k, n], b_view, false, &mut rng);
+                let output = dot_with_config(&a, &[1], &[], &b, &[0], &[], Some(config)).unwrap();
+                let case = Case {
+                    a_shape: vec![m, k],
+                    b_shape: vec![k, n],
+                    contract_a: vec![1],
+                    batch_a: vec![],
+                    contract_b: vec![0],
+                    batch_b: vec![],
+                };
+                let (expected, magnitudes, depth) =
+                    reference_dot(&case, &a_values, &b_values, dtype);
+                check_all(dtype, &read(&output), &expected, &magnitudes, depth).unwrap_or_else(
+                    |why| panic!("{dtype} {config:?} {a_view:?}/{b_view:?}: {why}"),
+                );
+            }
+        }
+    }
+}
+
+/// Thin outputs with deep contractions take the split-K path; f16 inputs accumulate in f32
+/// (an f16 running sum of ones would stop at 2048).
+#[test]
+fn deep_contractions_split_k() {
+    let mut rng = SplitMix(5);
+    for dtype in [DType::F32, DType::S32, DType::U8] {
+        let case = Case {
+            a_shape: vec![3, 70_001],
+            b_shape: vec![70_001, 2],
+            contract_a: vec![1],
+            batch_a: vec![],
+            contract_b: vec![0],
+            batch_b: vec![],
+        };
+        let (_, actual, expected, magnitudes, k) = run_case(&case, dtype, dtype, false, &mut rng);
+        check_all(dtype, &actual, &expected, &magnitudes, k).unwrap();
+    }
+    let dev = device();
+    let ones = vec![half::f16::ONE; 4096];
+    let a = Tensor::from_slice(&dev, &[1, 4096], &ones).unwrap();
+    let b = Tensor::from_slice(&dev, &[4096, 1], &ones).unwrap();
+    let output = dot(&a, &[1], &[], &b, &[0], &[]).unwrap();
+    assert_eq!(
+        output.to_vec::<half::f16>().unwrap(),
+        vec![half::f16::from_f32(4096.0)]
+    );
+}
+
+/// Empty axes, K = 0 (zeros), rank-0 operands and outer products.
+#[test]
+fn degenerate_shapes() {
+    let dev = device();
+    let a = Tensor::from_slice(&dev, &[2, 0], &[0f32; 0]).unwrap();
+    let b = Tensor::from_slice(&dev, &[0, 3], &[0f32; 0]).unwrap();
+    let output = dot(&a, &[1], &[], &b, &[0], &[]).unwrap();
+    assert_eq!(output.shape(), &[2, 3]);
+    assert_eq!(output.to_vec::<f32>().unwrap(), vec![0.0; 6]);
+    let output = dot(&a, &[], &[], &b, &[], &[]).unwrap();
+    assert_eq!(output.shape(), &[2, 0, 0, 3]);
+    let scalar = Tensor::from_slice(&dev, &[], &[3i64]).unwrap();
+    let other = Tensor::from_slice(&dev, &[], &[-5i64]).unwrap();
+    let output = dot(&scalar, &[], &[], &other, &[], &[]).unwrap();
+    assert_eq!(output.shape(), &[] as &[usize]);
+    assert_eq!(output.to_vec::<i64>().unwrap(), vec![-15]);
+    let column = Tensor::from_slice(&dev, &[3], &[1.0f64, 2.0, 3.0]).unwrap();
+    let row = Tensor::from_slice(&dev, &[2], &[10.0f64, -1.0]).unwrap();
+    let output = dot(&column, &[], &[], &row, &[], &[]).unwrap();
+    assert_eq!(
+        output.to_vec::<f64>().unwrap(),
+        vec![10.0, -1.0, 20.0, -2.0, 30.0, -3.0]
+    );
+}
+
+/// Bad axes and sizes are errors naming the op; complex operands are unsupported.
+#[test]
+fn bad_operands_are_errors() {
+    let dev = device();
+    let a = Tensor::zeros(&dev, DType::F32, &[2, 3]).unwrap();
+    let b = Tensor::zeros(&dev, DType::F32, &[4, 2]).unwrap();
+    let refused = |result: nxvk_core::Result<Tensor>| match result {
+        Err(Error::BadOperands { op: "dot", .. }) => {}
+        other => panic!("expected BadOperands, got {other:?}"),
+    };
+    refused(dot(&a, &[1], &[], &b, &[0], &[]));
+    refused(dot(&a, &[2], &[], &b, &[0], &[]));
+    refused(dot(&a, &[0, 0], &[], &b, &[1, 1], &[]));
+    refused(dot(&a, &[0], &[0], &b, &[1], &[1]));
+    refused(dot(&a, &[0], &[], &b, &[], &[]));
+    let complex = Tensor::zeros(&dev, DType::C64, &[3, 2]).unwrap();
+    assert!(matches!(
+        dot(&a, &[1], &[], &complex, &[0], &[]),
+        Err(Error::Unsupported { op: "dot", .. })
+    ));
+}
+
+/// A problem big enough to race: the tuner picks a candidate, persists it beside the pipeline
+/// cache under the problem's key, and the result is right.
+#[test]
+fn the_autotuner_races_and_persists() {
+    let dev = device();
+    let mut rng = SplitMix(3);
+    let (m, k, n) = (256, 256, 256);
+    let (a, a_values) = input(DType::F32, &[m, k], ViewKind::Contiguous, false, &mut rng);
+    let (b, b_values) = input(DType::F32, &[k, n], ViewKind::Contiguous, false, &mut rng);
+    let output = dot(&a, &[1], &[], &b, &[0], &[]).unwrap();
+    let case = Case {
+        a_shape: vec![m, k],
+        b_shape: vec![k, n],
+        contract_a: vec![1],
+        batch_a: vec![],
+        contract_b: vec![0],
+        batch_b: vec![],
+    };
+    let (expected, magnitudes, depth) = reference_dot(&case, &a_values, &b_values, DType::F32);
+    check_all(DType::F32, &read(&output), &expected, &magnitudes, depth).unwrap();
+    if !nxvk_kernels::dot_autotune::autotune_enabled()
+        || dev.capabilities().timestamp_period_ns.is_none()
+    {
+        return;
+    }
+    let text = std::fs::read_to_string(tune_file_path(&dev)).expect("the tuning file");
+    let table = TuneTable::from_text(&text).expect("a valid tuning file");
+    let key = TuneKey::of(nxvk_kernels::Elem::F32, 1, m, n, k);
+    let chosen = table.choices.get(&key).expect("the raced key");
+    assert!(candidates(nxvk_kernels::Elem::F32, dev.capabilities()).contains(chosen));
+}
+
+#[test]
+fn integer_products_wrap() {
+    let dev = device();
+    let a = Tensor::from_slice(&dev, &[1, 2], &[100i8, -128]).unwrap();
+    let b = Tensor::from_slice(&dev, &[2, 1], &[3i8, 3]).unwrap();
+    // 300 - 384 = -84 (exact here); 100*3 alone wraps to 44.
+    assert_eq!(
+        dot(&a, &[1], &[], &b, &[0], &[])
+            .unwrap()
+            .to_vec::<i8>()
+            .unwrap(),
+        vec![-84]
+    );
+    let a = Tensor::from_slice(&dev, &[1, 1], &[100i8]).unwrap();
+    let b = Tensor::from_slice(&dev, &[1, 1], &[3i8]).unwrap();
+    assert_eq!(
+        dot(&a, &[1], &[], &b, &[0], &[])
+            .unwrap()
+            .to_vec::<i8>()
+            .unwrap(),
+        vec![44]
+    );
+}
