@@ -11,7 +11,7 @@
 
 use crate::catalog::{CatalogKernel, DENSE_KERNELS};
 use crate::codegen::{INLINE_WORDS, PUSH_CONSTANT_BYTES, WORKGROUP_SIZE};
-use crate::dense_codegen::{DENSE_PUSH_CONSTANT_BYTES, PACKET_ELEMENTS};
+use crate::dense_codegen::{DENSE_PUSH_CONSTANT_BYTES, PACKET_ELEMENTS, PACKETS_PER_ITERATION};
 use nxvk_core::{BufferAccess, DeviceBuffer, Error, Result, Tensor};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -224,8 +224,9 @@ fn dense_variant(kernel: &CatalogKernel) -> Option<&'static CatalogKernel> {
 }
 
 /// Runs the dense variant over `n_elements` packet-aligned elements at `addresses` (inputs 0
-/// and 1, output): one workgroup per 256 packets up to the device's limit, the grid-stride loop
-/// covering the rest (about 65535 workgroups of 256 invocations streamed best on the H200).
+/// and 1, output): one workgroup per 256 x 4 packets (one unrolled iteration per invocation)
+/// up to the device's limit, the grid-stride loop covering the rest (about 65535 workgroups of
+/// 256 invocations streamed best on the H200, where 256M f32 reach that limit).
 fn launch_dense(
     kernel: &CatalogKernel,
     addresses: [u64; 3],
@@ -245,7 +246,7 @@ fn launch_dense(
     let packets = n_elements as u64 / u64::from(PACKET_ELEMENTS);
     let max_groups = device.capabilities().max_workgroup_count[0];
     let groups = packets
-        .div_ceil(u64::from(WORKGROUP_SIZE))
+        .div_ceil(u64::from(WORKGROUP_SIZE * PACKETS_PER_ITERATION))
         .clamp(1, u64::from(max_groups)) as u32;
     let mut accesses: Vec<BufferAccess<'_>> = inputs
         .iter()
