@@ -12,6 +12,10 @@ mod op_table;
 #[allow(dead_code)]
 mod codegen;
 
+#[path = "src/dense_codegen.rs"]
+#[allow(dead_code)]
+mod dense_codegen;
+
 #[path = "src/reduce_codegen.rs"]
 #[allow(dead_code)]
 mod reduce_codegen;
@@ -29,6 +33,7 @@ fn main() {
     for source in [
         "src/op_table.rs",
         "src/codegen.rs",
+        "src/dense_codegen.rs",
         "src/reduce_codegen.rs",
         "src/movement_codegen.rs",
         "src/glsl_helpers.glsl",
@@ -47,6 +52,12 @@ fn main() {
     let binary_rows = op_rows(&binary_specs, 2, out_dir, &mut generated, &mut all);
     let unary_specs: Vec<_> = UnaryOp::ALL.iter().map(|op| op.spec()).collect();
     let unary_rows = op_rows(&unary_specs, 1, out_dir, &mut generated, &mut all);
+    let dense_variants = dense_variants(
+        &[(&binary_specs, 2), (&unary_specs, 1)],
+        out_dir,
+        &mut generated,
+        &mut all,
+    );
     let mut cast_rows = Vec::new();
     for from in Elem::ALL {
         let row = Elem::ALL.map(|to| {
@@ -157,6 +168,16 @@ fn main() {
     );
     let _ = writeln!(
         generated,
+        "\n/// Dense variants of the op kernels, by the generic kernel's name (sorted).\npub(crate) static DENSE_KERNELS: [(&str, &CatalogKernel); {}] = [{}];",
+        dense_variants.len(),
+        dense_variants
+            .iter()
+            .map(|(name, constant)| format!("({name:?}, &{constant})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        generated,
         "\n/// Every kernel of the catalog.\npub static ALL_KERNELS: &[&CatalogKernel] = &[{}];",
         all.iter()
             .map(|constant| format!("&{constant}"))
@@ -188,7 +209,36 @@ fn named_ops() -> String {
     text
 }
 
-/// Compiles one kernel, writes its SPIR-V and declares its constant; returns the constant's name.
+/// Compiles the dense variant (`dense_codegen.rs`) of every op kernel of `groups` (specs with
+/// their arity); returns (generic kernel name, dense constant) pairs sorted by name.
+fn dense_variants(
+    groups: &[(&[OpSpec], usize)],
+    out_dir: &Path,
+    generated: &mut String,
+    all: &mut Vec<String>,
+) -> Vec<(String, String)> {
+    let mut variants = Vec::new();
+    for &(specs, arity) in groups {
+        for spec in specs {
+            for elem in Elem::ALL {
+                if let Some(glsl) = dense_codegen::dense_op_shader(spec, arity, elem) {
+                    let name = op_table::kernel_name(spec.name, elem);
+                    let constant = compile(
+                        out_dir,
+                        &dense_codegen::dense_kernel_name(&name),
+                        &glsl,
+                        generated,
+                        all,
+                    );
+                    variants.push((name, constant));
+                }
+            }
+        }
+    }
+    variants.sort();
+    variants
+}
+
 /// Compiles every (op, elem) kernel of `specs` with `arity` operands: one row per op, `None`
 /// where the op has no kernel for that elem.
 fn op_rows(
@@ -216,6 +266,7 @@ fn op_rows(
         .collect()
 }
 
+/// Compiles one kernel, writes its SPIR-V and declares its constant; returns the constant's name.
 fn compile(
     out_dir: &Path,
     name: &str,

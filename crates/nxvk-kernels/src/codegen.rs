@@ -185,15 +185,22 @@ fn integer_limits(elem: Elem) -> (&'static str, &'static str) {
     }
 }
 
+/// Everything an elementwise shader on compute type `input` needs before its own declarations:
+/// float controls, the type macros, the helpers and `extra` (shared with `dense_codegen.rs`).
+pub(crate) fn elementwise_prelude(input: Elem, extra: &str) -> String {
+    let mut prelude = String::from(FLOAT_CONTROLS);
+    prelude.push_str(&type_defines(input));
+    prelude.push_str(BF16_HELPERS);
+    prelude.push_str(HELPERS);
+    prelude.push_str(extra);
+    prelude
+}
+
 /// A whole elementwise shader: `inputs` (one or two) are loaded as their compute type `T` (the
 /// type macros follow `inputs[0]`), `function` defines `nx_apply` over them, and its result is
 /// stored as `output`.
 fn elementwise_shader(inputs: &[Elem], output: Elem, function: &str, extra: &str) -> String {
-    let mut shader = String::from(FLOAT_CONTROLS);
-    shader.push_str(&type_defines(inputs[0]));
-    shader.push_str(BF16_HELPERS);
-    shader.push_str(HELPERS);
-    shader.push_str(extra);
+    let mut shader = elementwise_prelude(inputs[0], extra);
     let second = inputs.get(1).copied().unwrap_or(inputs[0]);
     let _ = write!(
         shader,
@@ -278,18 +285,25 @@ pub const fn output_elem(spec: &OpSpec, elem: Elem) -> Option<Elem> {
 
 /// The shader of an op with `arity` operands on compute type `elem`, when the table has one.
 pub fn op_shader(spec: &OpSpec, arity: usize, elem: Elem) -> Option<String> {
-    let expression = expression(spec, elem)?;
-    let output = output_elem(spec, elem)?;
-    let output_type = compute_type(output);
-    let parameters = if arity == 2 { "T a, T b" } else { "T a" };
-    let function =
-        format!("{output_type} nx_apply({parameters}) {{ return {output_type}({expression}); }}");
+    let (function, output) = op_function(spec, arity, elem)?;
     Some(elementwise_shader(
         &vec![elem; arity],
         output,
         &function,
         "",
     ))
+}
+
+/// The `nx_apply` function of an op with `arity` operands on compute type `elem`, and its
+/// output type (shared with `dense_codegen.rs`, so both variants compute the same expression).
+pub(crate) fn op_function(spec: &OpSpec, arity: usize, elem: Elem) -> Option<(String, Elem)> {
+    let expression = expression(spec, elem)?;
+    let output = output_elem(spec, elem)?;
+    let output_type = compute_type(output);
+    let parameters = if arity == 2 { "T a, T b" } else { "T a" };
+    let function =
+        format!("{output_type} nx_apply({parameters}) {{ return {output_type}({expression}); }}");
+    Some((function, output))
 }
 
 /// The shader of `as_type` from `from` to `to` with Nx's rules: integers wrap, floats round to

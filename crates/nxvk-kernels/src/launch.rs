@@ -2,13 +2,16 @@
 //!
 //! Before launch, axes are simplified: size-1 axes are dropped and neighbours that every
 //! operand walks contiguously are merged. Operands that end up dense in output order take the
-//! linear fast path (rank 0 in the push constants); anything else passes shape and element
+//! dense variant of the kernel (`dense_codegen.rs`: four elements per access) when every address
+//! is aligned to a packet, else the linear fast path of the generic kernel (rank 0 in the push
+//! constants, for views whose offset breaks the alignment); anything else passes shape and element
 //! strides (zero for broadcast axes) inline in the push constants, or, for ranks above
 //! `INLINE_WORDS / 3` after merging, in a parameter block that `Device::dispatch_with_params`
 //! records together with the dispatch (so the block always lives in the dispatch's batch).
 
-use crate::catalog::CatalogKernel;
+use crate::catalog::{CatalogKernel, DENSE_KERNELS};
 use crate::codegen::{INLINE_WORDS, PUSH_CONSTANT_BYTES, WORKGROUP_SIZE};
+use crate::dense_codegen::{DENSE_PUSH_CONSTANT_BYTES, PACKET_ELEMENTS, PACKETS_PER_ITERATION};
 use nxvk_core::{BufferAccess, DeviceBuffer, Error, Result, Tensor};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -94,10 +97,7 @@ pub(crate) fn launch(
         .map(|input| input.layout().strides().to_vec())
         .collect();
     let (shape, strides) = simplify(output.shape(), &strides);
-    let dense = shape.len() <= 1
-        && strides
-            .iter()
-            .all(|operand| operand.iter().all(|&stride| stride == 1));
+    let dense = is_linear(&shape, &strides);
 
     let address = |tensor: &Tensor| {
         tensor.device_address().ok_or_else(|| Error::BadOperands {
@@ -112,6 +112,10 @@ pub(crate) fn launch(
         Some(tensor) => address(tensor)?,
         None => input0,
     };
+    let output_address = address(output)?;
+    if let Some((dense_kernel, addresses)) = dense_plan(kernel, inputs, output) {
+        return launch_dense(dense_kernel, addresses, n_elements, inputs, output);
+    }
     let mut inline_words = [0u32; INLINE_WORDS];
     // Layout words that do not fit inline go to a parameter block, whose address the device
     // writes into the push constants (bytes 24..32) when it records the dispatch.
@@ -139,7 +143,7 @@ pub(crate) fn launch(
     };
 
     let mut push = Vec::with_capacity(PUSH_CONSTANT_BYTES);
-    for word in [input0, input1, address(output)?, 0] {
+    for word in [input0, input1, output_address, 0] {
         push.extend_from_slice(&word.to_le_bytes());
     }
     push.extend_from_slice(&(n_elements as u32).to_le_bytes());
@@ -148,10 +152,7 @@ pub(crate) fn launch(
         push.extend_from_slice(&word.to_le_bytes());
     }
 
-    let poison = OUTPUT_POISON.load(Ordering::Relaxed);
-    if poison != NO_POISON {
-        device.fill(output.buffer(), poison as u32)?;
-    }
+    poison_output(output.buffer())?;
     let loaded = kernel.load(device)?;
     let max_groups = device.capabilities().max_workgroup_count[0];
     let groups = (n_elements as u64)
@@ -167,6 +168,92 @@ pub(crate) fn launch(
     } else {
         device.dispatch_with_params(&loaded, [groups, 1, 1], &push, &params, 24, &accesses)
     }
+}
+
+/// True when simplified operands walk memory in output order (at most one axis, stride 1).
+fn is_linear(shape: &[usize], strides: &[Vec<usize>]) -> bool {
+    shape.len() <= 1
+        && strides
+            .iter()
+            .all(|operand| operand.iter().all(|&stride| stride == 1))
+}
+
+/// The dense variant of `kernel` and the addresses (inputs 0 and 1, output) it runs on, when
+/// the operands are dense in output order and every address is aligned to a packet.
+fn dense_plan(
+    kernel: &CatalogKernel,
+    inputs: &[&Tensor],
+    output: &Tensor,
+) -> Option<(&'static CatalogKernel, [u64; 3])> {
+    let variant = dense_variant(kernel)?;
+    let strides: Vec<Vec<usize>> = inputs
+        .iter()
+        .map(|input| input.layout().strides().to_vec())
+        .collect();
+    let (shape, strides) = simplify(output.shape(), &strides);
+    if !is_linear(&shape, &strides) {
+        return None;
+    }
+    let aligned_address = |tensor: &Tensor| {
+        let packet = tensor.dtype().byte_size()? * u64::from(PACKET_ELEMENTS);
+        tensor
+            .device_address()
+            .filter(|address| address.is_multiple_of(packet))
+    };
+    let input0 = aligned_address(inputs[0])?;
+    let input1 = match inputs.get(1) {
+        Some(tensor) => aligned_address(tensor)?,
+        None => input0,
+    };
+    Some((variant, [input0, input1, aligned_address(output)?]))
+}
+
+/// True when [`launch`] runs the dense variant of `kernel` on these operands (`inputs` being
+/// views of the output's shape, as `launch` takes them): a test hook, so tests can prove they
+/// exercise the variant they compare.
+pub fn runs_dense(kernel: &CatalogKernel, inputs: &[&Tensor], output: &Tensor) -> bool {
+    dense_plan(kernel, inputs, output).is_some()
+}
+
+/// The dense variant of an op kernel, if the catalog has one.
+fn dense_variant(kernel: &CatalogKernel) -> Option<&'static CatalogKernel> {
+    DENSE_KERNELS
+        .binary_search_by(|(name, _)| (*name).cmp(kernel.name))
+        .ok()
+        .map(|position| DENSE_KERNELS[position].1)
+}
+
+/// Runs the dense variant over `n_elements` packet-aligned elements at `addresses` (inputs 0
+/// and 1, output): one workgroup per 256 x 4 packets (one unrolled iteration per invocation)
+/// up to the device's limit, the grid-stride loop covering the rest (about 65535 workgroups of
+/// 256 invocations streamed best on the H200, where 256M f32 reach that limit).
+fn launch_dense(
+    kernel: &CatalogKernel,
+    addresses: [u64; 3],
+    n_elements: usize,
+    inputs: &[&Tensor],
+    output: &Tensor,
+) -> Result<()> {
+    let device = output.device();
+    let mut push = Vec::with_capacity(DENSE_PUSH_CONSTANT_BYTES);
+    for word in addresses {
+        push.extend_from_slice(&word.to_le_bytes());
+    }
+    push.extend_from_slice(&(n_elements as u32).to_le_bytes());
+    push.extend_from_slice(&0u32.to_le_bytes());
+    poison_output(output.buffer())?;
+    let loaded = kernel.load(device)?;
+    let packets = n_elements as u64 / u64::from(PACKET_ELEMENTS);
+    let max_groups = device.capabilities().max_workgroup_count[0];
+    let groups = packets
+        .div_ceil(u64::from(WORKGROUP_SIZE * PACKETS_PER_ITERATION))
+        .clamp(1, u64::from(max_groups)) as u32;
+    let mut accesses: Vec<BufferAccess<'_>> = inputs
+        .iter()
+        .map(|input| BufferAccess::Read(input.buffer()))
+        .collect();
+    accesses.push(BufferAccess::Write(output.buffer()));
+    device.dispatch(&loaded, [groups, 1, 1], &push, &accesses)
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@
 pub mod catalog;
 mod codegen;
 pub mod coverage;
+mod dense_codegen;
 pub mod dot;
 pub mod dot_autotune;
 pub mod dot_codegen;
@@ -51,10 +52,11 @@ pub mod types;
 
 pub use catalog::{CatalogKernel, binary_kernel, cast_kernel, dtype_of, elem_of, unary_kernel};
 pub use codegen::{cast_shader, op_shader};
+pub use dense_codegen::{dense_kernel_name, dense_op_shader};
 pub use dot::{dot, dot_with_config};
 pub use dot_codegen::{OperandOrder, TileConfig, gemm_shader};
 pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};
-pub use launch::set_output_poison;
+pub use launch::{runs_dense, set_output_poison};
 pub use movement_codegen::{copy_kernel_name, copy_shader};
 pub use op_table::{Accepts, BinaryOp, Elem, OpSpec, ResultRule, UnaryOp};
 pub use ops::{Path, as_type, binary, unary};
