@@ -40,6 +40,6 @@ defmodule NxVulkan.MixProject do
   end
 
   def application do
-    [extra_applications: [:logger]]
+    [mod: {Nx.Vulkan.Application, []}, extra_applications: [:logger]]
   end
 end
