@@ -7,13 +7,21 @@ defmodule NxVulkan.MixProject do
 
   # Nx is on no registry the CI machine reaches, so it is not a default dependency: the NIF
   # layer and its tests need none. Set NX_PATH to a checkout of elixir-nx/nx's `nx` folder to
-  # compile the Nx-dependent modules (Nx.Vulkan.Backend) as well.
+  # compile the Nx-dependent modules (Nx.Vulkan.Backend, Nx.Vulkan.Compiler) as well; when hex
+  # is unreachable too, COMPLEX_PATH and TELEMETRY_PATH point at checkouts of Nx's two
+  # dependencies (elixir-nx/complex, beam-telemetry/telemetry).
   defp deps do
     case System.get_env("NX_PATH") do
-      nil -> []
-      "" -> []
-      nx_path -> [{:nx, path: nx_path}]
+      blank when blank in [nil, ""] -> []
+      nx_path -> [{:nx, path: nx_path} | nx_dependency_checkouts()]
     end
+  end
+
+  defp nx_dependency_checkouts do
+    for {app, variable} <- [complex: "COMPLEX_PATH", telemetry: "TELEMETRY_PATH"],
+        path = System.get_env(variable),
+        path not in [nil, ""],
+        do: {app, path: path, override: true}
   end
 
   def project do
@@ -32,6 +40,6 @@ defmodule NxVulkan.MixProject do
   end
 
   def application do
-    [extra_applications: [:logger]]
+    [mod: {Nx.Vulkan.Application, []}, extra_applications: [:logger]]
   end
 end

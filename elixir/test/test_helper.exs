@@ -57,6 +57,45 @@ defmodule NxVulkan.TestHelpers do
   end
 
   def ok!({:ok, value}), do: value
+
+  # --- Row-major index arithmetic for host references ---
+
+  @doc false
+  def all_coordinates(shape) do
+    shape
+    |> Tuple.to_list()
+    |> Enum.reduce([[]], fn size, prefixes ->
+      for prefix <- prefixes, index <- 0..(size - 1)//1, do: prefix ++ [index]
+    end)
+  end
+
+  def flat_index(coordinates, shape) do
+    coordinates
+    |> Enum.zip(Tuple.to_list(shape))
+    |> Enum.reduce(0, fn {coordinate, size}, flat -> flat * size + coordinate end)
+  end
+
+  @doc false
+  # The reference of a data-movement op: `source_of.(output_coordinates)` names the input
+  # coordinates an output element copies, or `:fill` for padding.
+  def moved(values, input_shape, output_shape, fill, source_of) do
+    input = List.to_tuple(values)
+
+    for coordinates <- all_coordinates(output_shape) do
+      case source_of.(coordinates) do
+        :fill -> fill
+        source -> elem(input, flat_index(source, input_shape))
+      end
+    end
+  end
+
+  def random_integers(count, range \\ 1_000),
+    do: for(_ <- 1..count//1, do: :rand.uniform(2 * range + 1) - range - 1)
+
+  def random_shape(rank, max_size \\ 4),
+    do: List.to_tuple(for(_ <- 1..rank//1, do: :rand.uniform(max_size)))
+
+  def size(shape), do: shape |> Tuple.to_list() |> Enum.product()
 end
 
 ExUnit.start()

@@ -12,7 +12,10 @@
 //! each body runs inside [`reply::guarded`], and each call that can wait is `Dirty*`.
 
 mod device;
+mod fallback;
+mod movement;
 mod ops;
+mod reduce;
 mod reply;
 mod strict;
 mod tensor;

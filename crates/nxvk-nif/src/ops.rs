@@ -59,7 +59,8 @@ fn as_type(tensor: TensorArc, dtype: String) -> Reply<TensorArc> {
     })
 }
 
-/// The op names the NIF accepts, from the op table: `%{binary: [...], unary: [...]}`.
+/// The op names the NIF accepts, from the catalog's tables:
+/// `%{binary: [...], unary: [...], reduce: [...]}`.
 #[rustler::nif]
 fn op_names<'a>(env: Env<'a>) -> Reply<Term<'a>> {
     guarded("op_names", || {
@@ -68,7 +69,11 @@ fn op_names<'a>(env: Env<'a>) -> Reply<Term<'a>> {
         let unary: Vec<&str> = UnaryOp::ALL.iter().map(|op| op.name()).collect();
         crate::terms::atom_map(
             env,
-            &[("binary", binary.encode(env)), ("unary", unary.encode(env))],
+            &[
+                ("binary", binary.encode(env)),
+                ("unary", unary.encode(env)),
+                ("reduce", crate::reduce::reduce_names().encode(env)),
+            ],
         )
     })
 }

@@ -7,9 +7,23 @@ defmodule Nx.Vulkan do
 
   Strict mode decides what happens when an op has no GPU path and would run on the host:
   `:allow` runs it (counted), `:warn` also logs it once per op and dtype, `:raise` refuses it
-  with an error. The mode is process-wide in nxvk (one setting for the whole VM), not per BEAM
-  process: `with_strict/2` sets it for the duration of a function and restores it after.
+  with an error. Two scopes exist:
+
+    * VM-wide (`set_strict/1`, `with_strict/2`, env `NXVK_STRICT`): nxvk's own setting, which
+      every host fallback obeys, including those inside the kernel catalog (complex and
+      sub-byte types, f64 transcendentals).
+    * Per BEAM process (`with_process_strict/2`): obeyed by the fallbacks `Nx.Vulkan.Backend`
+      takes for callbacks without a kernel. The stricter of the two scopes wins.
+
+  Every fallback is counted by (op, dtype) in `counters/0`; `with_fallback_count/1` counts the
+  backend fallbacks taken by the calling process alone.
   """
+
+  require Logger
+
+  @process_strict_key {__MODULE__, :process_strict}
+  @process_fallbacks_key {__MODULE__, :process_fallbacks}
+  @process_warned_key {__MODULE__, :process_warned}
 
   @doc "Every Vulkan device the loader sees, as maps (`:index`, `:name`, `:driver`, ...)."
   def devices, do: unwrap!(Nx.Vulkan.NIF.devices())
@@ -58,6 +72,57 @@ defmodule Nx.Vulkan do
     after
       set_strict(previous)
     end
+  end
+
+  @doc """
+  Runs `fun` with strict mode `mode` for the calling process only, and restores the previous
+  process mode afterwards. It governs `Nx.Vulkan.Backend`'s host fallbacks made by this process
+  (the VM-wide mode still applies: the stricter wins).
+  """
+  def with_process_strict(mode, fun)
+      when mode in [:allow, :warn, :raise] and is_function(fun, 0) do
+    previous = Process.put(@process_strict_key, mode)
+
+    try do
+      fun.()
+    after
+      if previous,
+        do: Process.put(@process_strict_key, previous),
+        else: Process.delete(@process_strict_key)
+    end
+  end
+
+  @doc "The calling process's strict mode, or `nil` when it has none (the VM-wide mode rules)."
+  def process_strict, do: Process.get(@process_strict_key)
+
+  @doc """
+  Runs `fun` and returns `{result, count}`, where `count` is the number of host fallbacks
+  `Nx.Vulkan.Backend` took in the calling process while `fun` ran.
+  """
+  def with_fallback_count(fun) when is_function(fun, 0) do
+    before = Process.get(@process_fallbacks_key, 0)
+    result = fun.()
+    {result, Process.get(@process_fallbacks_key, 0) - before}
+  end
+
+  @doc false
+  # The gate every backend host fallback passes before its operands leave the device: nxvk
+  # counts it by (op, dtype) and refuses it under strict mode (VM-wide or this process's).
+  def host_fallback!(op, dtype, shapes) when is_atom(op) and is_binary(dtype) do
+    mode = process_strict()
+    unwrap!(Nx.Vulkan.NIF.host_fallback(op, dtype, shapes, mode))
+    Process.put(@process_fallbacks_key, Process.get(@process_fallbacks_key, 0) + 1)
+
+    if mode == :warn do
+      warned = Process.get(@process_warned_key, MapSet.new())
+
+      unless MapSet.member?(warned, {op, dtype}) do
+        Process.put(@process_warned_key, MapSet.put(warned, {op, dtype}))
+        Logger.warning("nxvk: #{op} on #{dtype} runs on the host (no GPU path)")
+      end
+    end
+
+    :ok
   end
 
   @doc "Returns the value of an `{:ok, value}` NIF reply, or raises with the error message."

@@ -2,17 +2,21 @@
 if Code.ensure_loaded?(Nx) do
   defmodule Nx.Vulkan.Backend do
     @moduledoc """
-    An Nx backend on nxvk (SKELETON).
-
-    Today it covers data movement (`from_binary`, `to_binary`, copy, transfer, deallocate,
-    inspect), the views (reshape, squeeze, transpose, broadcast, unit-step slice), `as_type`
-    and every element-wise op of the op table. It does not yet implement the rest of the
-    `Nx.Backend` behaviour (reductions, dot, indexing, linear algebra, ...), so it does not
-    declare `@behaviour Nx.Backend`. It has not been run against Nx in CI: Nx is on no registry
-    the CI machines reach.
+    An Nx backend on nxvk: tensors live in Vulkan device memory and ops run as nxvk kernels.
 
         Nx.default_backend(Nx.Vulkan.Backend)
+
+    Native (GPU) today: creation from binaries and constants, every view (reshape, squeeze,
+    transpose, broadcast, unit-step slice), data movement (strided slice, pad, reverse,
+    concatenate, stack, put_slice, batching), `as_type`, every element-wise op of nxvk's op
+    table and the reductions (sum, product, reduce_max/min, all, any, argmax/argmin). The
+    callbacks that have no kernel yet (`@host_callbacks` below: dot, conv, gather, sort, ...)
+    run on `Nx.BinaryBackend` through one gate, `Nx.Vulkan.host_fallback!/3`, which counts
+    each one by (op, dtype) and refuses it under strict mode: no host path is silent.
+    `block/4` runs Nx's default implementation, built from the callbacks above.
     """
+
+    @behaviour Nx.Backend
 
     defstruct [:ref]
 
@@ -22,24 +26,104 @@ if Code.ensure_loaded?(Nx) do
     alias Nx.Tensor, as: T
     alias Nx.Vulkan.NIF
 
-    # --- Creation and data movement ---
+    # Callbacks without a kernel yet, with their arity after `out`. Each runs on
+    # Nx.BinaryBackend through the counted, refusable gate. Wiring a kernel in means deleting
+    # its entry here and adding its name to an op list in Nx.Vulkan.Ops.
+    @host_callbacks [
+      bitcast: 1,
+      select: 3,
+      clip: 3,
+      dot: 6,
+      conv: 3,
+      gather: 3,
+      indexed_add: 4,
+      indexed_put: 4,
+      reduce: 4,
+      window_reduce: 5,
+      window_sum: 3,
+      window_product: 3,
+      window_max: 3,
+      window_min: 3,
+      window_scatter_max: 5,
+      window_scatter_min: 5,
+      sort: 2,
+      argsort: 2,
+      triangular_solve: 3,
+      fft: 2,
+      ifft: 2
+    ]
 
+    @doc false
+    def host_callbacks, do: @host_callbacks
+
+    ## Creation
+
+    @impl true
     def init(opts), do: opts
 
-    def from_binary(%T{shape: shape, type: type} = out, binary, _backend_options) do
-      ref = unwrap!(NIF.from_binary(binary, dtype_name(type), shape))
-      put_ref(out, ref)
+    # Sub-byte tensors may arrive as bitstrings; the NIF takes whole bytes (zero padding).
+    @impl true
+    def from_binary(%T{shape: shape, type: type} = out, bits, _backend_options) do
+      binary =
+        case rem(bit_size(bits), 8) do
+          0 -> bits
+          used -> <<bits::bitstring, 0::size(8 - used)>>
+        end
+
+      put_ref(out, unwrap!(NIF.from_binary(binary, dtype_name(type), shape)))
     end
 
-    def to_binary(%T{data: %__MODULE__{ref: ref}, type: {_, bits}} = tensor, limit) do
-      binary = unwrap!(NIF.to_binary(ref))
-
-      if limit < Nx.size(tensor) do
-        binary_part(binary, 0, div(limit * bits + 7, 8))
+    # The literal is encoded once on the host (as from_binary would take it) and broadcast on
+    # the device as a view; sub-byte types, which views cannot address per element, are
+    # encoded whole.
+    @impl true
+    def constant(%T{shape: shape, type: {_, bits} = type} = out, number, _backend_options) do
+      if bits < 8 do
+        host = Nx.BinaryBackend.constant(out, number, [])
+        from_binary(out, Nx.BinaryBackend.to_binary(host, Nx.size(shape)), [])
       else
-        binary
+        scalar = Nx.BinaryBackend.constant(%{out | shape: {}, names: []}, number, [])
+
+        ref =
+          unwrap!(NIF.from_binary(Nx.BinaryBackend.to_binary(scalar, 1), dtype_name(type), {}))
+
+        put_ref(out, unwrap!(NIF.broadcast(ref, shape, [])))
       end
     end
+
+    @impl true
+    def eye(out, _backend_options), do: host_creation(:eye, out, [])
+
+    @impl true
+    def iota(out, axis, _backend_options), do: host_creation(:iota, out, [axis])
+
+    @impl true
+    def from_pointer(_pointer, _type, _shape, _backend_opts, _opts) do
+      raise ArgumentError,
+            "Nx.Vulkan.Backend does not import pointers (Vulkan memory is not shareable here)"
+    end
+
+    @impl true
+    def to_pointer(_tensor, _opts) do
+      raise ArgumentError,
+            "Nx.Vulkan.Backend does not export pointers (Vulkan memory is not shareable here)"
+    end
+
+    ## Data movement between backends
+
+    @impl true
+    def to_binary(%T{data: %__MODULE__{ref: ref}, type: {_, bits}}, limit) do
+      binary = unwrap!(NIF.to_binary(ref))
+      # `limit` counts elements of the devectorized data, so compare bytes, not Nx.size/1.
+      limit_bytes = div(limit * bits + 7, 8)
+
+      if limit_bytes < byte_size(binary), do: binary_part(binary, 0, limit_bytes), else: binary
+    end
+
+    # Device tensors are immutable (every op makes a new one), so a copy on this backend can
+    # share the buffer.
+    @impl true
+    def backend_copy(tensor, __MODULE__, _backend_options), do: tensor
 
     def backend_copy(tensor, Nx.Tensor, backend_options),
       do: backend_copy(tensor, Nx.BinaryBackend, backend_options)
@@ -48,14 +132,17 @@ if Code.ensure_loaded?(Nx) do
       backend.from_binary(tensor, to_binary(tensor, Nx.size(tensor)), backend_options)
     end
 
+    @impl true
     def backend_transfer(tensor, __MODULE__, _backend_options), do: tensor
 
     def backend_transfer(tensor, backend, backend_options),
       do: backend_copy(tensor, backend, backend_options)
 
     # Buffers are freed by the BEAM's garbage collector when the last reference goes.
+    @impl true
     def backend_deallocate(_tensor), do: :ok
 
+    @impl true
     def inspect(%T{} = tensor, inspect_opts) do
       limit =
         if inspect_opts.limit == :infinity, do: Nx.size(tensor), else: inspect_opts.limit + 1
@@ -70,71 +157,240 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    # --- Shape (views) ---
+    # Batches are views (unit-step slices of the leading axis); a repeated leftover batch
+    # wraps around to the start, joined on the device.
+    @impl true
+    def to_batched(%T{shape: batch_shape} = out, %T{shape: shape} = tensor, opts) do
+      batch_size = elem(batch_shape, 0)
+      axis_size = elem(shape, 0)
+      full_batches = div(axis_size, batch_size)
+      remainder = rem(axis_size, batch_size)
+      source = ref(tensor)
+      rest = shape |> Tuple.delete_at(0) |> Tuple.to_list()
 
-    def reshape(%T{shape: shape} = out, tensor),
-      do: put_ref(out, unwrap!(NIF.reshape(ref(tensor), shape)))
+      leading = fn start, length ->
+        unwrap!(NIF.slice(source, [start | Enum.map(rest, fn _ -> 0 end)], [length | rest]))
+      end
 
-    def squeeze(out, tensor, axes), do: put_ref(out, unwrap!(NIF.squeeze(ref(tensor), axes)))
+      full =
+        for index <- 0..(full_batches - 1)//1,
+            do: put_ref(out, leading.(index * batch_size, batch_size))
 
-    def transpose(out, tensor, axes), do: put_ref(out, unwrap!(NIF.transpose(ref(tensor), axes)))
-
-    def broadcast(out, tensor, shape, axes),
-      do: put_ref(out, unwrap!(NIF.broadcast(ref(tensor), shape, axes)))
-
-    def slice(out, tensor, starts, lengths, strides) do
-      if Enum.all?(strides, &(&1 == 1)) and Enum.all?(starts, &is_integer/1) do
-        put_ref(out, unwrap!(NIF.slice(ref(tensor), starts, lengths)))
+      if remainder != 0 and opts[:leftover] == :repeat do
+        tail = leading.(full_batches * batch_size, remainder)
+        head = leading.(0, batch_size - remainder)
+        full ++ [put_ref(out, unwrap!(NIF.concatenate([tail, head], 0)))]
       else
-        # Strided slices and tensor start indices: not native yet; run on Nx.BinaryBackend.
-        binary_tensor = backend_transfer(tensor, Nx.BinaryBackend, [])
-
-        result = Nx.BinaryBackend.slice(out, binary_tensor, starts, lengths, strides)
-
-        backend_transfer(result, __MODULE__, [])
+        full
       end
     end
 
-    # --- Element-wise ---
+    ## Shape
 
+    # A view when the layout allows it; otherwise (a transposed or broadcast view) the
+    # tensor is materialised on the device first.
+    @impl true
+    def reshape(%T{shape: shape} = out, tensor) do
+      source = ref(tensor)
+
+      case NIF.reshape(source, shape) do
+        {:ok, view} ->
+          put_ref(out, view)
+
+        {:error, _not_a_view} ->
+          put_ref(out, unwrap!(NIF.reshape(unwrap!(NIF.contiguous(source)), shape)))
+      end
+    end
+
+    @impl true
+    def squeeze(out, tensor, axes), do: put_ref(out, unwrap!(NIF.squeeze(ref(tensor), axes)))
+
+    @impl true
+    def transpose(out, tensor, axes), do: put_ref(out, unwrap!(NIF.transpose(ref(tensor), axes)))
+
+    @impl true
+    def broadcast(out, tensor, shape, axes),
+      do: put_ref(out, unwrap!(NIF.broadcast(ref(tensor), shape, axes)))
+
+    @impl true
+    def reverse(out, tensor, axes), do: put_ref(out, unwrap!(NIF.reverse(ref(tensor), axes)))
+
+    @impl true
+    def pad(%T{type: type} = out, tensor, pad_value, config) do
+      value = ref_as(pad_value, type)
+      put_ref(out, unwrap!(NIF.pad(ref_as(tensor, type), value, config)))
+    end
+
+    # Unit steps are views (starts clamped here as Nx clamps them); other steps copy.
+    @impl true
+    def slice(out, %T{shape: shape} = tensor, starts, lengths, strides) do
+      starts = Enum.map(starts, &to_index/1)
+
+      if Enum.all?(strides, &(&1 == 1)) do
+        starts = clamp_starts(starts, Tuple.to_list(shape), lengths)
+        put_ref(out, unwrap!(NIF.slice(ref(tensor), starts, lengths)))
+      else
+        put_ref(out, unwrap!(NIF.strided_slice(ref(tensor), starts, lengths, strides)))
+      end
+    end
+
+    @impl true
+    def put_slice(%T{type: type} = out, tensor, starts, update) do
+      starts = Enum.map(starts, &to_index/1)
+      put_ref(out, unwrap!(NIF.put_slice(ref_as(tensor, type), starts, ref_as(update, type))))
+    end
+
+    @impl true
+    def concatenate(%T{type: type} = out, tensors, axis),
+      do: put_ref(out, unwrap!(NIF.concatenate(Enum.map(tensors, &ref_as(&1, type)), axis)))
+
+    # nxvk-kernels' stack reshapes its operands as views, which a transposed operand refuses:
+    # materialise them first (a no-op for contiguous ones).
+    @impl true
+    def stack(%T{type: type} = out, tensors, axis) do
+      operands = Enum.map(tensors, &unwrap!(NIF.contiguous(ref_as(&1, type))))
+      put_ref(out, unwrap!(NIF.stack(operands, axis)))
+    end
+
+    ## Element-wise
+
+    @impl true
     def as_type(%T{type: type} = out, tensor),
       do: put_ref(out, unwrap!(NIF.as_type(ref(tensor), dtype_name(type))))
 
     for op <- Nx.Vulkan.Ops.binary() do
+      @impl true
       def unquote(op)(out, left, right) do
         result = unwrap!(NIF.binary_op(unquote(op), ref(left), ref(right)))
         put_ref(out, cast_to(result, out.type))
       end
     end
 
+    # The op table has a few unary ops Nx composes from others (logical_not): those are
+    # plain functions here, not callbacks.
+    @callbacks Nx.Backend.behaviour_info(:callbacks)
+
     for op <- Nx.Vulkan.Ops.unary() do
+      @impl {op, 2} in @callbacks
       def unquote(op)(out, tensor) do
         result = unwrap!(NIF.unary_op(unquote(op), ref(tensor)))
         put_ref(out, cast_to(result, out.type))
       end
     end
 
-    # --- Helpers ---
+    ## Reduction
+
+    for op <- Nx.Vulkan.Ops.reduce() do
+      @impl true
+      def unquote(op)(out, tensor, opts) do
+        {axes, keep_axes} = reduced_axes(unquote(op), opts)
+        tie_break = opts[:tie_break] || :low
+        result = unwrap!(NIF.reduce(unquote(op), ref(tensor), axes, keep_axes, tie_break))
+        put_ref(out, result |> cast_to(out.type) |> reshape_to(out.shape))
+      end
+    end
+
+    defp reduced_axes(op, opts) when op in [:argmax, :argmin] do
+      axes = if axis = opts[:axis], do: [axis], else: nil
+      {axes, opts[:keep_axis] || false}
+    end
+
+    defp reduced_axes(_op, opts), do: {opts[:axes], opts[:keep_axes] || false}
+
+    ## Everything else: counted, refusable host fallbacks
+
+    for {op, arity} <- @host_callbacks do
+      arguments = Macro.generate_arguments(arity, __MODULE__)
+
+      @impl true
+      def unquote(op)(out, unquote_splicing(arguments)) do
+        via_host(unquote(op), out, unquote(arguments))
+      end
+    end
+
+    @impl true
+    def block(struct, _output, args, fun), do: apply(fun, [struct | args])
+
+    defp host_creation(op, out, arguments) do
+      Nx.Vulkan.host_fallback!(op, dtype_name(out.type), [out.shape])
+
+      Nx.BinaryBackend
+      |> Nx.with_default_backend(fn -> apply(Nx.BinaryBackend, op, [out | arguments] ++ [[]]) end)
+      |> Nx.backend_transfer(__MODULE__)
+    end
+
+    # The one host path: the gate counts (and may refuse) the op under its first operand's
+    # dtype, then operands go to Nx.BinaryBackend and the results come back to the device.
+    defp via_host(op, out, arguments) do
+      operands = arguments |> List.flatten() |> Enum.filter(&match?(%T{}, &1))
+
+      dtype =
+        case operands do
+          [%T{type: type} | _] -> type
+          [] -> out_type(out)
+        end
+
+      Nx.Vulkan.host_fallback!(op, dtype_name(dtype), Enum.map(operands, & &1.shape))
+      host_arguments = Enum.map(arguments, &to_host/1)
+
+      # Nx.BinaryBackend builds intermediate tensors with Nx functions, which use the default
+      # backend: keep them on the host too.
+      Nx.BinaryBackend
+      |> Nx.with_default_backend(fn -> apply(Nx.BinaryBackend, op, [out | host_arguments]) end)
+      |> from_host()
+    end
+
+    defp out_type(%T{type: type}), do: type
+    defp out_type(tuple) when is_tuple(tuple), do: tuple |> elem(0) |> out_type()
+
+    defp to_host(%T{data: %__MODULE__{}} = tensor), do: Nx.backend_copy(tensor, Nx.BinaryBackend)
+    defp to_host(list) when is_list(list), do: Enum.map(list, &to_host/1)
+    defp to_host(other), do: other
+
+    defp from_host(%T{} = tensor), do: Nx.backend_transfer(tensor, __MODULE__)
+
+    defp from_host(tuple) when is_tuple(tuple),
+      do: tuple |> Tuple.to_list() |> Enum.map(&from_host/1) |> List.to_tuple()
+
+    ## Helpers
 
     @doc false
-    def dtype_name({:f, 8}), do: "f8"
     def dtype_name({:f8_e4m3fn, 8}), do: "f8_e4m3fn"
     def dtype_name({kind, bits}), do: "#{kind}#{bits}"
 
     defp cast_to(ref, type) do
       name = dtype_name(type)
 
-      case NIF.dtype(ref) do
-        {:ok, ^name} -> ref
-        {:ok, _} -> unwrap!(NIF.as_type(ref, name))
+      case unwrap!(NIF.dtype(ref)) do
+        ^name -> ref
+        _ -> unwrap!(NIF.as_type(ref, name))
       end
     end
+
+    defp reshape_to(ref, shape) do
+      case unwrap!(NIF.shape(ref)) do
+        ^shape -> ref
+        _ -> unwrap!(NIF.reshape(ref, shape))
+      end
+    end
+
+    defp ref_as(tensor, type), do: tensor |> ref() |> cast_to(type)
 
     defp ref(%T{data: %__MODULE__{ref: ref}}), do: ref
 
     defp ref(%T{} = tensor) do
       %T{data: %__MODULE__{ref: ref}} = Nx.backend_transfer(tensor, __MODULE__)
       ref
+    end
+
+    defp to_index(index) when is_integer(index), do: index
+    defp to_index(%T{} = index), do: Nx.to_number(index)
+
+    defp clamp_starts(starts, dimensions, lengths) do
+      [starts, dimensions, lengths]
+      |> Enum.zip_with(fn [start, dimension, length] ->
+        start |> max(0) |> min(dimension - length)
+      end)
     end
 
     defp put_ref(%T{} = out, ref), do: %{out | data: %__MODULE__{ref: ref}}

@@ -28,11 +28,27 @@ defmodule Nx.Vulkan.NIF do
   def broadcast(_tensor, _shape, _axes), do: :erlang.nif_error(:nif_not_loaded)
   def slice(_tensor, _starts, _lengths), do: :erlang.nif_error(:nif_not_loaded)
 
+  # --- Data movement (new memory) ---
+  def contiguous(_tensor), do: :erlang.nif_error(:nif_not_loaded)
+  def reverse(_tensor, _axes), do: :erlang.nif_error(:nif_not_loaded)
+  def strided_slice(_tensor, _starts, _lengths, _steps), do: :erlang.nif_error(:nif_not_loaded)
+  def pad(_tensor, _value, _config), do: :erlang.nif_error(:nif_not_loaded)
+  def concatenate(_tensors, _axis), do: :erlang.nif_error(:nif_not_loaded)
+  def stack(_tensors, _axis), do: :erlang.nif_error(:nif_not_loaded)
+  def put_slice(_tensor, _starts, _update), do: :erlang.nif_error(:nif_not_loaded)
+
   # --- Element-wise ---
   def binary_op(_name, _left, _right), do: :erlang.nif_error(:nif_not_loaded)
   def unary_op(_name, _tensor), do: :erlang.nif_error(:nif_not_loaded)
   def as_type(_tensor, _dtype), do: :erlang.nif_error(:nif_not_loaded)
   def op_names, do: :erlang.nif_error(:nif_not_loaded)
+
+  # --- Reductions ---
+  def reduce(_name, _tensor, _axes, _keep_axes, _tie_break),
+    do: :erlang.nif_error(:nif_not_loaded)
+
+  # --- Host fallback gate (counted; refused under strict mode) ---
+  def host_fallback(_op, _dtype, _shapes, _process_mode), do: :erlang.nif_error(:nif_not_loaded)
 
   # --- Devices, counters, strict mode ---
   def devices, do: :erlang.nif_error(:nif_not_loaded)

@@ -1,10 +1,10 @@
 defmodule Nx.Vulkan.Ops do
   @moduledoc """
-  The element-wise ops the NIF runs, by their Nx names.
+  The ops the NIF runs natively, by their Nx names.
 
-  These lists mirror nxvk-kernels' op table; `Nx.Vulkan.NIF.op_names/0` returns the table's own
+  These lists mirror nxvk-kernels' tables; `Nx.Vulkan.NIF.op_names/0` returns the tables' own
   lists, and `test/ops_test.exs` checks the two agree. `Nx.Vulkan.Backend` generates one
-  callback per name from them.
+  callback per name from them, so wiring a new catalog op into Elixir is one word here.
   """
 
   @binary ~w(add subtract multiply divide pow remainder atan2 min max quotient
@@ -17,9 +17,15 @@ defmodule Nx.Vulkan.Ops do
             bitwise_not logical_not is_nan is_infinity population_count count_leading_zeros
             real imag conjugate)a
 
+  # Reductions over `:axes` (with `:keep_axes`), and the arg-reductions over one `:axis`.
+  @reduce ~w(sum product reduce_max reduce_min all any argmax argmin)a
+
   @doc "Binary element-wise ops (two tensors in, one out)."
   def binary, do: @binary
 
   @doc "Unary element-wise ops."
   def unary, do: @unary
+
+  @doc "Reductions (`Nx.Vulkan.NIF.reduce/5`)."
+  def reduce, do: @reduce
 end

@@ -1,0 +1,122 @@
+# Runs only with Nx present (NX_PATH, see docs/ELIXIR.md): CI has no Nx.
+if Code.ensure_loaded?(Nx) do
+  defmodule Nx.Vulkan.BackendTest do
+    # Reads VM-wide counters and sets strict mode: runs alone, after the async tests.
+    use ExUnit.Case, async: false
+
+    setup do
+      Nx.default_backend(Nx.Vulkan.Backend)
+      :ok
+    end
+
+    defp host(tensor), do: Nx.backend_copy(tensor, Nx.BinaryBackend)
+
+    # Random values made in Elixir (Nx.Random would itself run ops on the device).
+    defp random(shape, type) do
+      values = for _ <- 1..Nx.size(shape), do: :rand.uniform() * 8.0 - 4.0
+      values |> Nx.tensor(type: type, backend: Nx.Vulkan.Backend) |> Nx.reshape(shape)
+    end
+
+    # Same type, shape and bytes.
+    defp assert_same(result, expected) do
+      assert {result.type, result.shape} == {expected.type, expected.shape}
+      assert Nx.to_binary(result) == Nx.to_binary(expected)
+    end
+
+    test "native ops match Nx.BinaryBackend and take no host fallback" do
+      Nx.Vulkan.with_strict(:raise, fn ->
+        {a, b} = {Nx.tensor([[1.5, -2.0, 3.0], [0.5, 4.0, -1.0]]), Nx.tensor([2.0, -1.0, 0.5])}
+
+        {results, taken} =
+          Nx.Vulkan.with_fallback_count(fn ->
+            [
+              Nx.add(a, b),
+              Nx.sum(a, axes: [1]),
+              Nx.argmax(a, axis: 0, tie_break: :high),
+              Nx.reverse(Nx.transpose(a)),
+              Nx.pad(a, 0.0, [{1, 0, 1}, {0, -1, 0}]),
+              Nx.concatenate([a, a], axis: 1),
+              Nx.stack([b, b]),
+              Nx.slice(a, [0, 1], [2, 2], strides: [1, 2]),
+              Nx.put_slice(a, [1, 1], Nx.tensor([[9.0, 9.0]])),
+              Nx.reshape(Nx.transpose(a), {6})
+            ]
+          end)
+
+        expected = [
+          Nx.add(host(a), host(b)),
+          Nx.sum(host(a), axes: [1]),
+          Nx.argmax(host(a), axis: 0, tie_break: :high),
+          Nx.reverse(Nx.transpose(host(a))),
+          Nx.pad(host(a), 0.0, [{1, 0, 1}, {0, -1, 0}]),
+          Nx.concatenate([host(a), host(a)], axis: 1),
+          Nx.stack([host(b), host(b)]),
+          Nx.slice(host(a), [0, 1], [2, 2], strides: [1, 2]),
+          Nx.put_slice(host(a), [1, 1], Nx.tensor([[9.0, 9.0]], backend: Nx.BinaryBackend)),
+          Nx.reshape(Nx.transpose(host(a)), {6})
+        ]
+
+        assert taken == 0
+
+        for {result, reference} <- Enum.zip(results, expected), do: assert_same(result, reference)
+      end)
+    end
+
+    test "a callback without a kernel is counted, and refused under strict mode" do
+      a = random({3, 4}, :f32)
+      b = random({4, 2}, :f32)
+
+      {product, taken} =
+        Nx.Vulkan.with_strict(:allow, fn ->
+          Nx.Vulkan.with_fallback_count(fn -> Nx.dot(a, b) end)
+        end)
+
+      assert taken == 1
+      assert %Nx.Tensor{data: %Nx.Vulkan.Backend{}} = product
+      assert Nx.all_close(host(product), Nx.dot(host(a), host(b))) |> Nx.to_number() == 1
+
+      error =
+        assert_raise RuntimeError, fn ->
+          Nx.Vulkan.with_process_strict(:raise, fn -> Nx.dot(a, b) end)
+        end
+
+      assert error.message =~ "dot"
+      assert error.message =~ "f32"
+      assert error.message =~ "strict mode refuses"
+    end
+
+    # Null arm: the comparison above tells a wrong result apart.
+    test "a perturbed result fails the comparison" do
+      a = random({5}, :f32)
+      assert_same(Nx.add(a, 0.0), host(a))
+      assert_raise ExUnit.AssertionError, fn -> assert_same(Nx.add(a, 1.0e-3), host(a)) end
+    end
+
+    test "the compiler caches one plan per input shape and agrees with eager mode" do
+      Nx.Vulkan.PlanCache.clear()
+
+      softmax =
+        Nx.Defn.jit(fn t -> Nx.divide(Nx.exp(t), Nx.sum(Nx.exp(t))) end,
+          compiler: Nx.Vulkan.Compiler
+        )
+
+      t = random({8}, :f32)
+      eager = Nx.exp(t) |> Nx.divide(Nx.sum(Nx.exp(t)))
+      assert_same(softmax.(t), eager)
+      _again = softmax.(random({8}, :f32))
+      assert Nx.Vulkan.PlanCache.size() == 1
+      _other_shape = softmax.(random({3}, :f32))
+      assert Nx.Vulkan.PlanCache.size() == 2
+    end
+
+    test "grad through the compiler" do
+      grad =
+        Nx.Defn.jit(fn t -> Nx.Defn.grad(t, &Nx.sum(Nx.multiply(&1, &1))) end,
+          compiler: Nx.Vulkan.Compiler
+        )
+
+      t = Nx.tensor([1.0, -2.0, 3.5])
+      assert_same(grad.(t), Nx.tensor([2.0, -4.0, 7.0], backend: Nx.BinaryBackend))
+    end
+  end
+end
