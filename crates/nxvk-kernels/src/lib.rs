@@ -26,10 +26,10 @@
 //! `fallback_allowlist.txt` and `cargo run -p nxvk-kernels --example coverage`.
 
 pub mod catalog;
-mod codegen;
+pub mod codegen;
 pub mod coverage;
 mod fallback;
-mod launch;
+pub mod launch;
 pub mod movement;
 mod movement_codegen;
 pub mod op_table;
