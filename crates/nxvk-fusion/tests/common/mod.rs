@@ -14,6 +14,15 @@ pub fn device() -> Arc<Device> {
     context.device().expect("device")
 }
 
+/// Held by tests that count the shared device's dispatches, so that tests running on other
+/// threads do not add theirs to the count.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// splitmix64: small, seeded, reproducible from a proptest seed.
 #[derive(Debug, Clone)]
 pub struct SplitMix(pub u64);
