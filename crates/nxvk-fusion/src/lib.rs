@@ -1,1 +1,40 @@
-//! placeholder
+//! nxvk-fusion: the graph compiler of nxvk.
+//!
+//! It takes a graph mirroring `Nx.Defn.Expr` ([`Graph`], built with [`GraphBuilder`] or
+//! decoded from the versioned binary encoding the NIF receives, [`decode`]), plans it into
+//! stages ([`Plan`]), generates the fused kernels' GLSL from the op table's expressions,
+//! caches plans by graph hash and input types ([`PlanCache`]) and runs them with buffers freed
+//! by liveness. Maximal elementwise regions (with broadcasts, reshapes, transposes, slices,
+//! `as_type`, `select`, `clip` and constants inside) become one kernel; reductions over
+//! trailing axes take their elementwise producers as a prologue (softmax is three
+//! dispatches); views never copy; `cond` and `while` run from the executor. Everything else
+//! runs through `nxvk-kernels`' eager API, one node at a time.
+//!
+//! It is not a kernel library (the op semantics live in nxvk-kernels' op table and helpers,
+//! which fused kernels include verbatim) and knows nothing about Elixir or the BEAM.
+//!
+//! **Invariant:** a fused plan computes what the eager API computes op by op, bit for bit
+//! for elementwise ops (each value is rounded where the eager path stores it, and no op sees
+//! through another: see `codegen.rs`); only fused reductions may fold in another order.
+//!
+//! Not yet: dot and conv (nxvk-kernels has no eager GEMM yet; a plan with `dot` is an
+//! `Unsupported` error), GEMM epilogues, native kernels for `block`, recording a plan's
+//! command buffer once for replay, and `cond`/`while` predicates kept on the device (they
+//! are read back).
+
+mod builder;
+mod codegen;
+mod encoding;
+mod executor;
+mod graph;
+mod plan;
+mod plan_cache;
+mod view;
+
+pub use builder::GraphBuilder;
+pub use codegen::LeafAccess;
+pub use encoding::{MAGIC, MAX_DEPTH, VERSION, decode, encode};
+pub use graph::{CondClause, DotAxes, Graph, Node, NodeId, NodeType, Op, TensorType};
+pub use plan::{FusedKernel, Plan, PlanOptions, Stage};
+pub use plan_cache::{FusionCounters, PlanCache};
+pub use view::{ViewPath, ViewStep};

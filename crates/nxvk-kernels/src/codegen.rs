@@ -23,7 +23,8 @@ pub const PUSH_CONSTANT_BYTES: usize = 128;
 /// axis merging) need no parameter block.
 pub const INLINE_WORDS: usize = 22;
 
-const HELPERS: &str = include_str!("glsl_helpers.glsl");
+/// The helpers the op table's expressions call, written against the macros of [`type_defines`].
+pub const HELPERS: &str = include_str!("glsl_helpers.glsl");
 
 /// The GLSL type values of `elem` are computed in: integers narrower than 32 bits widen (and
 /// wrap when stored), f16 and bf16 compute in f32.
@@ -73,14 +74,16 @@ fn element(input: usize, elem: Elem) -> String {
     )
 }
 
-pub(crate) fn load(elem: Elem, access: &str) -> String {
+/// GLSL converting `access` (a value as stored) to the compute type of `elem`.
+pub fn load(elem: Elem, access: &str) -> String {
     match elem {
         Elem::BF16 => format!("nx_bf16_to_f32({access})"),
         _ => format!("{}({access})", compute_type(elem)),
     }
 }
 
-pub(crate) fn store(elem: Elem, value: &str) -> String {
+/// GLSL converting `value` (of the compute type of `elem`) to its storage type.
+pub fn store(elem: Elem, value: &str) -> String {
     match elem {
         Elem::BF16 => format!("nx_f32_to_bf16({value})"),
         _ => format!("{}({value})", storage_type(elem)),
@@ -88,7 +91,7 @@ pub(crate) fn store(elem: Elem, value: &str) -> String {
 }
 
 /// The type macros the helpers are written against.
-fn type_defines(elem: Elem) -> String {
+pub fn type_defines(elem: Elem) -> String {
     let bits = elem.bits();
     let mask32 = if bits >= 32 {
         "0xFFFFFFFFu".to_owned()
@@ -108,12 +111,12 @@ fn type_defines(elem: Elem) -> String {
 /// SignedZeroInfNanPreserve for 32- and 64-bit floats). Without it a driver may assume there
 /// are none: the H200's folded the 0/0 meant to make a NaN into 1. Lavapipe and the H200's
 /// driver report the property for both widths. Must come first in a shader body.
-pub(crate) const FLOAT_CONTROLS: &str = "#extension GL_EXT_spirv_intrinsics : require
+pub const FLOAT_CONTROLS: &str = "#extension GL_EXT_spirv_intrinsics : require
 spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 32);
 spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 64);
 ";
 
-pub(crate) const BF16_HELPERS: &str = "
+pub const BF16_HELPERS: &str = "
 float nx_bf16_to_f32(uint16_t bits) { return uintBitsToFloat(uint(bits) << 16); }
 // Round to nearest even; NaN stays a (quiet) NaN with its sign, as half::bf16::from_f32 does.
 uint16_t nx_f32_to_bf16(float value) {
@@ -310,8 +313,16 @@ pub(crate) fn op_function(spec: &OpSpec, arity: usize, elem: Elem) -> Option<(St
 /// nearest even (f16 and bf16 through f32), float to integer truncates and wraps, NaN becomes
 /// 0 and infinities the integer type's limits.
 pub fn cast_shader(from: Elem, to: Elem) -> String {
+    let (function, extra) = cast_function(from, to);
+    elementwise_shader(&[from], to, &function, extra)
+}
+
+/// The cast from `from` to `to` as a GLSL function `nx_apply(T a)` returning the compute type
+/// of `to` (`T` being the compute type of `from`), and the helpers it needs (placed before it).
+/// Shared by the catalog's cast kernels and the fused kernels of nxvk-fusion.
+pub fn cast_function(from: Elem, to: Elem) -> (String, &'static str) {
     let target = compute_type(to);
-    let (function, extra) = if from.is_float() && !to.is_float() {
+    if from.is_float() && !to.is_float() {
         let (max, min) = integer_limits(to);
         let wrap = if to.bits() == 64 {
             "nx_wrap64"
@@ -336,6 +347,5 @@ pub fn cast_shader(from: Elem, to: Elem) -> String {
             format!("{target} nx_apply(T a) {{ return {target}(a); }}"),
             "",
         )
-    };
-    elementwise_shader(&[from], to, &function, extra)
+    }
 }

@@ -26,7 +26,7 @@ pub fn set_output_poison(word: Option<u32>) {
 }
 
 /// Fills `buffer` with the test poison word, when one is set (see [`set_output_poison`]).
-pub(crate) fn poison_output(buffer: &DeviceBuffer) -> Result<()> {
+pub fn poison_output(buffer: &DeviceBuffer) -> Result<()> {
     let poison = OUTPUT_POISON.load(Ordering::Relaxed);
     if poison != NO_POISON {
         buffer.device().fill(buffer, poison as u32)?;
@@ -35,10 +35,10 @@ pub(crate) fn poison_output(buffer: &DeviceBuffer) -> Result<()> {
 }
 
 /// The largest element count the 32-bit index arithmetic of the kernels handles.
-pub(crate) const MAX_ELEMENTS: usize = (u32::MAX - (1 << 26)) as usize;
+pub const MAX_ELEMENTS: usize = (u32::MAX - (1 << 26)) as usize;
 
 /// Shape and per-operand strides after dropping size-1 axes and merging contiguous neighbours.
-pub(crate) fn simplify(shape: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+pub fn simplify(shape: &[usize], strides: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
     let mut merged_shape: Vec<usize> = Vec::new();
     let mut merged_strides: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
     for axis in 0..shape.len() {

@@ -26,7 +26,7 @@
 //! `fallback_allowlist.txt` and `cargo run -p nxvk-kernels --example coverage`.
 
 pub mod catalog;
-mod codegen;
+pub mod codegen;
 pub mod coverage;
 mod dense_codegen;
 pub mod dot;
@@ -37,7 +37,7 @@ pub mod fft;
 mod fft_codegen;
 pub mod index;
 mod index_codegen;
-mod launch;
+pub mod launch;
 pub mod movement;
 mod movement_codegen;
 pub mod op_table;

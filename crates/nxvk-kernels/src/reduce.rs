@@ -26,12 +26,12 @@ use crate::launch::{MAX_ELEMENTS, launch, poison_output, simplify};
 use crate::op_table::Elem;
 use crate::reduce_codegen::{
     FLAG_TIE_BREAK_HIGH, REDUCE_PARAMS_ADDRESS_OFFSET, REDUCE_PUSH_CONSTANT_BYTES,
-    REDUCE_WORKGROUP_SIZE, accumulator_elem,
+    REDUCE_WORKGROUP_SIZE,
 };
 use crate::reference::{self, Value};
 use nxvk_core::{BufferAccess, Capabilities, DType, Error, Result, Tensor};
 
-pub use crate::reduce_codegen::{Accumulation, ReduceOp};
+pub use crate::reduce_codegen::{Accumulation, ReduceOp, accumulator_elem, fold};
 
 /// Which index argmax/argmin return among equal extremes (Nx's `:tie_break`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

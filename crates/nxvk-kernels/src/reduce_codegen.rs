@@ -154,20 +154,12 @@ fn compute_limits(glsl_type: &str) -> (&'static str, &'static str) {
     }
 }
 
-/// The whole shader of `op` on `input` elements.
-pub fn reduce_shader(op: ReduceOp, input: Elem, accumulation: Accumulation) -> String {
-    let accumulator = accumulator_elem(op, input, accumulation);
-    // The value type folded by the tree: the accumulator's compute type, or the input's for
-    // argmax/argmin (whose accumulator is the index beside it).
-    let value_type = if op.is_arg() {
-        compute_type(input)
-    } else {
-        compute_type(accumulator)
-    };
-    let loaded = load(input, "Input(push.input0 + element * INPUT_BYTES).v");
+/// The identity and the combining expression of `op` over values of GLSL type `value_type`
+/// (the macro `V`), combining `a` and `b`: shared by the catalog's reduction kernels and
+/// nxvk-fusion's fused ones, so both fold with the same NaN rules.
+pub fn fold(op: ReduceOp, value_type: &str, is_float: bool) -> (String, String) {
     let (max, min) = compute_limits(value_type);
-    let is_float = input.is_float();
-    let (identity, combine) = match op {
+    match op {
         ReduceOp::Sum => ("V(0)".to_owned(), "a + b".to_owned()),
         ReduceOp::Product => ("V(1)".to_owned(), "a * b".to_owned()),
         ReduceOp::ReduceMax | ReduceOp::ReduceMin => {
@@ -190,7 +182,22 @@ pub fn reduce_shader(op: ReduceOp, input: Elem, accumulation: Accumulation) -> S
         ReduceOp::All => ("V(1)".to_owned(), "a & b".to_owned()),
         ReduceOp::Any => ("V(0)".to_owned(), "a | b".to_owned()),
         ReduceOp::ArgMax | ReduceOp::ArgMin => ("V(0)".to_owned(), "a".to_owned()),
+    }
+}
+
+/// The whole shader of `op` on `input` elements.
+pub fn reduce_shader(op: ReduceOp, input: Elem, accumulation: Accumulation) -> String {
+    let accumulator = accumulator_elem(op, input, accumulation);
+    // The value type folded by the tree: the accumulator's compute type, or the input's for
+    // argmax/argmin (whose accumulator is the index beside it).
+    let value_type = if op.is_arg() {
+        compute_type(input)
+    } else {
+        compute_type(accumulator)
     };
+    let loaded = load(input, "Input(push.input0 + element * INPUT_BYTES).v");
+    let is_float = input.is_float();
+    let (identity, combine) = fold(op, value_type, is_float);
     let load_value = match op {
         ReduceOp::All | ReduceOp::Any => {
             format!("(({loaded}) != {}(0)) ? 1u : 0u", compute_type(input))

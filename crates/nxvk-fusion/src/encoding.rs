@@ -1,0 +1,543 @@
+//! The versioned binary encoding of graphs: what `Nx.Vulkan.Compiler` produces and the NIF
+//! hands to [`decode`]. The plan cache hashes the same bytes, so two graphs share a plan
+//! exactly when they encode alike.
+//!
+//! Format (all integers little-endian):
+//!
+//! ```text
+//! file    := "NXVKGRPH" version:u32 graph          (version = 1)
+//! graph   := n_nodes:u32 node* n_outputs:u32 output_id:u32*
+//! node    := tag:u8 fields                          (ids refer to earlier nodes)
+//! list    := n:u32 item:u64*                        (shapes, axes, starts, ...)
+//! ids     := n:u32 id:u32*
+//! text    := n:u32 utf8-bytes                       (dtype and op names are Nx's: "f32", "add")
+//! bytes   := n:u32 byte*
+//!
+//! tag fields
+//!  0  parameter   dtype:text shape:list            (parameters are numbered in order)
+//!  1  constant    dtype:text shape:list element:bytes
+//!  2  tensor      dtype:text shape:list data:bytes
+//!  3  unary       op:text input:u32
+//!  4  binary      op:text left:u32 right:u32
+//!  5  as_type     dtype:text input:u32
+//!  6  broadcast   input:u32 shape:list axes:list
+//!  7  reshape     input:u32 shape:list
+//!  8  transpose   input:u32 permutation:list
+//!  9  squeeze     input:u32 axes:list
+//! 10  slice       input:u32 starts:list lengths:list strides:list
+//! 11  select      predicate:u32 on_true:u32 on_false:u32
+//! 12  clip        input:u32 min:u32 max:u32
+//! 13  reduce      op:text input:u32 all_axes:u8 axes:list keep_axes:u8 tie_break_high:u8
+//! 14  dot         left:u32 right:u32 contract_left:list batch_left:list contract_right:list batch_right:list
+//! 15  elem        tuple:u32 index:u32
+//! 16  metadata    input:u32 label:text
+//! 17  fun         body:graph
+//! 18  cond        inputs:ids n_clauses:u32 (predicate:graph body:graph)* otherwise:graph
+//! 19  while       initial:ids condition:graph body:graph
+//! 20  block       name:text inputs:ids default:graph
+//! ```
+//!
+//! Decoding replays the nodes through [`GraphBuilder`], so a decoded graph passed every check
+//! a built one does. Arbitrary bytes give an error, never a panic: lengths are checked against
+//! the bytes left before anything is allocated, and nesting is limited to [`MAX_DEPTH`].
+
+use crate::builder::GraphBuilder;
+use crate::graph::{CondClause, DotAxes, Graph, NodeId, Op};
+use nxvk_core::{DType, Error, Result};
+use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
+
+/// The first bytes of every encoded graph.
+pub const MAGIC: &[u8; 8] = b"NXVKGRPH";
+/// The format version this crate writes and reads.
+pub const VERSION: u32 = 1;
+/// Deepest nesting of graphs (`fun`, `cond`, `while`, `block`) the decoder accepts.
+pub const MAX_DEPTH: usize = 32;
+
+const OP: &str = "decode graph";
+
+fn malformed(detail: impl Into<String>) -> Error {
+    Error::BadOperands {
+        op: OP,
+        shapes: Vec::new(),
+        dtypes: Vec::new(),
+        detail: detail.into(),
+    }
+}
+
+/// The bytes of `graph` in the format above.
+pub fn encode(graph: &Graph) -> Vec<u8> {
+    let mut writer = Writer(Vec::new());
+    writer.0.extend_from_slice(MAGIC);
+    writer.u32(VERSION);
+    writer.graph(graph);
+    writer.0
+}
+
+/// The graph encoded in `bytes`.
+pub fn decode(bytes: &[u8]) -> Result<Graph> {
+    let mut reader = Reader { bytes, position: 0 };
+    if reader.take(MAGIC.len())? != MAGIC {
+        return Err(malformed("not an nxvk graph (bad magic)"));
+    }
+    let version = reader.u32()?;
+    if version != VERSION {
+        return Err(malformed(format!(
+            "format version {version}; this build reads version {VERSION}"
+        )));
+    }
+    let graph = reader.graph(0)?;
+    if reader.position != bytes.len() {
+        return Err(malformed(format!(
+            "{} bytes after the graph",
+            bytes.len() - reader.position
+        )));
+    }
+    Ok(graph)
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u8(&mut self, value: u8) {
+        self.0.push(value);
+    }
+
+    fn u32(&mut self, value: u32) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+
+    fn len(&mut self, length: usize) {
+        self.u32(length as u32);
+    }
+
+    fn id(&mut self, id: NodeId) {
+        self.u32(id.0);
+    }
+
+    fn ids(&mut self, ids: &[NodeId]) {
+        self.len(ids.len());
+        ids.iter().for_each(|&id| self.id(id));
+    }
+
+    fn list(&mut self, items: &[usize]) {
+        self.len(items.len());
+        for &item in items {
+            self.0.extend_from_slice(&(item as u64).to_le_bytes());
+        }
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.len(bytes.len());
+        self.0.extend_from_slice(bytes);
+    }
+
+    fn text(&mut self, text: &str) {
+        self.bytes(text.as_bytes());
+    }
+
+    fn graph(&mut self, graph: &Graph) {
+        self.len(graph.nodes.len());
+        for node in &graph.nodes {
+            let tensor = node.ty.tensor();
+            let dtype = tensor.map_or("", |tensor| tensor.dtype.name());
+            let shape = tensor.map_or(&[][..], |tensor| &tensor.shape[..]);
+            match &node.op {
+                Op::Parameter { .. } => {
+                    self.u8(0);
+                    self.text(dtype);
+                    self.list(shape);
+                }
+                Op::Constant { element } => {
+                    self.u8(1);
+                    self.text(dtype);
+                    self.list(shape);
+                    self.bytes(element);
+                }
+                Op::Literal { bytes } => {
+                    self.u8(2);
+                    self.text(dtype);
+                    self.list(shape);
+                    self.bytes(bytes);
+                }
+                Op::Unary { op, input } => {
+                    self.u8(3);
+                    self.text(op.name());
+                    self.id(*input);
+                }
+                Op::Binary { op, left, right } => {
+                    self.u8(4);
+                    self.text(op.name());
+                    self.id(*left);
+                    self.id(*right);
+                }
+                Op::AsType { input } => {
+                    self.u8(5);
+                    self.text(dtype);
+                    self.id(*input);
+                }
+                Op::Broadcast { input, axes } => {
+                    self.u8(6);
+                    self.id(*input);
+                    self.list(shape);
+                    self.list(axes);
+                }
+                Op::Reshape { input } => {
+                    self.u8(7);
+                    self.id(*input);
+                    self.list(shape);
+                }
+                Op::Transpose { input, permutation } => {
+                    self.u8(8);
+                    self.id(*input);
+                    self.list(permutation);
+                }
+                Op::Squeeze { input, axes } => {
+                    self.u8(9);
+                    self.id(*input);
+                    self.list(axes);
+                }
+                Op::Slice {
+                    input,
+                    starts,
+                    lengths,
+                    strides,
+                } => {
+                    self.u8(10);
+                    self.id(*input);
+                    self.list(starts);
+                    self.list(lengths);
+                    self.list(strides);
+                }
+                Op::Select {
+                    predicate,
+                    on_true,
+                    on_false,
+                } => {
+                    self.u8(11);
+                    self.ids(&[*predicate, *on_true, *on_false][..]);
+                }
+                Op::Clip { input, min, max } => {
+                    self.u8(12);
+                    self.ids(&[*input, *min, *max][..]);
+                }
+                Op::Reduce {
+                    op,
+                    input,
+                    axes,
+                    keep_axes,
+                    tie_break,
+                } => {
+                    self.u8(13);
+                    self.text(op.name());
+                    self.id(*input);
+                    // All axes are written as "no axes" (argmax/argmin over several axes
+                    // exist only that way); for rank 1 the two readings agree.
+                    let all_axes = axes.len() == graph.tensor_type(*input).shape.len();
+                    self.u8(u8::from(all_axes));
+                    self.list(if all_axes { &[] } else { axes });
+                    self.u8(u8::from(*keep_axes));
+                    self.u8(u8::from(*tie_break == TieBreak::High));
+                }
+                Op::Dot { left, right, axes } => {
+                    self.u8(14);
+                    self.id(*left);
+                    self.id(*right);
+                    self.list(&axes.contract_left);
+                    self.list(&axes.batch_left);
+                    self.list(&axes.contract_right);
+                    self.list(&axes.batch_right);
+                }
+                Op::Elem { tuple, index } => {
+                    self.u8(15);
+                    self.id(*tuple);
+                    self.len(*index);
+                }
+                Op::Metadata { input, label } => {
+                    self.u8(16);
+                    self.id(*input);
+                    self.text(label);
+                }
+                Op::Fun { body } => {
+                    self.u8(17);
+                    self.graph(body);
+                }
+                Op::Cond {
+                    inputs,
+                    clauses,
+                    otherwise,
+                } => {
+                    self.u8(18);
+                    self.ids(inputs);
+                    self.len(clauses.len());
+                    for clause in clauses {
+                        self.graph(&clause.predicate);
+                        self.graph(&clause.body);
+                    }
+                    self.graph(otherwise);
+                }
+                Op::While {
+                    initial,
+                    condition,
+                    body,
+                } => {
+                    self.u8(19);
+                    self.ids(initial);
+                    self.graph(condition);
+                    self.graph(body);
+                }
+                Op::Block {
+                    name,
+                    inputs,
+                    default,
+                } => {
+                    self.u8(20);
+                    self.text(name);
+                    self.ids(inputs);
+                    self.graph(default);
+                }
+            }
+        }
+        self.ids(&graph.outputs);
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    position: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, count: usize) -> Result<&'a [u8]> {
+        let end = self
+            .position
+            .checked_add(count)
+            .filter(|&end| end <= self.bytes.len())
+            .ok_or_else(|| malformed(format!("truncated at byte {}", self.position)))?;
+        let taken = &self.bytes[self.position..end];
+        self.position = end;
+        Ok(taken)
+    }
+
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn flag(&mut self) -> Result<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(malformed(format!("flag byte {other} is neither 0 nor 1"))),
+        }
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        let bytes = self.take(4)?;
+        Ok(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+    }
+
+    /// A count of items of `item_bytes` each, checked against the bytes left.
+    fn count(&mut self, item_bytes: usize) -> Result<usize> {
+        let count = self.u32()? as usize;
+        if count.saturating_mul(item_bytes) > self.bytes.len() - self.position {
+            return Err(malformed(format!(
+                "{count} items announced at byte {}, past the end",
+                self.position
+            )));
+        }
+        Ok(count)
+    }
+
+    fn id(&mut self) -> Result<NodeId> {
+        Ok(NodeId(self.u32()?))
+    }
+
+    fn ids(&mut self) -> Result<Vec<NodeId>> {
+        let count = self.count(4)?;
+        (0..count).map(|_| self.id()).collect()
+    }
+
+    fn list(&mut self) -> Result<Vec<usize>> {
+        let count = self.count(8)?;
+        (0..count)
+            .map(|_| {
+                let bytes = self.take(8)?;
+                let value =
+                    u64::from_le_bytes(bytes.try_into().map_err(|_| malformed("short item"))?);
+                usize::try_from(value).map_err(|_| malformed(format!("{value} does not fit usize")))
+            })
+            .collect()
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8]> {
+        let count = self.count(1)?;
+        self.take(count)
+    }
+
+    fn text(&mut self) -> Result<&'a str> {
+        std::str::from_utf8(self.bytes()?).map_err(|_| malformed("a name is not UTF-8"))
+    }
+
+    fn dtype(&mut self) -> Result<DType> {
+        let name = self.text()?;
+        name.parse()
+            .map_err(|_| malformed(format!("unknown dtype `{name}`")))
+    }
+
+    fn graph(&mut self, depth: usize) -> Result<Graph> {
+        if depth > MAX_DEPTH {
+            return Err(malformed(format!("graphs nested deeper than {MAX_DEPTH}")));
+        }
+        let mut builder = GraphBuilder::new();
+        // Every node takes at least its tag byte.
+        let n_nodes = self.count(1)?;
+        for _ in 0..n_nodes {
+            self.node(&mut builder, depth)?;
+        }
+        let outputs = self.ids()?;
+        builder.finish(&outputs)
+    }
+
+    fn node(&mut self, builder: &mut GraphBuilder, depth: usize) -> Result<NodeId> {
+        let tag = self.u8()?;
+        match tag {
+            0 => {
+                let dtype = self.dtype()?;
+                builder.parameter(dtype, &self.list()?)
+            }
+            1 => {
+                let dtype = self.dtype()?;
+                let shape = self.list()?;
+                builder.constant_bytes(dtype, &shape, self.bytes()?)
+            }
+            2 => {
+                let dtype = self.dtype()?;
+                let shape = self.list()?;
+                builder.literal(dtype, &shape, self.bytes()?)
+            }
+            3 => {
+                let name = self.text()?;
+                let op = UnaryOp::ALL
+                    .iter()
+                    .find(|op| op.name() == name)
+                    .ok_or_else(|| malformed(format!("unknown unary op `{name}`")))?;
+                builder.unary(*op, self.id()?)
+            }
+            4 => {
+                let name = self.text()?;
+                let op = BinaryOp::ALL
+                    .iter()
+                    .find(|op| op.name() == name)
+                    .ok_or_else(|| malformed(format!("unknown binary op `{name}`")))?;
+                let left = self.id()?;
+                builder.binary(*op, left, self.id()?)
+            }
+            5 => {
+                let dtype = self.dtype()?;
+                builder.as_type(self.id()?, dtype)
+            }
+            6 => {
+                let input = self.id()?;
+                let shape = self.list()?;
+                builder.broadcast(input, &shape, &self.list()?)
+            }
+            7 => {
+                let input = self.id()?;
+                builder.reshape(input, &self.list()?)
+            }
+            8 => {
+                let input = self.id()?;
+                builder.transpose(input, &self.list()?)
+            }
+            9 => {
+                let input = self.id()?;
+                builder.squeeze(input, &self.list()?)
+            }
+            10 => {
+                let input = self.id()?;
+                let starts = self.list()?;
+                let lengths = self.list()?;
+                builder.slice(input, &starts, &lengths, &self.list()?)
+            }
+            11 | 12 => {
+                let ids = self.ids()?;
+                let [a, b, c] = ids[..] else {
+                    return Err(malformed("select and clip take three operands"));
+                };
+                if tag == 11 {
+                    builder.select(a, b, c)
+                } else {
+                    builder.clip(a, b, c)
+                }
+            }
+            13 => {
+                let name = self.text()?;
+                let op = ReduceOp::ALL
+                    .iter()
+                    .find(|op| op.name() == name)
+                    .ok_or_else(|| malformed(format!("unknown reduction `{name}`")))?;
+                let input = self.id()?;
+                let all_axes = self.flag()?;
+                let axes = self.list()?;
+                let keep_axes = self.flag()?;
+                let tie_break = if self.flag()? {
+                    TieBreak::High
+                } else {
+                    TieBreak::Low
+                };
+                let axes = (!all_axes).then_some(&axes[..]);
+                builder.reduce(*op, input, axes, keep_axes, tie_break)
+            }
+            14 => {
+                let left = self.id()?;
+                let right = self.id()?;
+                let axes = DotAxes {
+                    contract_left: self.list()?,
+                    batch_left: self.list()?,
+                    contract_right: self.list()?,
+                    batch_right: self.list()?,
+                };
+                builder.dot(left, right, axes)
+            }
+            15 => {
+                let tuple = self.id()?;
+                builder.elem(tuple, self.u32()? as usize)
+            }
+            16 => {
+                let input = self.id()?;
+                builder.metadata(input, self.text()?)
+            }
+            17 => {
+                let body = self.graph(depth + 1)?;
+                builder.fun(body)
+            }
+            18 => {
+                let inputs = self.ids()?;
+                // Each clause takes at least two graph headers (8 bytes each).
+                let n_clauses = self.count(16)?;
+                let clauses = (0..n_clauses)
+                    .map(|_| {
+                        Ok(CondClause {
+                            predicate: self.graph(depth + 1)?.into(),
+                            body: self.graph(depth + 1)?.into(),
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let otherwise = self.graph(depth + 1)?;
+                builder.cond(&inputs, clauses, otherwise)
+            }
+            19 => {
+                let initial = self.ids()?;
+                let condition = self.graph(depth + 1)?;
+                let body = self.graph(depth + 1)?;
+                builder.while_loop(&initial, condition, body)
+            }
+            20 => {
+                let name = self.text()?;
+                let inputs = self.ids()?;
+                let default = self.graph(depth + 1)?;
+                builder.block(name, &inputs, default)
+            }
+            other => Err(malformed(format!("unknown node tag {other}"))),
+        }
+    }
+}

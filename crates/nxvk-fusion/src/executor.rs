@@ -1,0 +1,351 @@
+//! Running a plan: stages in order, values held only until their last use.
+//!
+//! Each materialised node's value lives in a slot from the stage that makes it to the last
+//! stage that reads it (computed by the planner); then the slot is cleared, and the buffer
+//! goes back to the device's size-class pool for the next stage that allocates (buffer reuse
+//! by liveness; the pool keeps buffers the GPU may still use alive until their batch ends).
+//! Dispatches are recorded into the device's batched stream; nothing waits for the GPU except
+//! `cond` and `while`, which read their predicate back.
+
+use crate::codegen::{FUSED_PUSH_CONSTANT_BYTES, OPAQUE_WORD};
+use crate::graph::{Graph, NodeId, Op};
+use crate::plan::{FusedKernel, Plan, Stage};
+use crate::plan_cache::PlanCache;
+use crate::view::{ViewStep, apply_path};
+use nxvk_core::{BufferAccess, DType, Error, Result, Tensor};
+use nxvk_kernels::codegen::WORKGROUP_SIZE;
+use nxvk_kernels::launch::{MAX_ELEMENTS, poison_output, simplify};
+use nxvk_kernels::reduce::{ReduceOptions, reduce};
+use nxvk_kernels::{as_type, binary, unary};
+use std::sync::Arc;
+
+/// The value of one node while a plan runs.
+#[derive(Debug, Clone)]
+enum Value {
+    Tensor(Tensor),
+    Tuple(Vec<Tensor>),
+    /// Not computed, already freed, or a function value.
+    Absent,
+}
+
+/// Most workgroups one fused reduction dispatches (a grid-stride loop covers more rows).
+const MAX_REDUCE_GROUPS: u64 = 65_535;
+
+fn absent(op: &'static str, node: NodeId) -> Error {
+    Error::BadOperands {
+        op,
+        shapes: Vec::new(),
+        dtypes: Vec::new(),
+        detail: format!(
+            "node {} has no tensor value here (planner bug)",
+            node.index()
+        ),
+    }
+}
+
+struct Run<'a> {
+    plan: &'a Plan,
+    cache: &'a PlanCache,
+    values: Vec<Value>,
+}
+
+impl Run<'_> {
+    fn graph(&self) -> &Graph {
+        &self.plan.graph
+    }
+
+    fn tensor(&self, op: &'static str, node: NodeId) -> Result<&Tensor> {
+        match &self.values[node.index()] {
+            Value::Tensor(tensor) => Ok(tensor),
+            Value::Tuple(_) | Value::Absent => Err(absent(op, node)),
+        }
+    }
+
+    fn tensors(&self, op: &'static str, nodes: &[NodeId]) -> Result<Vec<Tensor>> {
+        nodes
+            .iter()
+            .map(|&node| self.tensor(op, node).cloned())
+            .collect()
+    }
+
+    fn fused(&self, fused: &FusedKernel) -> Result<Vec<Tensor>> {
+        const OP: &str = "fused kernel";
+        let device = self.cache.device();
+        let graph = self.graph();
+        let outputs = fused
+            .roots
+            .iter()
+            .map(|&root| {
+                let ty = graph.tensor_type(root);
+                Tensor::empty(device, ty.dtype, &ty.shape)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let n_elements: usize = fused.loop_shape.iter().product();
+        if n_elements == 0 {
+            return Ok(outputs);
+        }
+        let leaves = fused
+            .leaves
+            .iter()
+            .map(|leaf| apply_path(self.tensor(OP, leaf.node)?, &leaf.path))
+            .collect::<Result<Vec<_>>>()?;
+        let too_large = |detail: String| Error::BadOperands {
+            op: OP,
+            shapes: vec![fused.loop_shape.clone()],
+            dtypes: outputs.iter().map(Tensor::dtype).collect(),
+            detail,
+        };
+        if n_elements > MAX_ELEMENTS {
+            return Err(too_large(format!(
+                "{n_elements} elements exceed the kernels' 32-bit index arithmetic"
+            )));
+        }
+        let word = |value: usize| {
+            u32::try_from(value).map_err(|_| too_large(format!("{value} does not fit 32 bits")))
+        };
+        let strides: Vec<Vec<usize>> = leaves
+            .iter()
+            .map(|leaf| leaf.layout().strides().to_vec())
+            .collect();
+        let (shape, strides) = simplify(&fused.loop_shape, &strides);
+        let mut words: Vec<u32> = Vec::new();
+        let rank = if shape.len() <= 1 {
+            for leaf in &strides {
+                words.push(word(leaf.first().copied().unwrap_or(0))?);
+            }
+            0
+        } else {
+            words.resize(leaves.len(), 0);
+            for &size in &shape {
+                words.push(word(size)?);
+            }
+            for leaf in &strides {
+                for &stride in leaf {
+                    words.push(word(stride)?);
+                }
+            }
+            shape.len()
+        };
+        let mut params: Vec<u8> = Vec::new();
+        for tensor in leaves.iter().chain(&outputs) {
+            let address = tensor
+                .device_address()
+                .ok_or_else(|| too_large("sub-byte tensors have no element addresses".into()))?;
+            params.extend_from_slice(&address.to_le_bytes());
+        }
+        for word in words {
+            params.extend_from_slice(&word.to_le_bytes());
+        }
+        let (count, groups) = match fused.reduced_length {
+            Some(reduced) => {
+                let rows = n_elements / reduced;
+                (rows, (rows as u64).min(MAX_REDUCE_GROUPS))
+            }
+            None => (
+                n_elements,
+                (n_elements as u64).div_ceil(u64::from(WORKGROUP_SIZE)),
+            ),
+        };
+        let max_groups = device.capabilities().max_workgroup_count[0];
+        let groups = groups.min(u64::from(max_groups)) as u32;
+        let mut push = Vec::with_capacity(FUSED_PUSH_CONSTANT_BYTES);
+        push.extend_from_slice(&[0u8; 8]);
+        push.extend_from_slice(&word(count)?.to_le_bytes());
+        push.extend_from_slice(&word(rank)?.to_le_bytes());
+        push.extend_from_slice(&word(fused.reduced_length.unwrap_or(0))?.to_le_bytes());
+        push.extend_from_slice(&OPAQUE_WORD.to_le_bytes());
+        let mut accesses: Vec<BufferAccess<'_>> = leaves
+            .iter()
+            .map(|leaf| BufferAccess::Read(leaf.buffer()))
+            .collect();
+        for output in &outputs {
+            poison_output(output.buffer())?;
+            accesses.push(BufferAccess::Write(output.buffer()));
+        }
+        device.dispatch_with_params(&fused.kernel, [groups, 1, 1], &push, &params, 0, &accesses)?;
+        Ok(outputs)
+    }
+
+    /// A scalar u8 predicate, read back to the host.
+    fn predicate(&self, graph: &Graph, inputs: &[&Tensor]) -> Result<bool> {
+        let results = self.cache.run(graph, inputs)?;
+        let value = results
+            .first()
+            .ok_or_else(|| absent("cond", NodeId(0)))?
+            .to_vec::<u8>()?;
+        Ok(value.first().is_some_and(|&byte| byte != 0))
+    }
+
+    fn node(&self, id: NodeId) -> Result<Value> {
+        let graph = self.graph();
+        let node = graph.node(id);
+        let name = node.op.name();
+        let device = self.cache.device();
+        let ty = node.ty.tensor();
+        let tensor_value = |tensor: Tensor| Ok(Value::Tensor(tensor));
+        match &node.op {
+            Op::Parameter { .. } => Err(absent(name, id)),
+            Op::Literal { bytes } => {
+                let ty = graph.tensor_type(id);
+                tensor_value(Tensor::from_bytes(device, ty.dtype, &ty.shape, bytes)?)
+            }
+            Op::Constant { element } => {
+                let ty = graph.tensor_type(id);
+                let bytes = element.repeat(ty.n_elements());
+                tensor_value(Tensor::from_bytes(device, ty.dtype, &ty.shape, &bytes)?)
+            }
+            Op::Unary { op, input } => tensor_value(unary(*op, self.tensor(name, *input)?)?),
+            Op::Binary { op, left, right } => tensor_value(binary(
+                *op,
+                self.tensor(name, *left)?,
+                self.tensor(name, *right)?,
+            )?),
+            Op::AsType { input } => tensor_value(as_type(
+                self.tensor(name, *input)?,
+                graph.tensor_type(id).dtype,
+            )?),
+            Op::Select { .. } | Op::Clip { .. } => Err(Error::Unsupported {
+                op: name,
+                dtype: ty.map_or(DType::U8, |ty| ty.dtype),
+                detail: "only native real dtypes (no host path yet)".into(),
+            }),
+            Op::Reduce {
+                op,
+                input,
+                axes,
+                keep_axes,
+                tie_break,
+            } => tensor_value(reduce(
+                *op,
+                self.tensor(name, *input)?,
+                &ReduceOptions {
+                    axes: Some(axes),
+                    keep_axes: *keep_axes,
+                    tie_break: *tie_break,
+                    ..ReduceOptions::default()
+                },
+            )?),
+            Op::Dot { left, .. } => Err(Error::Unsupported {
+                op: name,
+                dtype: self.tensor(name, *left)?.dtype(),
+                detail: "nxvk-kernels has no eager dot yet, so plans with dot cannot run".into(),
+            }),
+            Op::Elem { tuple, index } => match &self.values[tuple.index()] {
+                Value::Tuple(items) => items
+                    .get(*index)
+                    .cloned()
+                    .map(Value::Tensor)
+                    .ok_or_else(|| absent(name, id)),
+                Value::Tensor(_) | Value::Absent => Err(absent(name, id)),
+            },
+            Op::Fun { .. } => Ok(Value::Absent),
+            Op::Cond {
+                inputs,
+                clauses,
+                otherwise,
+            } => {
+                let inputs = self.tensors(name, inputs)?;
+                let inputs: Vec<&Tensor> = inputs.iter().collect();
+                for clause in clauses {
+                    if self.predicate(&clause.predicate, &inputs)? {
+                        return Ok(Value::Tuple(self.cache.run(&clause.body, &inputs)?));
+                    }
+                }
+                Ok(Value::Tuple(self.cache.run(otherwise, &inputs)?))
+            }
+            Op::While {
+                initial,
+                condition,
+                body,
+            } => {
+                let mut state = self.tensors(name, initial)?;
+                loop {
+                    let inputs: Vec<&Tensor> = state.iter().collect();
+                    if !self.predicate(condition, &inputs)? {
+                        return Ok(Value::Tuple(state));
+                    }
+                    state = self.cache.run(body, &inputs)?;
+                }
+            }
+            Op::Block {
+                inputs, default, ..
+            } => {
+                // No block has a native kernel in the catalog yet: run its default expression.
+                let inputs = self.tensors(name, inputs)?;
+                let inputs: Vec<&Tensor> = inputs.iter().collect();
+                Ok(Value::Tuple(self.cache.run(default, &inputs)?))
+            }
+            Op::Metadata { input, .. } => Ok(Value::Tensor(self.tensor(name, *input)?.clone())),
+            op => {
+                let input = self.tensor(name, op.operands()[0])?;
+                let shape = &graph.tensor_type(id).shape;
+                let step = ViewStep::of(op, shape).ok_or_else(|| absent(name, id))?;
+                tensor_value(step.apply(input)?)
+            }
+        }
+    }
+}
+
+impl Plan {
+    /// Runs this plan on `inputs` (one per graph parameter, of its dtype and shape).
+    pub(crate) fn execute(&self, cache: &PlanCache, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let graph = &self.graph;
+        let given: Vec<(DType, &[usize])> = inputs
+            .iter()
+            .map(|tensor| (tensor.dtype(), tensor.shape()))
+            .collect();
+        let wanted: Vec<(DType, &[usize])> = graph
+            .parameters()
+            .iter()
+            .map(|parameter| (parameter.dtype, &parameter.shape[..]))
+            .collect();
+        if given != wanted {
+            return Err(Error::BadOperands {
+                op: "run plan",
+                shapes: inputs
+                    .iter()
+                    .map(|tensor| tensor.shape().to_vec())
+                    .collect(),
+                dtypes: inputs.iter().map(|tensor| tensor.dtype()).collect(),
+                detail: format!("the graph takes {:?}", graph.parameters()),
+            });
+        }
+        if inputs
+            .iter()
+            .any(|tensor| !Arc::ptr_eq(tensor.device(), cache.device()))
+        {
+            return Err(Error::ForeignTensor { op: "run plan" });
+        }
+        let mut run = Run {
+            plan: self,
+            cache,
+            values: vec![Value::Absent; graph.nodes().len()],
+        };
+        for (id, node) in graph.nodes().iter().enumerate() {
+            if let Op::Parameter { index } = node.op {
+                run.values[id] = Value::Tensor(inputs[index].clone());
+            }
+        }
+        for (index, stage) in self.stages.iter().enumerate() {
+            match stage {
+                Stage::Fused(fused) => {
+                    let outputs = run.fused(fused)?;
+                    for (&root, output) in fused.roots.iter().zip(outputs) {
+                        run.values[root.index()] = Value::Tensor(output);
+                    }
+                }
+                Stage::View(id) | Stage::Node(id) => {
+                    run.values[id.index()] = run.node(*id)?;
+                }
+            }
+            for node in &self.freed_after[index] {
+                run.values[node.index()] = Value::Absent;
+            }
+        }
+        graph
+            .outputs()
+            .iter()
+            .map(|&output| run.tensor("graph output", output).cloned())
+            .collect()
+    }
+}

@@ -1,0 +1,327 @@
+//! The graph IR: an arena of nodes with typed handles, mirroring `Nx.Defn.Expr`.
+//!
+//! A [`Graph`] owns its nodes in creation order, which is a topological order: an operand
+//! always has a smaller [`NodeId`] than its user. Every node carries its op and its inferred
+//! output type (dtype and shape, or a tuple of them for `cond`, `while` and `block`), so later
+//! passes never re-derive types. Graphs are only made by [`GraphBuilder`](crate::GraphBuilder)
+//! (directly or through the decoder), which checks operands and infers types with Nx's rules:
+//! a `Graph` value is always well formed.
+//!
+//! Elementwise ops are the op table's [`UnaryOp`]/[`BinaryOp`] (one node kind each, not one
+//! per op), so every op the catalog gains is a graph op at once. Structural kinds (`fun`,
+//! `cond`, `while`, `block`) hold nested graphs whose parameters are the values passed in.
+
+use nxvk_core::DType;
+use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
+use std::sync::Arc;
+
+/// A handle to a node of one [`Graph`] (its position in the arena).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub(crate) u32);
+
+impl NodeId {
+    /// Position of the node in its graph's arena.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// The dtype and shape of one tensor value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TensorType {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+impl TensorType {
+    pub fn new(dtype: DType, shape: &[usize]) -> Self {
+        TensorType {
+            dtype,
+            shape: shape.to_vec(),
+        }
+    }
+
+    pub fn n_elements(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+/// What a node produces.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum NodeType {
+    /// One tensor.
+    Tensor(TensorType),
+    /// Several tensors (`cond`, `while`, `block`); read one with an `elem` node.
+    Tuple(Vec<TensorType>),
+    /// A function value (`fun`): its parameter and result types.
+    Function {
+        parameters: Vec<TensorType>,
+        results: Vec<TensorType>,
+    },
+}
+
+impl NodeType {
+    /// The tensor type, when the node produces exactly one tensor.
+    pub fn tensor(&self) -> Option<&TensorType> {
+        match self {
+            NodeType::Tensor(tensor) => Some(tensor),
+            NodeType::Tuple(_) | NodeType::Function { .. } => None,
+        }
+    }
+}
+
+/// Which values a `dot` contracts and batches over (Nx's `dot/6`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DotAxes {
+    pub contract_left: Vec<usize>,
+    pub batch_left: Vec<usize>,
+    pub contract_right: Vec<usize>,
+    pub batch_right: Vec<usize>,
+}
+
+/// One clause of a `cond`: a predicate graph (one u8 scalar output) and a body graph, both
+/// over the cond's inputs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CondClause {
+    pub predicate: Arc<Graph>,
+    pub body: Arc<Graph>,
+}
+
+/// The op of a node. Operands are [`NodeId`]s of the same graph.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// The `index`th input of the graph.
+    Parameter {
+        index: usize,
+    },
+    /// A scalar (one element, little-endian bytes of the node's dtype) broadcast to the node's
+    /// shape: Nx's `constant`.
+    Constant {
+        element: Vec<u8>,
+    },
+    /// A literal tensor (all elements, little-endian, row-major): Nx's `tensor`.
+    Literal {
+        bytes: Vec<u8>,
+    },
+    Unary {
+        op: UnaryOp,
+        input: NodeId,
+    },
+    Binary {
+        op: BinaryOp,
+        left: NodeId,
+        right: NodeId,
+    },
+    /// Conversion to the node's dtype (Nx's `as_type`).
+    AsType {
+        input: NodeId,
+    },
+    /// Broadcast to the node's shape; input axis `i` becomes output axis `axes[i]`.
+    Broadcast {
+        input: NodeId,
+        axes: Vec<usize>,
+    },
+    /// Same elements in row-major order, the node's shape.
+    Reshape {
+        input: NodeId,
+    },
+    Transpose {
+        input: NodeId,
+        permutation: Vec<usize>,
+    },
+    /// Removes the listed size-1 axes.
+    Squeeze {
+        input: NodeId,
+        axes: Vec<usize>,
+    },
+    /// `lengths` elements from `starts`, every `strides`th.
+    Slice {
+        input: NodeId,
+        starts: Vec<usize>,
+        lengths: Vec<usize>,
+        strides: Vec<usize>,
+    },
+    /// Elementwise `predicate != 0 ? on_true : on_false`, broadcasting all three.
+    Select {
+        predicate: NodeId,
+        on_true: NodeId,
+        on_false: NodeId,
+    },
+    /// `min(max(input, min), max)` with scalar bounds.
+    Clip {
+        input: NodeId,
+        min: NodeId,
+        max: NodeId,
+    },
+    /// A reduction over `axes` (sorted; argmax/argmin: one axis, or all axes when empty
+    /// and `all_axes`).
+    Reduce {
+        op: ReduceOp,
+        input: NodeId,
+        axes: Vec<usize>,
+        keep_axes: bool,
+        tie_break: TieBreak,
+    },
+    Dot {
+        left: NodeId,
+        right: NodeId,
+        axes: DotAxes,
+    },
+    /// Element `index` of a tuple-valued node.
+    Elem {
+        tuple: NodeId,
+        index: usize,
+    },
+    /// A value passed through with a label (Nx's `metadata`; hooks and stop_grad live here).
+    Metadata {
+        input: NodeId,
+        label: String,
+    },
+    /// A function value: `body`'s parameters are the function's arguments.
+    Fun {
+        body: Arc<Graph>,
+    },
+    /// The first clause whose predicate holds runs its body, else `otherwise`; all over
+    /// `inputs`, all with the same output types.
+    Cond {
+        inputs: Vec<NodeId>,
+        clauses: Vec<CondClause>,
+        otherwise: Arc<Graph>,
+    },
+    /// `state = initial; while condition(state) != 0 { state = body(state) }`.
+    While {
+        initial: Vec<NodeId>,
+        condition: Arc<Graph>,
+        body: Arc<Graph>,
+    },
+    /// An optional fused kernel named `name` (Nx's `block`/`optional`): a native kernel where
+    /// the catalog has one, else `default` over `inputs`.
+    Block {
+        name: String,
+        inputs: Vec<NodeId>,
+        default: Arc<Graph>,
+    },
+}
+
+impl Op {
+    /// Nx's name of the op (for error messages and stage names).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Parameter { .. } => "parameter",
+            Op::Constant { .. } => "constant",
+            Op::Literal { .. } => "tensor",
+            Op::Unary { op, .. } => op.name(),
+            Op::Binary { op, .. } => op.name(),
+            Op::AsType { .. } => "as_type",
+            Op::Broadcast { .. } => "broadcast",
+            Op::Reshape { .. } => "reshape",
+            Op::Transpose { .. } => "transpose",
+            Op::Squeeze { .. } => "squeeze",
+            Op::Slice { .. } => "slice",
+            Op::Select { .. } => "select",
+            Op::Clip { .. } => "clip",
+            Op::Reduce { op, .. } => op.name(),
+            Op::Dot { .. } => "dot",
+            Op::Elem { .. } => "elem",
+            Op::Metadata { .. } => "metadata",
+            Op::Fun { .. } => "fun",
+            Op::Cond { .. } => "cond",
+            Op::While { .. } => "while",
+            Op::Block { .. } => "block",
+        }
+    }
+
+    /// The operands of this node in the same graph (nested graphs excluded).
+    pub fn operands(&self) -> Vec<NodeId> {
+        match self {
+            Op::Parameter { .. } | Op::Constant { .. } | Op::Literal { .. } | Op::Fun { .. } => {
+                Vec::new()
+            }
+            Op::Unary { input, .. }
+            | Op::AsType { input }
+            | Op::Broadcast { input, .. }
+            | Op::Reshape { input }
+            | Op::Transpose { input, .. }
+            | Op::Squeeze { input, .. }
+            | Op::Slice { input, .. }
+            | Op::Reduce { input, .. }
+            | Op::Metadata { input, .. } => vec![*input],
+            Op::Elem { tuple, .. } => vec![*tuple],
+            Op::Binary { left, right, .. } | Op::Dot { left, right, .. } => vec![*left, *right],
+            Op::Select {
+                predicate,
+                on_true,
+                on_false,
+            } => vec![*predicate, *on_true, *on_false],
+            Op::Clip { input, min, max } => vec![*input, *min, *max],
+            Op::Cond { inputs, .. } | Op::Block { inputs, .. } => inputs.clone(),
+            Op::While { initial, .. } => initial.clone(),
+        }
+    }
+}
+
+/// One node: its op and the type it produces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub op: Op,
+    pub ty: NodeType,
+}
+
+/// A graph: parameters, nodes in topological order, and the outputs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Graph {
+    pub(crate) parameters: Vec<TensorType>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) outputs: Vec<NodeId>,
+}
+
+impl Graph {
+    pub fn parameters(&self) -> &[TensorType] {
+        &self.parameters
+    }
+
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+
+    pub fn outputs(&self) -> &[NodeId] {
+        &self.outputs
+    }
+
+    /// The tensor type of `id` (only called on nodes the builder checked to be tensors).
+    pub(crate) fn tensor_type(&self, id: NodeId) -> &TensorType {
+        match &self.node(id).ty {
+            NodeType::Tensor(tensor) => tensor,
+            // The builder never lets a tuple or function reach a tensor operand.
+            NodeType::Tuple(_) | NodeType::Function { .. } => {
+                unreachable!("node {} is not a tensor", id.index())
+            }
+        }
+    }
+
+    /// The output types, in order.
+    pub fn output_types(&self) -> Vec<TensorType> {
+        self.outputs
+            .iter()
+            .map(|&id| self.tensor_type(id).clone())
+            .collect()
+    }
+
+    /// For each node, how many times it is used (as an operand or as a graph output).
+    pub fn use_counts(&self) -> Vec<usize> {
+        let mut counts = vec![0; self.nodes.len()];
+        for node in &self.nodes {
+            for operand in node.op.operands() {
+                counts[operand.index()] += 1;
+            }
+        }
+        for output in &self.outputs {
+            counts[output.index()] += 1;
+        }
+        counts
+    }
+}

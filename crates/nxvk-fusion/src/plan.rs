@@ -1,0 +1,365 @@
+//! The planner: which nodes are materialised, and the stages that compute them.
+//!
+//! Policy:
+//! - Elementwise nodes (the op table's unary and binary ops, `as_type`, `select`, `clip`,
+//!   constants) whose types the device runs natively are *fusible*; views (`broadcast`,
+//!   `reshape`, `transpose`, `squeeze`, `slice`) and `metadata` are transparent inside a fused
+//!   kernel (they only change which leaf element is read).
+//! - A node is *materialised* (written to memory) when it is a graph output, when a
+//!   non-fusible node uses it, or when it is not fusible itself. Everything else is inlined
+//!   into each kernel that uses it: with cross-stage CSE off (the default, [`PlanOptions`]) a
+//!   fusible node used by two kernels is recomputed by both, trading arithmetic for a write
+//!   and a read of memory; with it on, such a node is written once and read by both.
+//! - A materialised fusible node is a *root*; consecutive roots of one loop shape share one
+//!   kernel (multi-output graphs share one schedule), which evaluates each subexpression once
+//!   per element. A materialised view over a materialised value is a view stage: no copy.
+//! - Reductions whose input is a fusible expression and whose reduced axes are the trailing
+//!   ones (or all) take that expression as a fused prologue: the reduction kernel computes it
+//!   while it reads, so the expression is never written. Other nodes (reductions in general,
+//!   dot, literals, structural kinds) run one by one through the eager API of nxvk-kernels.
+
+use crate::codegen::{Expression, LeafAccess, elementwise_shader, reduce_shader};
+use crate::graph::{Graph, NodeId, Op};
+use nxvk_core::{Capabilities, DType, Device, Kernel, Result};
+use nxvk_kernels::catalog::{device_supports, elem_of};
+use nxvk_kernels::codegen::output_elem;
+use nxvk_kernels::op_table::expression;
+use nxvk_kernels::reduce::{Accumulation, accumulator_elem, result_dtype};
+use nxvk_kernels::types::{binary_types, unary_types};
+use nxvk_kernels::{Elem, ReduceOp};
+use std::sync::Arc;
+
+/// Planner switches, each a knob with a default chosen by a race.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct PlanOptions {
+    /// Cross-stage CSE: write a fusible node used by several kernels once instead of
+    /// recomputing it in each (`NXVK_KNOB_CSE=on|off`, off until `cargo xtask race cse` says
+    /// otherwise).
+    pub cross_stage_cse: bool,
+}
+
+impl PlanOptions {
+    /// The defaults, overridden by `NXVK_KNOB_CSE`.
+    pub fn from_env() -> Self {
+        let cross_stage_cse = match std::env::var("NXVK_KNOB_CSE").as_deref() {
+            Ok("on") => true,
+            Ok("off") | Err(_) => false,
+            Ok(other) => {
+                eprintln!("nxvk: ignoring NXVK_KNOB_CSE={other:?}: expected on or off");
+                false
+            }
+        };
+        PlanOptions { cross_stage_cse }
+    }
+}
+
+/// A generated kernel with what it reads and writes.
+#[derive(Debug)]
+pub struct FusedKernel {
+    pub(crate) kernel: Arc<Kernel>,
+    /// The loop's shape (of every root; for a reduction, of its input).
+    pub(crate) loop_shape: Vec<usize>,
+    pub(crate) leaves: Vec<LeafAccess>,
+    /// Nodes written, contiguous (a reduction writes one: its own node).
+    pub(crate) roots: Vec<NodeId>,
+    /// For a reduction: elements reduced per output (the trailing part of the loop).
+    pub(crate) reduced_length: Option<usize>,
+}
+
+/// One step of a plan.
+#[derive(Debug)]
+pub enum Stage {
+    /// A generated kernel (elementwise, or a reduction with its prologue).
+    Fused(FusedKernel),
+    /// A view of a materialised value (no copy unless the layout cannot express it).
+    View(NodeId),
+    /// One node through the eager API (or the executor, for structural kinds).
+    Node(NodeId),
+}
+
+/// What the planner produced for one graph and input types.
+#[derive(Debug)]
+pub struct Plan {
+    pub(crate) graph: Arc<Graph>,
+    pub(crate) stages: Vec<Stage>,
+    /// For each stage, the values no later stage reads (graph outputs are never listed).
+    pub(crate) freed_after: Vec<Vec<NodeId>>,
+    /// GLSL sources generated for this plan.
+    pub(crate) generated_kernels: usize,
+}
+
+impl Plan {
+    /// Stages in execution order.
+    pub fn stages(&self) -> &[Stage] {
+        &self.stages
+    }
+
+    /// How many of the stages are generated kernels.
+    pub fn fused_kernels(&self) -> usize {
+        self.stages
+            .iter()
+            .filter(|stage| matches!(stage, Stage::Fused(_)))
+            .count()
+    }
+}
+
+fn native_on(capabilities: &Capabilities, dtype: DType) -> Option<Elem> {
+    elem_of(dtype).filter(|&elem| device_supports(capabilities, elem))
+}
+
+/// True for views and metadata: nodes a fused kernel passes through without computing.
+fn is_transparent(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Broadcast { .. }
+            | Op::Reshape { .. }
+            | Op::Transpose { .. }
+            | Op::Squeeze { .. }
+            | Op::Slice { .. }
+            | Op::Metadata { .. }
+    )
+}
+
+/// True when `id` is an elementwise node a fused kernel can compute on this device.
+fn is_computable(graph: &Graph, capabilities: &Capabilities, id: NodeId) -> bool {
+    let node = graph.node(id);
+    let elementwise = matches!(
+        node.op,
+        Op::Constant { .. }
+            | Op::AsType { .. }
+            | Op::Select { .. }
+            | Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::Clip { .. }
+    );
+    // Only elementwise nodes are looked at further: their operands are tensors.
+    if !elementwise {
+        return false;
+    }
+    let dtype_of = |operand: NodeId| graph.tensor_type(operand).dtype;
+    let native = |dtype: DType| native_on(capabilities, dtype).is_some();
+    let Some(result) = node.ty.tensor().map(|tensor| tensor.dtype) else {
+        return false;
+    };
+    if !native(result) || !node.op.operands().iter().all(|&id| native(dtype_of(id))) {
+        return false;
+    }
+    let has_kernel = |spec: &nxvk_kernels::OpSpec, compute: DType| {
+        native_on(capabilities, compute).is_some_and(|elem| {
+            expression(spec, elem).is_some() && output_elem(spec, elem) == elem_of(result)
+        })
+    };
+    match &node.op {
+        Op::Constant { .. } | Op::AsType { .. } | Op::Select { .. } => true,
+        Op::Unary { op, input } => unary_types(*op, dtype_of(*input), &[])
+            .is_ok_and(|types| has_kernel(&op.spec(), types.compute)),
+        Op::Binary { op, left, right } => binary_types(*op, dtype_of(*left), dtype_of(*right), &[])
+            .is_ok_and(|types| has_kernel(&op.spec(), types.compute)),
+        Op::Clip { .. } => !result.is_complex(),
+        _ => false,
+    }
+}
+
+/// A reduction whose prologue can be fused: a non-arg reduction over the trailing axes (or
+/// all), whose accumulator is its result type (so no cast follows), on a native input.
+#[derive(Debug, Clone, Copy)]
+struct PrologueReduction {
+    op: ReduceOp,
+    input: NodeId,
+    input_elem: Elem,
+    /// Elements reduced per output.
+    reduced_length: usize,
+}
+
+fn prologue_reduction(
+    graph: &Graph,
+    capabilities: &Capabilities,
+    id: NodeId,
+) -> Option<PrologueReduction> {
+    let Op::Reduce {
+        op, input, axes, ..
+    } = &graph.node(id).op
+    else {
+        return None;
+    };
+    let input_type = graph.tensor_type(*input);
+    let input_elem = native_on(capabilities, input_type.dtype)?;
+    let rank = input_type.shape.len();
+    let trailing = axes.iter().copied().eq(rank - axes.len()..rank);
+    let accumulator = accumulator_elem(*op, input_elem, Accumulation::Native);
+    let same_type = elem_of(result_dtype(*op, input_type.dtype)) == Some(accumulator);
+    let supported = device_supports(capabilities, accumulator) && !op.is_arg();
+    let reduced_length: usize = axes.iter().map(|&axis| input_type.shape[axis]).product();
+    (trailing && same_type && supported && reduced_length > 0).then_some(PrologueReduction {
+        op: *op,
+        input: *input,
+        input_elem,
+        reduced_length,
+    })
+}
+
+/// Plans `graph` for `device`, compiling its generated kernels.
+pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> Result<Plan> {
+    let capabilities = device.capabilities();
+    let n = graph.nodes().len();
+    let ids = || (0..n).map(|index| NodeId(index as u32));
+
+    // Nodes the outputs need, and how often each is used by needed nodes.
+    let mut needed = vec![false; n];
+    for &output in graph.outputs() {
+        needed[output.index()] = true;
+    }
+    let mut uses = vec![0usize; n];
+    for id in ids().rev() {
+        if needed[id.index()] {
+            for operand in graph.node(id).op.operands() {
+                needed[operand.index()] = true;
+                uses[operand.index()] += 1;
+            }
+        }
+    }
+    let computable: Vec<bool> = ids()
+        .map(|id| is_computable(&graph, capabilities, id))
+        .collect();
+    let transparent: Vec<bool> = ids().map(|id| is_transparent(&graph.node(id).op)).collect();
+    let prologue_reductions: Vec<Option<PrologueReduction>> = ids()
+        .map(|id| prologue_reduction(&graph, capabilities, id))
+        .collect();
+    let fusible = |id: NodeId| computable[id.index()] || transparent[id.index()];
+
+    let mut materialised = vec![false; n];
+    for &output in graph.outputs() {
+        materialised[output.index()] = true;
+    }
+    for id in ids().rev() {
+        if !needed[id.index()] {
+            continue;
+        }
+        if !fusible(id) {
+            materialised[id.index()] = true;
+        }
+        if options.cross_stage_cse && computable[id.index()] && uses[id.index()] > 1 {
+            materialised[id.index()] = true;
+        }
+        let node = graph.node(id);
+        let user_fuses_operands = fusible(id) || prologue_reductions[id.index()].is_some();
+        for operand in node.op.operands() {
+            // Non-fusible users read their operands from memory; a materialised view makes
+            // its view operand materialised too (a chain of views is a chain of free views).
+            let view_chain =
+                transparent[id.index()] && materialised[id.index()] && transparent[operand.index()];
+            if !user_fuses_operands || view_chain {
+                materialised[operand.index()] = true;
+            }
+        }
+    }
+
+    let mut stages: Vec<Stage> = Vec::new();
+    // Roots of the elementwise kernel being gathered, and its loop shape.
+    let mut pending: Vec<NodeId> = Vec::new();
+    let flush = |pending: &mut Vec<NodeId>, stages: &mut Vec<Stage>| -> Result<()> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let roots = std::mem::take(pending);
+        let is_leaf = |node: NodeId| materialised[node.index()] && !roots.contains(&node);
+        let expression = Expression::build(&graph, &roots, &is_leaf)?;
+        let outputs: Vec<Elem> = roots
+            .iter()
+            .map(|&root| elem_of(graph.tensor_type(root).dtype).unwrap_or(Elem::U8))
+            .collect();
+        let source = elementwise_shader(&expression, &outputs);
+        let kernel = compile(device, "fused_elementwise", &source)?;
+        stages.push(Stage::Fused(FusedKernel {
+            kernel,
+            loop_shape: graph.tensor_type(roots[0]).shape.clone(),
+            leaves: expression.leaves,
+            roots,
+            reduced_length: None,
+        }));
+        Ok(())
+    };
+    for id in ids() {
+        if !needed[id.index()] || !materialised[id.index()] {
+            continue;
+        }
+        let node = graph.node(id);
+        if matches!(node.op, Op::Parameter { .. }) {
+            continue;
+        }
+        if transparent[id.index()]
+            && node
+                .op
+                .operands()
+                .iter()
+                .all(|operand| materialised[operand.index()])
+        {
+            flush(&mut pending, &mut stages)?;
+            stages.push(Stage::View(id));
+        } else if fusible(id) {
+            let shape = &graph.tensor_type(id).shape;
+            if pending
+                .first()
+                .is_some_and(|&first| &graph.tensor_type(first).shape != shape)
+            {
+                flush(&mut pending, &mut stages)?;
+            }
+            pending.push(id);
+        } else if let Some(reduction) = prologue_reductions[id.index()] {
+            flush(&mut pending, &mut stages)?;
+            let is_leaf = |node: NodeId| materialised[node.index()];
+            let expression = Expression::build(&graph, &[reduction.input], &is_leaf)?;
+            let source = reduce_shader(&expression, reduction.op, reduction.input_elem);
+            let kernel = compile(device, "fused_reduce", &source)?;
+            stages.push(Stage::Fused(FusedKernel {
+                kernel,
+                loop_shape: graph.tensor_type(reduction.input).shape.clone(),
+                leaves: expression.leaves,
+                roots: vec![id],
+                reduced_length: Some(reduction.reduced_length),
+            }));
+        } else {
+            flush(&mut pending, &mut stages)?;
+            stages.push(Stage::Node(id));
+        }
+    }
+    flush(&mut pending, &mut stages)?;
+
+    let mut last_use: Vec<Option<usize>> = vec![None; n];
+    for (index, stage) in stages.iter().enumerate() {
+        let read: Vec<NodeId> = match stage {
+            Stage::Fused(fused) => fused.leaves.iter().map(|leaf| leaf.node).collect(),
+            Stage::View(id) | Stage::Node(id) => graph.node(*id).op.operands(),
+        };
+        for node in read {
+            last_use[node.index()] = Some(index);
+        }
+    }
+    for &output in graph.outputs() {
+        last_use[output.index()] = None;
+    }
+    let mut freed_after = vec![Vec::new(); stages.len()];
+    for (node, last) in last_use.iter().enumerate() {
+        if let Some(stage) = last {
+            freed_after[*stage].push(NodeId(node as u32));
+        }
+    }
+    let generated_kernels = stages
+        .iter()
+        .filter(|stage| matches!(stage, Stage::Fused(_)))
+        .count();
+    Ok(Plan {
+        graph,
+        stages,
+        freed_after,
+        generated_kernels,
+    })
+}
+
+/// The kernel of a generated `source`, named by its content hash (compiled through the
+/// device's content-addressed SPIR-V cache).
+fn compile(device: &Device, family: &str, source: &str) -> Result<Arc<Kernel>> {
+    let hash = blake3::hash(source.as_bytes()).to_hex();
+    let name = format!("{family}_{}", &hash[..16]);
+    device.kernel_from_glsl(&name, source, &[])
+}

@@ -1,0 +1,125 @@
+//! The plan cache: compile once, run many.
+//!
+//! Plans are keyed by the BLAKE3 hash of the graph's encoding (which holds the parameters'
+//! dtypes and shapes), the input types and the planner options. A second run of the same graph
+//! with new data finds its plan and does no planning, no code generation and no pipeline
+//! build; [`FusionCounters`] (and the device's pipeline counters) prove it. Generated SPIR-V is
+//! content-addressed on disk by nxvk-core, so a new process compiles no GLSL it compiled
+//! before either. Plans hold the device's kernels, so a cache belongs to one device.
+
+use crate::encoding::{decode, encode};
+use crate::graph::{Graph, TensorType};
+use crate::plan::{Plan, PlanOptions, plan};
+use nxvk_core::{Device, Result, Tensor};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What the cache did so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FusionCounters {
+    /// Graphs planned (a cache miss: the graph was walked, decoded if encoded, and planned).
+    pub traces: u64,
+    /// GLSL sources generated for fused kernels.
+    pub codegens: u64,
+    /// Runs that found their plan.
+    pub cache_hits: u64,
+    /// Plans run (hits and misses).
+    pub runs: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct PlanKey {
+    graph_hash: [u8; 32],
+    inputs: Vec<TensorType>,
+    options: PlanOptions,
+}
+
+/// Plans for one device, by graph and input types.
+#[derive(Debug)]
+pub struct PlanCache {
+    device: Arc<Device>,
+    options: PlanOptions,
+    plans: Mutex<HashMap<PlanKey, Arc<Plan>>>,
+    counters: Mutex<FusionCounters>,
+}
+
+fn input_types(inputs: &[&Tensor]) -> Vec<TensorType> {
+    inputs
+        .iter()
+        .map(|tensor| TensorType::new(tensor.dtype(), tensor.shape()))
+        .collect()
+}
+
+impl PlanCache {
+    /// A cache with the planner options of the environment (`NXVK_KNOB_CSE`).
+    pub fn new(device: &Arc<Device>) -> Self {
+        PlanCache::with_options(device, PlanOptions::from_env())
+    }
+
+    pub fn with_options(device: &Arc<Device>, options: PlanOptions) -> Self {
+        PlanCache {
+            device: device.clone(),
+            options,
+            plans: Mutex::new(HashMap::new()),
+            counters: Mutex::new(FusionCounters::default()),
+        }
+    }
+
+    pub fn device(&self) -> &Arc<Device> {
+        &self.device
+    }
+
+    pub fn options(&self) -> PlanOptions {
+        self.options
+    }
+
+    pub fn counters(&self) -> FusionCounters {
+        *self.counters.lock()
+    }
+
+    /// The plan for `key`, built by `make` on a miss.
+    fn plan_for(&self, key: PlanKey, make: impl FnOnce() -> Result<Graph>) -> Result<Arc<Plan>> {
+        if let Some(plan) = self.plans.lock().get(&key) {
+            self.counters.lock().cache_hits += 1;
+            return Ok(plan.clone());
+        }
+        let planned = Arc::new(plan(Arc::new(make()?), &self.device, self.options)?);
+        let mut counters = self.counters.lock();
+        counters.traces += 1;
+        counters.codegens += planned.generated_kernels as u64;
+        drop(counters);
+        self.plans.lock().insert(key, planned.clone());
+        Ok(planned)
+    }
+
+    /// The plan of `graph` (planned and compiled on first use).
+    pub fn plan(&self, graph: &Graph) -> Result<Arc<Plan>> {
+        let key = PlanKey {
+            graph_hash: *blake3::hash(&encode(graph)).as_bytes(),
+            inputs: graph.parameters().to_vec(),
+            options: self.options,
+        };
+        self.plan_for(key, || Ok(graph.clone()))
+    }
+
+    /// Runs `graph` on `inputs`, one tensor per output.
+    pub fn run(&self, graph: &Graph, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let plan = self.plan(graph)?;
+        self.counters.lock().runs += 1;
+        plan.execute(self, inputs)
+    }
+
+    /// Runs the graph encoded in `bytes` (what the NIF receives): a cached plan is found by
+    /// the bytes' hash alone, without decoding them.
+    pub fn run_encoded(&self, bytes: &[u8], inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let key = PlanKey {
+            graph_hash: *blake3::hash(bytes).as_bytes(),
+            inputs: input_types(inputs),
+            options: self.options,
+        };
+        let plan = self.plan_for(key, || decode(bytes))?;
+        self.counters.lock().runs += 1;
+        plan.execute(self, inputs)
+    }
+}

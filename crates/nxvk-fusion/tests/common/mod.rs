@@ -1,0 +1,158 @@
+//! Shared test support: one device per test binary and a generator of random graphs.
+// Each test binary uses part of this module.
+#![allow(dead_code)]
+
+use nxvk_core::{Context, DType, Device};
+use nxvk_fusion::{Graph, GraphBuilder, NodeId};
+use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
+use std::sync::{Arc, OnceLock};
+
+/// One context per test binary: device creation costs time on lavapipe.
+pub fn device() -> Arc<Device> {
+    static CONTEXT: OnceLock<Context> = OnceLock::new();
+    let context = CONTEXT.get_or_init(|| Context::new().expect("a Vulkan device (lavapipe in CI)"));
+    context.device().expect("device")
+}
+
+/// Held by tests that count the shared device's dispatches, so that tests running on other
+/// threads do not add theirs to the count.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// splitmix64: small, seeded, reproducible from a proptest seed.
+#[derive(Debug, Clone)]
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, bound: usize) -> usize {
+        (self.next() % bound.max(1) as u64) as usize
+    }
+
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())]
+    }
+}
+
+/// Ops the random graphs draw from: exact ones, and transcendentals checked to an ulp bound.
+pub const UNARY: &[UnaryOp] = &[
+    UnaryOp::Negate,
+    UnaryOp::Abs,
+    UnaryOp::Floor,
+    UnaryOp::Exp,
+    UnaryOp::Sigmoid,
+    UnaryOp::Tanh,
+    UnaryOp::IsNan,
+];
+pub const BINARY: &[BinaryOp] = &[
+    BinaryOp::Add,
+    BinaryOp::Subtract,
+    BinaryOp::Multiply,
+    BinaryOp::Divide,
+    BinaryOp::Max,
+    BinaryOp::Min,
+    BinaryOp::Less,
+];
+pub const REDUCE: &[ReduceOp] = &[
+    ReduceOp::Sum,
+    ReduceOp::ReduceMax,
+    ReduceOp::ReduceMin,
+    ReduceOp::ArgMax,
+];
+
+/// A random graph over one or two parameters of `dtype`: `steps` nodes of elementwise,
+/// broadcast, reshape, transpose, reduction and (rarely) select/clip/slice kinds. Nodes the
+/// builder rejects (say a binary op on shapes that do not broadcast) are skipped; the graph's
+/// outputs are the last node and, at random, one more.
+pub fn random_graph(seed: u64, dtype: DType, steps: usize) -> (Graph, Vec<Vec<usize>>) {
+    let mut random = SplitMix(seed);
+    let shapes: [&[usize]; 6] = [&[], &[5], &[3, 4], &[2, 3, 4], &[4, 1], &[0, 3]];
+    let first = shapes[random.below(shapes.len())].to_vec();
+    let second = if random.below(2) == 0 {
+        first.clone()
+    } else {
+        first
+            .iter()
+            .skip(random.below(first.len() + 1))
+            .copied()
+            .collect()
+    };
+    let mut builder = GraphBuilder::new();
+    let mut nodes: Vec<NodeId> = vec![
+        builder.parameter(dtype, &first).expect("parameter"),
+        builder.parameter(dtype, &second).expect("parameter"),
+    ];
+    let shape_of = |builder: &GraphBuilder, id: NodeId| {
+        builder
+            .type_of(id)
+            .and_then(|ty| ty.tensor())
+            .expect("tensor")
+            .shape
+            .clone()
+    };
+    for _ in 0..steps {
+        let a = nodes[nodes.len() - 1 - random.below(nodes.len().min(3))];
+        let b = nodes[random.below(nodes.len())];
+        let made = match random.below(12) {
+            0..=2 => builder.unary(random.pick(UNARY), a),
+            3..=5 => builder.binary(random.pick(BINARY), a, b),
+            6 => {
+                let shape = shape_of(&builder, a);
+                let mut permutation: Vec<usize> = (0..shape.len()).collect();
+                permutation.reverse();
+                builder.transpose(a, &permutation)
+            }
+            7 => {
+                let shape = shape_of(&builder, a);
+                let count: usize = shape.iter().product();
+                builder.reshape(a, &[count])
+            }
+            8 => {
+                let shape = shape_of(&builder, a);
+                let axes = (!shape.is_empty()).then(|| vec![shape.len() - 1]);
+                let op = random.pick(REDUCE);
+                let keep = random.below(2) == 0;
+                builder.reduce(op, a, axes.as_deref(), keep, TieBreak::Low)
+            }
+            9 => {
+                let shape = shape_of(&builder, a);
+                let mut target = vec![2];
+                target.extend(&shape);
+                builder.broadcast_to(a, &target)
+            }
+            10 => {
+                let constant = builder.constant(dtype, 1.5).expect("constant");
+                builder.binary(random.pick(BINARY), a, constant)
+            }
+            _ => {
+                let predicate = builder.binary(BinaryOp::Less, a, b);
+                predicate.and_then(|predicate| builder.select(predicate, a, b))
+            }
+        };
+        if let Ok(id) = made {
+            // Keep graphs small: drop nodes whose result grew past a few hundred elements.
+            if shape_of(&builder, id).iter().product::<usize>() <= 512 {
+                nodes.push(id);
+            }
+        }
+    }
+    let mut outputs = vec![*nodes.last().expect("nodes")];
+    if random.below(2) == 0 {
+        outputs.push(nodes[2.min(nodes.len() - 1)]);
+    }
+    (
+        builder.finish(&outputs).expect("graph"),
+        vec![first, second],
+    )
+}
