@@ -24,8 +24,8 @@ use crate::catalog::{device_supports, dtype_of, elem_of};
 use crate::codegen::storage_bytes;
 use crate::dot_autotune::{TuneKey, candidates, choose, default_config};
 use crate::dot_codegen::{
-    GEMM_PUSH_CONSTANT_BYTES, OperandOrder, TileConfig, gemm_accumulator, gemm_kernel_name,
-    gemm_shader, has_vector_loads,
+    GEMM_PARAMS_ADDRESS_OFFSET, GEMM_PUSH_CONSTANT_BYTES, OperandOrder, TileConfig,
+    gemm_accumulator, gemm_kernel_name, gemm_shader, has_vector_loads,
 };
 use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::op_table::Elem;
@@ -75,11 +75,11 @@ impl Groups {
 }
 
 /// One operand as a strided [batch][rows][columns] stack.
-struct Matrices {
-    tensor: Tensor,
-    batch_stride: usize,
-    first_stride: usize,
-    second_stride: usize,
+pub(crate) struct Matrices {
+    pub(crate) tensor: Tensor,
+    pub(crate) batch_stride: usize,
+    pub(crate) first_stride: usize,
+    pub(crate) second_stride: usize,
 }
 
 /// (size, stride) of `axes` of a view collapsed into one axis, if its strides allow.
@@ -280,6 +280,7 @@ pub fn dot_with_config(
         k,
         a,
         b,
+        convolution: None,
     };
     if let Some(config) = config
         && !candidates(elem, device.capabilities()).contains(&config)
@@ -299,19 +300,29 @@ pub fn dot_with_config(
 }
 
 /// One batched GEMM: `a` is [batch][M][K] (first = M, second = K), `b` is [batch][K][N]
-/// (first = K, second = N).
-struct Problem {
-    elem: Elem,
-    batches: usize,
-    m: usize,
-    n: usize,
-    k: usize,
-    a: Matrices,
-    b: Matrices,
+/// (first = K, second = N), or, with `convolution` (the gather's parameter block, see
+/// `dot_codegen::convolution_loader`), a convolution input whose strides live in that block.
+pub(crate) struct Problem {
+    pub(crate) elem: Elem,
+    pub(crate) batches: usize,
+    pub(crate) m: usize,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+    pub(crate) a: Matrices,
+    pub(crate) b: Matrices,
+    pub(crate) convolution: Option<Vec<u8>>,
 }
 
 impl Problem {
     fn order(&self) -> OperandOrder {
+        if self.convolution.is_some() {
+            return OperandOrder {
+                a_k_contiguous: self.a.second_stride == 1,
+                b_n_contiguous: true,
+                vector_loads: false,
+                b_is_convolution_input: true,
+            };
+        }
         let a_k_contiguous = self.a.second_stride == 1 || self.k == 1;
         let b_n_contiguous = self.b.second_stride == 1 || self.n == 1;
         // Four-wide staging along each operand's dense axis: that axis has stride 1 and a
@@ -343,6 +354,7 @@ impl Problem {
             a_k_contiguous,
             b_n_contiguous,
             vector_loads: has_vector_loads(self.elem) && a_vector && b_vector,
+            b_is_convolution_input: false,
         }
     }
 
@@ -365,7 +377,9 @@ impl Problem {
         self.k.div_ceil(depth)
     }
 
-    fn run(&self, forced: Option<TileConfig>) -> Result<Tensor> {
+    /// Runs the GEMM (with `forced` tiles, or the autotuner's) and returns C as a dense
+    /// [batch][M][N] tensor of the result type.
+    pub(crate) fn run(&self, forced: Option<TileConfig>) -> Result<Tensor> {
         let device = self.a.tensor.device().clone();
         let order = self.order();
         if let Some(config) = forced {
@@ -374,7 +388,8 @@ impl Problem {
         let default = default_config(self.batches, self.m, self.n);
         let multiply_adds =
             (self.batches as u64) * (self.m as u64) * (self.n as u64) * (self.k as u64);
-        let key = TuneKey::of(self.elem, self.batches, self.m, self.n, self.k);
+        let key = TuneKey::of(self.elem, self.batches, self.m, self.n, self.k)
+            .for_convolution(self.convolution.is_some());
         let config = choose(&device, key, multiply_adds, default, |config| {
             device.gpu_time(|| self.run_with(config, order).map(drop))
         });
@@ -448,6 +463,8 @@ impl Problem {
         ] {
             push.extend_from_slice(&word(value)?.to_le_bytes());
         }
+        // The parameter block's address, written by the device when it records the dispatch.
+        push.extend_from_slice(&0u64.to_le_bytes());
         let limits = device.capabilities().max_workgroup_count;
         let groups = [
             self.n.div_ceil(config.tile_n as usize),
@@ -463,16 +480,23 @@ impl Problem {
             });
         }
         poison_output(output.buffer())?;
-        device.dispatch(
-            &kernel,
-            [groups[0] as u32, groups[1] as u32, groups[2] as u32],
-            &push,
-            &[
-                BufferAccess::Read(self.a.tensor.buffer()),
-                BufferAccess::Read(self.b.tensor.buffer()),
-                BufferAccess::Write(output.buffer()),
-            ],
-        )?;
+        let group_counts = [groups[0] as u32, groups[1] as u32, groups[2] as u32];
+        let accesses = [
+            BufferAccess::Read(self.a.tensor.buffer()),
+            BufferAccess::Read(self.b.tensor.buffer()),
+            BufferAccess::Write(output.buffer()),
+        ];
+        match &self.convolution {
+            None => device.dispatch(&kernel, group_counts, &push, &accesses)?,
+            Some(params) => device.dispatch_with_params(
+                &kernel,
+                group_counts,
+                &push,
+                params,
+                GEMM_PARAMS_ADDRESS_OFFSET,
+                &accesses,
+            )?,
+        }
         if splits == 1 {
             return output.reshape(&[self.batches, self.m, self.n]);
         }

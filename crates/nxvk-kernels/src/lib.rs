@@ -27,6 +27,7 @@
 
 pub mod catalog;
 mod codegen;
+pub mod conv;
 pub mod coverage;
 pub mod dot;
 pub mod dot_autotune;
@@ -44,6 +45,7 @@ pub mod types;
 
 pub use catalog::{CatalogKernel, binary_kernel, cast_kernel, dtype_of, elem_of, unary_kernel};
 pub use codegen::{cast_shader, op_shader};
+pub use conv::{ConvOptions, conv};
 pub use dot::{dot, dot_with_config};
 pub use dot_codegen::{OperandOrder, TileConfig, gemm_shader};
 pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};
