@@ -32,6 +32,7 @@ pub mod coverage;
 pub mod dot;
 pub mod dot_autotune;
 pub mod dot_codegen;
+pub mod dot_cooperative;
 mod fallback;
 mod launch;
 pub mod movement;

@@ -545,3 +545,106 @@ fn integer_products_wrap() {
         vec![44]
     );
 }
+
+/// f16 problems whose sizes fit the cooperative-matrix tiles (M a multiple of 64, N of 128, K
+/// of 16; row- or column-major operands; batched and split-K): on a device with f16
+/// cooperative matrices (the H200) these run that kernel, elsewhere the tiled template; the
+/// results must match the reference either way.
+#[test]
+fn cooperative_matrix_sized_f16_problems() {
+    let mut rng = SplitMix(31);
+    let uses_cooperative =
+        nxvk_kernels::dot_cooperative::has_f16_cooperative_matrices(device().capabilities());
+    eprintln!("f16 cooperative matrices on this device: {uses_cooperative}");
+    for (a_shape, b_shape, contract_a, batch_a, contract_b, batch_b, a_view) in [
+        (
+            vec![128, 48],
+            vec![48, 256],
+            vec![1],
+            vec![],
+            vec![0],
+            vec![],
+            ViewKind::Contiguous,
+        ),
+        (
+            vec![32, 64],
+            vec![32, 128],
+            vec![0],
+            vec![],
+            vec![0],
+            vec![],
+            ViewKind::Transposed,
+        ),
+        (
+            vec![2, 64, 32],
+            vec![2, 32, 128],
+            vec![2],
+            vec![0],
+            vec![1],
+            vec![0],
+            ViewKind::Contiguous,
+        ),
+        (
+            vec![64, 1024],
+            vec![1024, 128],
+            vec![1],
+            vec![],
+            vec![0],
+            vec![],
+            ViewKind::Contiguous,
+        ),
+    ] {
+        let case = Case {
+            a_shape,
+            b_shape,
+            contract_a,
+            batch_a,
+            contract_b,
+            batch_b,
+        };
+        let (a, a_values) = input(DType::F16, &case.a_shape, a_view, false, &mut rng);
+        let (b, b_values) = input(
+            DType::F16,
+            &case.b_shape,
+            ViewKind::Contiguous,
+            false,
+            &mut rng,
+        );
+        let output = dot(
+            &a,
+            &case.contract_a,
+            &case.batch_a,
+            &b,
+            &case.contract_b,
+            &case.batch_b,
+        )
+        .unwrap();
+        let (expected, magnitudes, k) = reference_dot(&case, &a_values, &b_values, DType::F16);
+        check_all(DType::F16, &read(&output), &expected, &magnitudes, k)
+            .unwrap_or_else(|why| panic!("{case:?}: {why}"));
+    }
+}
+
+/// The contractions Nx.Defn.Grad builds for dot's backward pass: over axis 0 of both operands
+/// (the weight gradient, x^T . dy) and over axis 1 of both (the input gradient, dy . w^T).
+#[test]
+fn gradient_contractions() {
+    let mut rng = SplitMix(32);
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        for (a_shape, b_shape, axis) in [(vec![9, 5], vec![9, 7], 0), (vec![6, 11], vec![4, 11], 1)]
+        {
+            let case = Case {
+                a_shape,
+                b_shape,
+                contract_a: vec![axis],
+                batch_a: vec![],
+                contract_b: vec![axis],
+                batch_b: vec![],
+            };
+            let (_, actual, expected, magnitudes, k) =
+                run_case(&case, dtype, dtype, false, &mut rng);
+            check_all(dtype, &actual, &expected, &magnitudes, k)
+                .unwrap_or_else(|why| panic!("{dtype} {case:?}: {why}"));
+        }
+    }
+}
