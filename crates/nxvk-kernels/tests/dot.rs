@@ -648,3 +648,20 @@ fn gradient_contractions() {
         }
     }
 }
+
+/// The coverage report lists dot and conv: GPU for native dtypes, unsupported for complex.
+#[test]
+fn coverage_lists_dot_and_conv() {
+    use nxvk_kernels::coverage::{Cell, coverage};
+    let rows = coverage(device().capabilities());
+    for op in ["dot", "conv"] {
+        let row = rows
+            .iter()
+            .find(|row| row.op == op)
+            .expect("a coverage row");
+        let cell = |dtype: DType| row.cells.iter().find(|(d, _)| *d == dtype).unwrap().1;
+        assert_eq!(cell(DType::F32), Cell::Gpu, "{op} f32");
+        assert_eq!(cell(DType::S8), Cell::Gpu, "{op} s8");
+        assert_eq!(cell(DType::C64), Cell::Unsupported, "{op} c64");
+    }
+}
