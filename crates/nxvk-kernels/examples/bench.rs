@@ -9,7 +9,7 @@
 //! workloads (and renames them by size) so lavapipe can run them as a regression check.
 
 use nxvk_core::{BufferAccess, Context, DType, Device, Result, Tensor};
-use nxvk_kernels::{TieBreak, movement, ops, reduce};
+use nxvk_kernels::{ConvOptions, TieBreak, conv, dot, movement, ops, reduce};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -65,7 +65,37 @@ fn main() {
     } else {
         (1 << 14, "16Kx16K")
     };
+    let (gemm_side, batched_gemm) = if quick {
+        (1024, (16, 128))
+    } else {
+        (8192, (512, 256))
+    };
+    let conv_batch = if quick { 2 } else { 32 };
     let workloads: Vec<(String, Workload)> = vec![
+        (
+            format!("conv_f32_n{conv_batch}c64h56k64r3"),
+            Box::new(move |b| b.conv(conv_batch)),
+        ),
+        (
+            format!("sgemm_{gemm_side}"),
+            Box::new(move |b| b.gemm(DType::F32, 1, gemm_side)),
+        ),
+        (
+            format!("dgemm_{gemm_side}"),
+            Box::new(move |b| b.gemm(DType::F64, 1, gemm_side)),
+        ),
+        (
+            format!("hgemm_{gemm_side}"),
+            Box::new(move |b| b.gemm(DType::F16, 1, gemm_side)),
+        ),
+        (
+            format!("bf16gemm_{gemm_side}"),
+            Box::new(move |b| b.gemm(DType::BF16, 1, gemm_side)),
+        ),
+        (
+            format!("bgemm_f32_{}x{}", batched_gemm.0, batched_gemm.1),
+            Box::new(move |b| b.gemm(DType::F32, batched_gemm.0, batched_gemm.1)),
+        ),
         (
             format!("add_f32_{big_label}"),
             Box::new(move |b| b.add(big)),
@@ -167,6 +197,14 @@ impl Record {
         }
     }
 
+    fn teraflops(flops: f64, time: Duration) -> Record {
+        Record {
+            value: flops / time.as_secs_f64() / 1e12,
+            unit: "TFLOP/s",
+            better: "higher",
+        }
+    }
+
     fn milliseconds(time: Duration) -> Record {
         Record {
             value: time.as_secs_f64() * 1e3,
@@ -249,6 +287,40 @@ impl Bench {
         } else {
             ops::as_type(&tensor, dtype)
         }
+    }
+
+    /// `batches` products of two `side x side` matrices of `dtype` (f16/bf16 accumulate in
+    /// f32), through `dot` with its autotuned tiles; 2 * batches * side^3 flops.
+    fn gemm(&self, dtype: DType, batches: usize, side: usize) -> Result<Record> {
+        let shape = [batches, side, side];
+        let a = self.tensor(&shape, dtype)?;
+        let b = self.tensor(&shape, dtype)?;
+        let run = || dot::dot(&a, &[2], &[0], &b, &[1], &[0]).map(drop);
+        // The first call races the tile configurations (once per device and size bucket).
+        run()?;
+        let time = self.gpu_median(run)?;
+        Ok(Record::teraflops(
+            2.0 * batches as f64 * (side as f64).powi(3),
+            time,
+        ))
+    }
+
+    /// NCHW conv of `batch` x 64 x 56 x 56 with 64 3x3 filters, padding 1 (the peer's
+    /// conv2d), through `conv`'s implicit GEMM; 2 * batch * 64 * 56^2 * 64 * 9 flops.
+    fn conv(&self, batch: usize) -> Result<Record> {
+        let input = self.tensor(&[batch, 64, 56, 56], DType::F32)?;
+        let kernel = self.tensor(&[64, 64, 3, 3], DType::F32)?;
+        let options = ConvOptions {
+            padding: vec![(1, 1), (1, 1)],
+            ..ConvOptions::default()
+        };
+        let run = || conv(&input, &kernel, &options).map(drop);
+        run()?;
+        let time = self.gpu_median(run)?;
+        Ok(Record::teraflops(
+            2.0 * batch as f64 * 64.0 * 56.0 * 56.0 * 64.0 * 9.0,
+            time,
+        ))
     }
 
     fn add(&self, elements: usize) -> Result<Record> {

@@ -1,12 +1,12 @@
 //! The op x dtype coverage matrix (gpu / fallback / unsupported), read from the op table and
-//! the catalog (elementwise ops, reductions and data movement), for the `coverage` example and
+//! the catalog (elementwise ops, reductions, data movement, dot and conv), for the `coverage` example and
 //! CI's strict check.
 
 use crate::fallback::is_allowlisted;
-use crate::movement;
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::ops::{Path, binary_path, unary_path};
 use crate::reduce::{self, ReduceOp};
+use crate::{conv, dot, movement};
 use nxvk_core::{Capabilities, DType};
 
 /// Where one op runs on one dtype (both operands of that dtype for binary ops).
@@ -137,9 +137,31 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
             })
             .collect(),
     });
+    // GEMM-based ops, by the dtype of both operands: GPU where the result type has a kernel,
+    // otherwise unsupported (they have no host path).
+    let gemm_row = |op: &'static str, result: fn(DType, DType) -> DType| Row {
+        op,
+        arity: 2,
+        cells: DType::ALL
+            .into_iter()
+            .map(|dtype| {
+                let cell = if dot::runs_on_gpu(result(dtype, dtype), capabilities) {
+                    Cell::Gpu
+                } else {
+                    Cell::Unsupported
+                };
+                (dtype, cell)
+            })
+            .collect(),
+    };
+    let gemm = [
+        gemm_row("dot", dot::result_dtype),
+        gemm_row("conv", conv::result_dtype),
+    ];
     binary
         .chain(unary)
         .chain(reductions)
         .chain(movement)
+        .chain(gemm)
         .collect()
 }

@@ -15,6 +15,9 @@
 //! f32 for f16/bf16/f32, the result type for integers, whose wrapping sums commute with the
 //! final wrap) are summed by the catalog's reduction and cast to the result type.
 //!
+//! f16 problems whose sizes and layouts fit take the cooperative-matrix kernel
+//! (`dot_cooperative.rs`) on devices that offer it, instead of the tiled template.
+//!
 //! Numerics: f16 and bf16 products accumulate in f32 and round once; f32 in f32 with fused
 //! multiply-add; f64 in f64; integers wrap in the result width, as Nx's do. K = 0 gives zeros.
 //! Complex, sub-byte and 8-bit float dtypes, and dtypes the device lacks shader features for,
@@ -24,8 +27,12 @@ use crate::catalog::{device_supports, dtype_of, elem_of};
 use crate::codegen::storage_bytes;
 use crate::dot_autotune::{TuneKey, candidates, choose, default_config};
 use crate::dot_codegen::{
-    GEMM_PUSH_CONSTANT_BYTES, OperandOrder, TileConfig, gemm_accumulator, gemm_kernel_name,
-    gemm_shader, has_vector_loads,
+    GEMM_PARAMS_ADDRESS_OFFSET, GEMM_PUSH_CONSTANT_BYTES, OperandOrder, TileConfig,
+    gemm_accumulator, gemm_kernel_name, gemm_shader, has_vector_loads,
+};
+use crate::dot_cooperative::{
+    COOPERATIVE_TILE_M, COOPERATIVE_TILE_N, FRAGMENT, cooperative_kernel_name, cooperative_shader,
+    has_f16_cooperative_matrices,
 };
 use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::op_table::Elem;
@@ -75,11 +82,11 @@ impl Groups {
 }
 
 /// One operand as a strided [batch][rows][columns] stack.
-struct Matrices {
-    tensor: Tensor,
-    batch_stride: usize,
-    first_stride: usize,
-    second_stride: usize,
+pub(crate) struct Matrices {
+    pub(crate) tensor: Tensor,
+    pub(crate) batch_stride: usize,
+    pub(crate) first_stride: usize,
+    pub(crate) second_stride: usize,
 }
 
 /// (size, stride) of `axes` of a view collapsed into one axis, if its strides allow.
@@ -280,6 +287,7 @@ pub fn dot_with_config(
         k,
         a,
         b,
+        convolution: None,
     };
     if let Some(config) = config
         && !candidates(elem, device.capabilities()).contains(&config)
@@ -298,20 +306,57 @@ pub fn dot_with_config(
     output.reshape(&output_shape)
 }
 
+/// Which kernel runs a GEMM.
+#[derive(Debug, Clone, Copy)]
+enum Variant {
+    /// The tiled template with this configuration.
+    Tiled(TileConfig),
+    /// The cooperative-matrix kernel (f16 inputs) at the device's subgroup size.
+    Cooperative { subgroup_size: u32 },
+}
+
+impl Variant {
+    /// Rows and columns of C per workgroup, and K per step.
+    fn tile(self) -> (usize, usize, usize) {
+        match self {
+            Variant::Tiled(config) => (
+                config.tile_m as usize,
+                config.tile_n as usize,
+                config.tile_k as usize,
+            ),
+            Variant::Cooperative { .. } => (
+                COOPERATIVE_TILE_M as usize,
+                COOPERATIVE_TILE_N as usize,
+                FRAGMENT as usize,
+            ),
+        }
+    }
+}
+
 /// One batched GEMM: `a` is [batch][M][K] (first = M, second = K), `b` is [batch][K][N]
-/// (first = K, second = N).
-struct Problem {
-    elem: Elem,
-    batches: usize,
-    m: usize,
-    n: usize,
-    k: usize,
-    a: Matrices,
-    b: Matrices,
+/// (first = K, second = N), or, with `convolution` (the gather's parameter block, see
+/// `dot_codegen::convolution_loader`), a convolution input whose strides live in that block.
+pub(crate) struct Problem {
+    pub(crate) elem: Elem,
+    pub(crate) batches: usize,
+    pub(crate) m: usize,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+    pub(crate) a: Matrices,
+    pub(crate) b: Matrices,
+    pub(crate) convolution: Option<Vec<u8>>,
 }
 
 impl Problem {
     fn order(&self) -> OperandOrder {
+        if self.convolution.is_some() {
+            return OperandOrder {
+                a_k_contiguous: self.a.second_stride == 1,
+                b_n_contiguous: true,
+                vector_loads: false,
+                b_is_convolution_input: true,
+            };
+        }
         let a_k_contiguous = self.a.second_stride == 1 || self.k == 1;
         let b_n_contiguous = self.b.second_stride == 1 || self.n == 1;
         // Four-wide staging along each operand's dense axis: that axis has stride 1 and a
@@ -343,16 +388,47 @@ impl Problem {
             a_k_contiguous,
             b_n_contiguous,
             vector_loads: has_vector_loads(self.elem) && a_vector && b_vector,
+            b_is_convolution_input: false,
         }
     }
 
-    /// K splits for `config`: enough to bound each invocation's loop, more when the output
+    /// The cooperative-matrix kernel, when this problem can take it: f16 on a device with the
+    /// f16 shape, M, N and K multiples of its tiles, and each operand dense along one axis
+    /// with the other strides and the base address 16-byte aligned.
+    fn cooperative(&self) -> Option<Variant> {
+        let capabilities = self.a.tensor.device().capabilities();
+        let aligned = |matrices: &Matrices| {
+            let (dense, other) = if matrices.second_stride == 1 {
+                (matrices.second_stride, matrices.first_stride)
+            } else {
+                (matrices.first_stride, matrices.second_stride)
+            };
+            dense == 1
+                && other.is_multiple_of(8)
+                && matrices.batch_stride.is_multiple_of(8)
+                && matrices
+                    .tensor
+                    .device_address()
+                    .is_some_and(|address| address.is_multiple_of(16))
+        };
+        let eligible = self.elem == Elem::F16
+            && self.convolution.is_none()
+            && has_f16_cooperative_matrices(capabilities)
+            && self.m.is_multiple_of(COOPERATIVE_TILE_M as usize)
+            && self.n.is_multiple_of(COOPERATIVE_TILE_N as usize)
+            && self.k.is_multiple_of(FRAGMENT as usize)
+            && aligned(&self.a)
+            && aligned(&self.b);
+        eligible.then_some(Variant::Cooperative {
+            subgroup_size: capabilities.subgroup_size,
+        })
+    }
+
+    /// K splits for `variant`: enough to bound each invocation's loop, more when the output
     /// alone cannot fill the device.
-    fn splits(&self, config: TileConfig) -> usize {
-        let tile_k = config.tile_k as usize;
-        let tiles = self.batches
-            * self.m.div_ceil(config.tile_m as usize)
-            * self.n.div_ceil(config.tile_n as usize);
+    fn splits(&self, variant: Variant) -> usize {
+        let (tile_m, tile_n, tile_k) = variant.tile();
+        let tiles = self.batches * self.m.div_ceil(tile_m) * self.n.div_ceil(tile_n);
         let required = self.k.div_ceil(MAX_K_STEPS * tile_k);
         let wanted = if tiles < SPLIT_K_TARGET_WORKGROUPS {
             (SPLIT_K_TARGET_WORKGROUPS / tiles).min(self.k / SPLIT_K_MIN_DEPTH)
@@ -365,27 +441,33 @@ impl Problem {
         self.k.div_ceil(depth)
     }
 
-    fn run(&self, forced: Option<TileConfig>) -> Result<Tensor> {
+    /// Runs the GEMM (with `forced` tiles, or the autotuner's) and returns C as a dense
+    /// [batch][M][N] tensor of the result type.
+    pub(crate) fn run(&self, forced: Option<TileConfig>) -> Result<Tensor> {
         let device = self.a.tensor.device().clone();
         let order = self.order();
         if let Some(config) = forced {
-            return self.run_with(config, order);
+            return self.run_with(Variant::Tiled(config), order);
+        }
+        if let Some(cooperative) = self.cooperative() {
+            return self.run_with(cooperative, order);
         }
         let default = default_config(self.batches, self.m, self.n);
         let multiply_adds =
             (self.batches as u64) * (self.m as u64) * (self.n as u64) * (self.k as u64);
-        let key = TuneKey::of(self.elem, self.batches, self.m, self.n, self.k);
+        let key = TuneKey::of(self.elem, self.batches, self.m, self.n, self.k)
+            .for_convolution(self.convolution.is_some());
         let config = choose(&device, key, multiply_adds, default, |config| {
-            device.gpu_time(|| self.run_with(config, order).map(drop))
+            device.gpu_time(|| self.run_with(Variant::Tiled(config), order).map(drop))
         });
-        self.run_with(config, order)
+        self.run_with(Variant::Tiled(config), order)
     }
 
-    fn run_with(&self, config: TileConfig, order: OperandOrder) -> Result<Tensor> {
+    fn run_with(&self, variant: Variant, order: OperandOrder) -> Result<Tensor> {
         let device = self.a.tensor.device();
         let result = dtype_of(self.elem);
-        let splits = self.splits(config);
-        let tile_k = config.tile_k as usize;
+        let splits = self.splits(variant);
+        let (tile_m, tile_n, tile_k) = variant.tile();
         let depth = self.k.div_ceil(splits).div_ceil(tile_k) * tile_k;
         // Partial sums stay in the accumulator type (integers wrap in the result type).
         let partial_elem = if self.elem.is_float() {
@@ -399,12 +481,20 @@ impl Problem {
             dtype_of(output_elem),
             &[self.batches, splits, self.m, self.n],
         )?;
-        let name = gemm_kernel_name(self.elem, output_elem, config, order);
-        let kernel = device.kernel_from_glsl(
-            &name,
-            &gemm_shader(self.elem, output_elem, config, order),
-            &[],
-        )?;
+        let (name, shader) = match variant {
+            Variant::Tiled(config) => (
+                gemm_kernel_name(self.elem, output_elem, config, order),
+                gemm_shader(self.elem, output_elem, config, order),
+            ),
+            Variant::Cooperative { subgroup_size } => {
+                let (a_k, b_n) = (self.a.second_stride == 1, self.b.second_stride == 1);
+                (
+                    cooperative_kernel_name(output_elem, subgroup_size, a_k, b_n),
+                    cooperative_shader(output_elem, subgroup_size, a_k, b_n),
+                )
+            }
+        };
+        let kernel = device.kernel_from_glsl(&name, &shader, &[])?;
         let address = |tensor: &Tensor| {
             tensor.device_address().ok_or_else(|| Error::BadOperands {
                 op: OP,
@@ -448,10 +538,12 @@ impl Problem {
         ] {
             push.extend_from_slice(&word(value)?.to_le_bytes());
         }
+        // The parameter block's address, written by the device when it records the dispatch.
+        push.extend_from_slice(&0u64.to_le_bytes());
         let limits = device.capabilities().max_workgroup_count;
         let groups = [
-            self.n.div_ceil(config.tile_n as usize),
-            self.m.div_ceil(config.tile_m as usize),
+            self.n.div_ceil(tile_n),
+            self.m.div_ceil(tile_m),
             (self.batches * splits).min(limits[2] as usize),
         ];
         if groups[0] > limits[0] as usize || groups[1] > limits[1] as usize {
@@ -463,16 +555,23 @@ impl Problem {
             });
         }
         poison_output(output.buffer())?;
-        device.dispatch(
-            &kernel,
-            [groups[0] as u32, groups[1] as u32, groups[2] as u32],
-            &push,
-            &[
-                BufferAccess::Read(self.a.tensor.buffer()),
-                BufferAccess::Read(self.b.tensor.buffer()),
-                BufferAccess::Write(output.buffer()),
-            ],
-        )?;
+        let group_counts = [groups[0] as u32, groups[1] as u32, groups[2] as u32];
+        let accesses = [
+            BufferAccess::Read(self.a.tensor.buffer()),
+            BufferAccess::Read(self.b.tensor.buffer()),
+            BufferAccess::Write(output.buffer()),
+        ];
+        match &self.convolution {
+            None => device.dispatch(&kernel, group_counts, &push, &accesses)?,
+            Some(params) => device.dispatch_with_params(
+                &kernel,
+                group_counts,
+                &push,
+                params,
+                GEMM_PARAMS_ADDRESS_OFFSET,
+                &accesses,
+            )?,
+        }
         if splits == 1 {
             return output.reshape(&[self.batches, self.m, self.n]);
         }

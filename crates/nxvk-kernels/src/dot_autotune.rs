@@ -10,11 +10,12 @@
 //! driver never reads them) as a small text file:
 //!
 //! ```text
-//! nxvk-gemm-tune 1 checksum=<16 hex digits: FNV-1a 64 of the lines below>
-//! f32 m=13 n=13 k=13 batched=0 128x128x8/8x8
+//! nxvk-gemm-tune 2 checksum=<16 hex digits: FNV-1a 64 of the lines below>
+//! f32 m=13 n=13 k=13 batched=0 conv=0 128x128x8/8x8
 //! ```
 //!
-//! Keys are log2 buckets of M, N and K (rounded up) plus whether the problem is batched. A file
+//! Keys are log2 buckets of M, N and K (rounded up) plus whether the problem is batched and
+//! whether it is a convolution. A file
 //! that is malformed or whose checksum disagrees is ignored with a warning and rewritten at the
 //! next race. Plain text rather than JSON keeps the crate free of a serialisation dependency
 //! for eight fields.
@@ -34,7 +35,7 @@ pub const AUTOTUNE_MIN_MULTIPLY_ADDS: u64 = 1 << 24;
 /// The environment variable that turns racing off (`NXVK_AUTOTUNE=off`).
 pub const AUTOTUNE_ENV: &str = "NXVK_AUTOTUNE";
 
-const HEADER: &str = "nxvk-gemm-tune 1";
+const HEADER: &str = "nxvk-gemm-tune 2";
 
 /// What a tuning decision is remembered by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -45,6 +46,8 @@ pub struct TuneKey {
     pub n_bucket: u32,
     pub k_bucket: u32,
     pub batched: bool,
+    /// The problem is a convolution (its B operand is gathered, which tunes differently).
+    pub convolution: bool,
 }
 
 impl TuneKey {
@@ -57,17 +60,27 @@ impl TuneKey {
             n_bucket: bucket(n),
             k_bucket: bucket(k),
             batched: batches > 1,
+            convolution: false,
+        }
+    }
+
+    /// The same key, marked as a convolution's implicit GEMM or not.
+    pub fn for_convolution(self, convolution: bool) -> TuneKey {
+        TuneKey {
+            convolution,
+            ..self
         }
     }
 
     fn to_text(self) -> String {
         format!(
-            "{} m={} n={} k={} batched={}",
+            "{} m={} n={} k={} batched={} conv={}",
             self.input.name(),
             self.m_bucket,
             self.n_bucket,
             self.k_bucket,
-            u8::from(self.batched)
+            u8::from(self.batched),
+            u8::from(self.convolution)
         )
     }
 }
@@ -116,7 +129,7 @@ impl TuneTable {
 
 fn parse_line(line: &str) -> Option<(TuneKey, TileConfig)> {
     let fields: Vec<&str> = line.split_whitespace().collect();
-    let [elem, m, n, k, batched, config] = fields[..] else {
+    let [elem, m, n, k, batched, convolution, config] = fields[..] else {
         return None;
     };
     let number = |field: &str, name: &str| -> Option<u32> {
@@ -128,6 +141,7 @@ fn parse_line(line: &str) -> Option<(TuneKey, TileConfig)> {
         n_bucket: number(n, "n")?,
         k_bucket: number(k, "k")?,
         batched: number(batched, "batched")? == 1,
+        convolution: number(convolution, "conv")? == 1,
     };
     Some((key, TileConfig::parse(config)?))
 }

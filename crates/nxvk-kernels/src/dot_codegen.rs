@@ -28,8 +28,18 @@ use crate::codegen::{
 };
 use crate::op_table::Elem;
 
-/// Bytes of the GEMM kernels' push constants: three addresses, then twelve words.
-pub const GEMM_PUSH_CONSTANT_BYTES: usize = 24 + 12 * 4;
+/// Bytes of the GEMM kernels' push constants: three addresses, twelve words, then the address
+/// of the convolution parameter block (zero for plain GEMMs).
+pub const GEMM_PUSH_CONSTANT_BYTES: usize = 24 + 12 * 4 + 8;
+
+/// Byte offset of the parameter block's address in the push constants.
+pub const GEMM_PARAMS_ADDRESS_OFFSET: usize = 24 + 12 * 4;
+
+/// Words of a convolution parameter block before the per-spatial-axis records.
+pub const CONVOLUTION_HEADER_WORDS: usize = 7;
+
+/// Words per spatial axis in a convolution parameter block.
+pub const CONVOLUTION_AXIS_WORDS: usize = 8;
 
 /// One tile configuration of the GEMM template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -112,6 +122,9 @@ pub struct OperandOrder {
     /// Staging may read four elements at once along the contiguous axes (their lengths are
     /// multiples of four and the operands' addresses are 16-byte aligned).
     pub vector_loads: bool,
+    /// B is not a matrix but a convolution's input, gathered on the fly (implicit GEMM; see
+    /// [`convolution_loader`]).
+    pub b_is_convolution_input: bool,
 }
 
 /// The element type products are accumulated in.
@@ -130,12 +143,17 @@ pub fn gemm_kernel_name(
     order: OperandOrder,
 ) -> String {
     format!(
-        "gemm_{}_{}_{}{}{}_to_{}",
+        "gemm_{}_{}_{}{}{}{}_to_{}",
         input.name(),
         config.label().replace('/', "_"),
         if order.a_k_contiguous { "k" } else { "m" },
         if order.b_n_contiguous { "n" } else { "k" },
         if order.vector_loads { "_v4" } else { "" },
+        if order.b_is_convolution_input {
+            "_conv"
+        } else {
+            ""
+        },
         output.name()
     )
 }
@@ -166,7 +184,16 @@ pub fn gemm_shader(input: Elem, output: Elem, config: TileConfig, order: Operand
         ""
     };
     let a_loop = staging_loop(Operand::A, order.a_k_contiguous, vector_loads, input);
-    let b_loop = staging_loop(Operand::B, !order.b_n_contiguous, vector_loads, input);
+    let b_loop = if order.b_is_convolution_input {
+        convolution_staging_loop()
+    } else {
+        staging_loop(Operand::B, !order.b_n_contiguous, vector_loads, input)
+    };
+    let loader = if order.b_is_convolution_input {
+        convolution_loader(input)
+    } else {
+        String::new()
+    };
     format!(
         "{FLOAT_CONTROLS}
 #define TILE_M {tile_m}u
@@ -196,6 +223,7 @@ layout(push_constant, scalar) uniform Push {{
     uint b_n_stride;
     uint k_per_split;
     uint splits;
+    uint64_t params;
 }} push;
 {bf16}
 // Staged slices, K-major so the inner loop reads each register block contiguously.
@@ -203,7 +231,7 @@ shared ACC a_tile[TILE_K][TILE_M];
 shared ACC b_tile[TILE_K][TILE_N];
 
 ACC load_element(uint64_t address) {{ return {loaded}; }}
-
+{loader}
 void main() {{
     uint invocation = gl_LocalInvocationID.x;
     uint block_n = invocation % (TILE_N / THREAD_N);
@@ -274,6 +302,68 @@ void main() {{
         loaded = load(input, "Element(address).v"),
         stored = store(output, "sums[i][j]"),
     )
+}
+
+/// The gather of a convolution's input as the GEMM's B (implicit GEMM): element (`depth`,
+/// `column`) of group `group` is input channel `depth / R` (plus the group's channel offset)
+/// at kernel position `depth % R`, for image `column / P` (plus the group's batch offset) at
+/// output position `column % P`, where R and P are the kernel's and the output's spatial
+/// sizes. Positions falling in padding, between dilated input elements, or outside the input
+/// read zero. The parameter block holds, as words: spatial rank, R, P, channel offset per
+/// group, batch offset per group, input batch stride, input channel stride, then per spatial
+/// axis: output size, kernel size, stride, kernel dilation, input dilation, low padding (as a
+/// signed word), input size, input stride.
+fn convolution_loader(input: Elem) -> String {
+    format!(
+        "layout(buffer_reference, scalar) readonly buffer ConvolutionParams {{ uint v[]; }};
+ACC load_convolution_input(uint group, uint depth, uint column) {{
+    ConvolutionParams p = ConvolutionParams(push.params);
+    uint rank = p.v[0];
+    uint channel = depth / p.v[1];
+    uint kernel_rest = depth % p.v[1];
+    uint image = column / p.v[2];
+    uint output_rest = column % p.v[2];
+    uint64_t offset = uint64_t(image + group * p.v[4]) * uint64_t(p.v[5])
+        + uint64_t(channel + group * p.v[3]) * uint64_t(p.v[6]);
+    for (uint axis = rank; axis > 0u; axis--) {{
+        uint base = {header}u + (axis - 1u) * {axis_words}u;
+        uint output_coordinate = output_rest % p.v[base];
+        output_rest /= p.v[base];
+        uint kernel_coordinate = kernel_rest % p.v[base + 1u];
+        kernel_rest /= p.v[base + 1u];
+        int padded = int(output_coordinate * p.v[base + 2u] + kernel_coordinate * p.v[base + 3u])
+            - int(p.v[base + 5u]);
+        if (padded < 0) return ACC(0);
+        uint dilated = uint(padded);
+        if (dilated % p.v[base + 4u] != 0u) return ACC(0);
+        uint coordinate = dilated / p.v[base + 4u];
+        if (coordinate >= p.v[base + 6u]) return ACC(0);
+        offset += uint64_t(coordinate) * uint64_t(p.v[base + 7u]);
+    }}
+    return load_element(push.b + offset * {bytes}ul);
+}}
+",
+        header = CONVOLUTION_HEADER_WORDS,
+        axis_words = CONVOLUTION_AXIS_WORDS,
+        bytes = storage_bytes(input),
+    )
+}
+
+/// B's staging loop for a convolution input: neighbouring invocations take neighbouring
+/// columns (output positions, usually neighbouring input addresses).
+fn convolution_staging_loop() -> String {
+    "            for (uint slot = invocation; slot < TILE_N * TILE_K; slot += INVOCATIONS) {
+                uint kk = slot / TILE_N;
+                uint n_local = slot % TILE_N;
+                uint position = tile_n0 + n_local;
+                uint depth = k0 + kk;
+                ACC value = ACC(0);
+                if (position < push.n && depth < k_end) {
+                    value = load_convolution_input(batch, depth, position);
+                }
+                b_tile[kk][n_local] = value;
+            }"
+    .to_owned()
 }
 
 /// Which operand a staging loop fills: A (rows `m` of C) or B (columns `n`).

@@ -7,8 +7,10 @@
 //! result type. Every tile configuration, the split-K path and the autotuner are exercised.
 
 mod common;
+mod gemm_check;
 
 use common::*;
+use gemm_check::check_all;
 use nxvk_core::{DType, Error, Layout, Tensor};
 use nxvk_kernels::dot::{dot, dot_with_config, result_dtype};
 use nxvk_kernels::dot_autotune::{TuneKey, TuneTable, candidates, tune_file_path};
@@ -265,96 +267,6 @@ fn reference_dot(
         magnitudes.push(magnitude);
     }
     (values, magnitudes, k)
-}
-
-fn epsilon(dtype: DType) -> f64 {
-    match dtype {
-        DType::F16 => 2f64.powi(-10),
-        DType::BF16 => 2f64.powi(-7),
-        DType::F32 => 2f64.powi(-23),
-        _ => 2f64.powi(-52),
-    }
-}
-
-/// Checks one output element against the reference (see the module doc for the bound).
-fn check(
-    result: DType,
-    actual: Value,
-    expected: Value,
-    magnitude: f64,
-    k: usize,
-) -> Result<(), String> {
-    let fail = || {
-        Err(format!(
-            "got {actual:?}, expected {expected:?} ({result}, k = {k})"
-        ))
-    };
-    match (actual, expected) {
-        (Value::Int(x), Value::Int(y)) => {
-            if x == y {
-                Ok(())
-            } else {
-                fail()
-            }
-        }
-        (Value::Float(x), Value::Float(y)) => {
-            let rounded = match reference::round_to(Value::Float(y), result) {
-                Value::Float(rounded) => rounded,
-                _ => return fail(),
-            };
-            if x.is_nan() || rounded.is_nan() {
-                return if x.is_nan() && rounded.is_nan() {
-                    Ok(())
-                } else {
-                    fail()
-                };
-            }
-            if x.is_infinite() || rounded.is_infinite() {
-                return if x == rounded { Ok(()) } else { fail() };
-            }
-            let accumulator = if result == DType::F64 {
-                2f64.powi(-52)
-            } else {
-                2f64.powi(-23)
-            };
-            let quantum = match result {
-                DType::F16 => 2f64.powi(-24),
-                _ => 0.0,
-            };
-            let bound = (k as f64 + 2.0) * accumulator * magnitude
-                + 2.0 * epsilon(result) * y.abs()
-                + quantum;
-            if (x - y).abs() <= bound {
-                Ok(())
-            } else {
-                fail()
-            }
-        }
-        _ => fail(),
-    }
-}
-
-fn check_all(
-    result: DType,
-    actual: &[Value],
-    expected: &[Value],
-    magnitudes: &[f64],
-    k: usize,
-) -> Result<(), String> {
-    if actual.len() != expected.len() {
-        return Err(format!(
-            "{} elements, expected {}",
-            actual.len(),
-            expected.len()
-        ));
-    }
-    for (index, ((&got, &wanted), &magnitude)) in
-        actual.iter().zip(expected).zip(magnitudes).enumerate()
-    {
-        check(result, got, wanted, magnitude, k)
-            .map_err(|why| format!("element {index}: {why}"))?;
-    }
-    Ok(())
 }
 
 fn view_kind(rng: &mut SplitMix) -> ViewKind {
@@ -632,4 +544,124 @@ fn integer_products_wrap() {
             .unwrap(),
         vec![44]
     );
+}
+
+/// f16 problems whose sizes fit the cooperative-matrix tiles (M a multiple of 64, N of 128, K
+/// of 16; row- or column-major operands; batched and split-K): on a device with f16
+/// cooperative matrices (the H200) these run that kernel, elsewhere the tiled template; the
+/// results must match the reference either way.
+#[test]
+fn cooperative_matrix_sized_f16_problems() {
+    let mut rng = SplitMix(31);
+    let uses_cooperative =
+        nxvk_kernels::dot_cooperative::has_f16_cooperative_matrices(device().capabilities());
+    eprintln!("f16 cooperative matrices on this device: {uses_cooperative}");
+    for (a_shape, b_shape, contract_a, batch_a, contract_b, batch_b, a_view) in [
+        (
+            vec![128, 48],
+            vec![48, 256],
+            vec![1],
+            vec![],
+            vec![0],
+            vec![],
+            ViewKind::Contiguous,
+        ),
+        (
+            vec![32, 64],
+            vec![32, 128],
+            vec![0],
+            vec![],
+            vec![0],
+            vec![],
+            ViewKind::Transposed,
+        ),
+        (
+            vec![2, 64, 32],
+            vec![2, 32, 128],
+            vec![2],
+            vec![0],
+            vec![1],
+            vec![0],
+            ViewKind::Contiguous,
+        ),
+        (
+            vec![64, 1024],
+            vec![1024, 128],
+            vec![1],
+            vec![],
+            vec![0],
+            vec![],
+            ViewKind::Contiguous,
+        ),
+    ] {
+        let case = Case {
+            a_shape,
+            b_shape,
+            contract_a,
+            batch_a,
+            contract_b,
+            batch_b,
+        };
+        let (a, a_values) = input(DType::F16, &case.a_shape, a_view, false, &mut rng);
+        let (b, b_values) = input(
+            DType::F16,
+            &case.b_shape,
+            ViewKind::Contiguous,
+            false,
+            &mut rng,
+        );
+        let output = dot(
+            &a,
+            &case.contract_a,
+            &case.batch_a,
+            &b,
+            &case.contract_b,
+            &case.batch_b,
+        )
+        .unwrap();
+        let (expected, magnitudes, k) = reference_dot(&case, &a_values, &b_values, DType::F16);
+        check_all(DType::F16, &read(&output), &expected, &magnitudes, k)
+            .unwrap_or_else(|why| panic!("{case:?}: {why}"));
+    }
+}
+
+/// The contractions Nx.Defn.Grad builds for dot's backward pass: over axis 0 of both operands
+/// (the weight gradient, x^T . dy) and over axis 1 of both (the input gradient, dy . w^T).
+#[test]
+fn gradient_contractions() {
+    let mut rng = SplitMix(32);
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
+        for (a_shape, b_shape, axis) in [(vec![9, 5], vec![9, 7], 0), (vec![6, 11], vec![4, 11], 1)]
+        {
+            let case = Case {
+                a_shape,
+                b_shape,
+                contract_a: vec![axis],
+                batch_a: vec![],
+                contract_b: vec![axis],
+                batch_b: vec![],
+            };
+            let (_, actual, expected, magnitudes, k) =
+                run_case(&case, dtype, dtype, false, &mut rng);
+            check_all(dtype, &actual, &expected, &magnitudes, k)
+                .unwrap_or_else(|why| panic!("{dtype} {case:?}: {why}"));
+        }
+    }
+}
+
+/// The coverage report lists dot and conv: GPU for native dtypes, unsupported for complex.
+#[test]
+fn coverage_lists_dot_and_conv() {
+    use nxvk_kernels::coverage::{Cell, coverage};
+    let rows = coverage(device().capabilities());
+    for op in ["dot", "conv"] {
+        let row = rows
+            .iter()
+            .find(|row| row.op == op)
+            .expect("a coverage row");
+        let cell = |dtype: DType| row.cells.iter().find(|(d, _)| *d == dtype).unwrap().1;
+        assert_eq!(cell(DType::F32), Cell::Gpu, "{op} f32");
+        assert_eq!(cell(DType::S8), Cell::Gpu, "{op} s8");
+        assert_eq!(cell(DType::C64), Cell::Unsupported, "{op} c64");
+    }
 }

@@ -1,0 +1,376 @@
+//! `conv` (Nx's conv/4) as an implicit GEMM on the device: no im2col buffer, host or device.
+//!
+//! Semantics are Nx.BinaryBackend's (and XLA's): the input is seen through
+//! `input_permutation` as [batch, channels, spatial...], the kernel through
+//! `kernel_permutation` as [filters, channels per group, spatial...]; the input is dilated
+//! (`input_dilation` - 1 zeros between elements) and padded (`padding` low/high per spatial
+//! axis, negative values crop), the kernel dilated (`kernel_dilation`), and windows are taken
+//! every `strides`. With `feature_group_size` G, filter `o` sees input channels of group
+//! `o / (filters / G)`; with `batch_group_size` B, the output batch is `batch / B` and filter
+//! `o` of group `j = o / (filters / B)` sees input image `i + j * (batch / B)`. The canonical
+//! output [batch / B, filters, spatial...] is laid out so that canonical axis `a` becomes axis
+//! `output_permutation[a]` (Nx.Shape.conv's rule; the permutations Nx's gradients use are
+//! swaps, for which every reading agrees). The result type is
+//! `to_floating(merge(input, kernel))`. Padding and input-dilation zeros take part in the
+//! products (0 * inf is NaN, as in Nx); kernel-dilation holes do not (XLA's reading; Nx's
+//! BinaryBackend multiplies them as zeros, which differs only for non-finite inputs).
+//!
+//! Lowering: per group g, C[g] (filters of the group x output positions of all images) =
+//! A[g] (the group's filters, dense [filters][channels * kernel positions]) times B[g], where
+//! B[g]'s element (channel * kernel position, image * output position) is gathered from the
+//! input view inside the GEMM's staging loop (`dot_codegen::convolution_loader`): any input
+//! strides, so the input permutation never moves data. The kernel is made dense once (it is
+//! small), and C is moved into the output layout by one copy. Tiles, split-K and the autotuner
+//! are the GEMM's (`dot.rs`).
+//!
+//! f16, bf16, f32 and f64 results run on the GPU (f16/bf16 accumulate in f32); other result
+//! types (complex, 8-bit floats) are `Error::Unsupported`. Nx rejects convolutions whose output
+//! has an empty spatial axis, and so does this function.
+
+use crate::catalog::{device_supports, elem_of};
+use crate::dot::{Matrices, Problem};
+use crate::dot_codegen::{CONVOLUTION_AXIS_WORDS, CONVOLUTION_HEADER_WORDS};
+use crate::{movement, ops, types};
+use nxvk_core::{DType, Error, Result, Tensor};
+
+const OP: &str = "conv";
+
+/// Nx's conv/4 options. Empty vectors mean "1 on every spatial axis" (strides, dilations) or
+/// "no padding"; `None` permutations are the identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConvOptions {
+    pub strides: Vec<usize>,
+    /// (low, high) per spatial axis; negative values crop.
+    pub padding: Vec<(i64, i64)>,
+    pub input_dilation: Vec<usize>,
+    pub kernel_dilation: Vec<usize>,
+    pub feature_group_size: usize,
+    pub batch_group_size: usize,
+    pub input_permutation: Option<Vec<usize>>,
+    pub kernel_permutation: Option<Vec<usize>>,
+    pub output_permutation: Option<Vec<usize>>,
+}
+
+impl Default for ConvOptions {
+    fn default() -> Self {
+        ConvOptions {
+            strides: Vec::new(),
+            padding: Vec::new(),
+            input_dilation: Vec::new(),
+            kernel_dilation: Vec::new(),
+            feature_group_size: 1,
+            batch_group_size: 1,
+            input_permutation: None,
+            kernel_permutation: None,
+            output_permutation: None,
+        }
+    }
+}
+
+/// Nx's result type of `conv` on an input of type `input` and a kernel of type `kernel`.
+pub fn result_dtype(input: DType, kernel: DType) -> DType {
+    types::to_floating(types::merge(input, kernel))
+}
+
+fn bad(input: &Tensor, kernel: &Tensor, detail: String) -> Error {
+    Error::BadOperands {
+        op: OP,
+        shapes: vec![input.shape().to_vec(), kernel.shape().to_vec()],
+        dtypes: vec![input.dtype(), kernel.dtype()],
+        detail,
+    }
+}
+
+/// One value per spatial axis: `values`, or `default` everywhere when empty.
+fn per_axis<T: Copy>(
+    input: &Tensor,
+    kernel: &Tensor,
+    name: &str,
+    values: &[T],
+    default: T,
+    spatial: usize,
+) -> Result<Vec<T>> {
+    match values.len() {
+        0 => Ok(vec![default; spatial]),
+        length if length == spatial => Ok(values.to_vec()),
+        length => Err(bad(
+            input,
+            kernel,
+            format!("{name} has {length} entries for {spatial} spatial axes"),
+        )),
+    }
+}
+
+fn permutation(
+    input: &Tensor,
+    kernel: &Tensor,
+    name: &str,
+    given: &Option<Vec<usize>>,
+    rank: usize,
+) -> Result<Vec<usize>> {
+    let Some(given) = given else {
+        return Ok((0..rank).collect());
+    };
+    let mut sorted = given.clone();
+    sorted.sort_unstable();
+    if sorted != (0..rank).collect::<Vec<_>>() {
+        return Err(bad(
+            input,
+            kernel,
+            format!("{name} {given:?} is not a permutation of the {rank} axes"),
+        ));
+    }
+    Ok(given.clone())
+}
+
+/// The output size of one spatial axis (`None` when the window does not fit, which Nx rejects).
+fn output_size(
+    input_size: usize,
+    kernel_size: usize,
+    stride: usize,
+    input_dilation: usize,
+    kernel_dilation: usize,
+    (low, high): (i64, i64),
+) -> Option<usize> {
+    let dilated_input = if input_size == 0 {
+        0
+    } else {
+        (input_size as i64 - 1) * input_dilation as i64 + 1
+    };
+    let padded = dilated_input + low + high;
+    let dilated_kernel = if kernel_size == 0 {
+        0
+    } else {
+        (kernel_size as i64 - 1) * kernel_dilation as i64 + 1
+    };
+    let span = padded - dilated_kernel;
+    (span >= 0).then(|| (span / stride as i64) as usize + 1)
+}
+
+/// Nx's `conv(input, kernel, options)`; see the module documentation for the semantics.
+pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Tensor> {
+    if !std::sync::Arc::ptr_eq(input.device(), kernel.device()) {
+        return Err(Error::ForeignTensor { op: OP });
+    }
+    let rank = input.shape().len();
+    if rank < 3 || kernel.shape().len() != rank {
+        return Err(bad(
+            input,
+            kernel,
+            "input and kernel need the same rank, at least 3 ([batch, channels, spatial...])"
+                .into(),
+        ));
+    }
+    let spatial = rank - 2;
+    let strides = per_axis(input, kernel, "strides", &options.strides, 1, spatial)?;
+    let padding = per_axis(input, kernel, "padding", &options.padding, (0, 0), spatial)?;
+    let input_dilation = per_axis(
+        input,
+        kernel,
+        "input_dilation",
+        &options.input_dilation,
+        1,
+        spatial,
+    )?;
+    let kernel_dilation = per_axis(
+        input,
+        kernel,
+        "kernel_dilation",
+        &options.kernel_dilation,
+        1,
+        spatial,
+    )?;
+    let positive = [&strides, &input_dilation, &kernel_dilation]
+        .iter()
+        .all(|values| values.iter().all(|&value| value >= 1));
+    let (feature_groups, batch_groups) = (options.feature_group_size, options.batch_group_size);
+    if !positive || feature_groups == 0 || batch_groups == 0 {
+        return Err(bad(
+            input,
+            kernel,
+            "strides, dilations and group sizes must be at least 1".into(),
+        ));
+    }
+    let input_permutation = permutation(
+        input,
+        kernel,
+        "input_permutation",
+        &options.input_permutation,
+        rank,
+    )?;
+    let kernel_permutation = permutation(
+        input,
+        kernel,
+        "kernel_permutation",
+        &options.kernel_permutation,
+        rank,
+    )?;
+    let output_permutation = permutation(
+        input,
+        kernel,
+        "output_permutation",
+        &options.output_permutation,
+        rank,
+    )?;
+    let canonical_input = input.transpose(&input_permutation)?;
+    let canonical_kernel = kernel.transpose(&kernel_permutation)?;
+    let (batch, channels) = (canonical_input.shape()[0], canonical_input.shape()[1]);
+    let (filters, group_channels) = (canonical_kernel.shape()[0], canonical_kernel.shape()[1]);
+    let groups_valid = (feature_groups == 1 || batch_groups == 1)
+        && batch % batch_groups == 0
+        && filters % feature_groups == 0
+        && filters % batch_groups == 0
+        && channels == group_channels * feature_groups;
+    if !groups_valid {
+        return Err(bad(
+            input,
+            kernel,
+            format!(
+                "groups do not fit: {batch} images, {channels} input channels, {filters} filters of {group_channels} channels, feature_group_size {feature_groups}, batch_group_size {batch_groups}"
+            ),
+        ));
+    }
+    let mut output_spatial = Vec::with_capacity(spatial);
+    for axis in 0..spatial {
+        let size = output_size(
+            canonical_input.shape()[axis + 2],
+            canonical_kernel.shape()[axis + 2],
+            strides[axis],
+            input_dilation[axis],
+            kernel_dilation[axis],
+            padding[axis],
+        )
+        .filter(|&size| size > 0)
+        .ok_or_else(|| {
+            bad(
+                input,
+                kernel,
+                format!("spatial axis {axis} of the output would be empty"),
+            )
+        })?;
+        output_spatial.push(size);
+    }
+    let result = result_dtype(input.dtype(), kernel.dtype());
+    let device = input.device();
+    let Some(elem) = elem_of(result).filter(|&elem| device_supports(device.capabilities(), elem))
+    else {
+        return Err(Error::Unsupported {
+            op: OP,
+            dtype: result,
+            detail: "conv runs on the GPU for f16, bf16, f32 and f64 results (on devices with their shader features)".into(),
+        });
+    };
+    let output_batch = batch / batch_groups;
+    let canonical_shape: Vec<usize> =
+        [vec![output_batch, filters], output_spatial.clone()].concat();
+    let mut inverse_output = vec![0; rank];
+    for (axis, &target) in output_permutation.iter().enumerate() {
+        inverse_output[target] = axis;
+    }
+    let final_shape: Vec<usize> = inverse_output
+        .iter()
+        .map(|&axis| canonical_shape[axis])
+        .collect();
+    let kernel_positions: usize = canonical_kernel.shape()[2..].iter().product();
+    let output_positions: usize = output_spatial.iter().product();
+    let depth = group_channels * kernel_positions;
+    if final_shape.contains(&0) {
+        return Tensor::empty(device, result, &final_shape);
+    }
+    if depth == 0 {
+        return Tensor::zeros(device, result, &final_shape);
+    }
+
+    let groups = feature_groups.max(batch_groups);
+    let group_filters = filters / groups;
+    let cast_input = ops::as_type(&canonical_input, result)?;
+    let dense_kernel = movement::contiguous(&ops::as_type(&canonical_kernel, result)?)?;
+    let word = |value: i64| -> Result<u32> {
+        u32::try_from(value)
+            .or_else(|_| i32::try_from(value).map(|signed| signed as u32))
+            .map_err(|_| {
+                bad(
+                    input,
+                    kernel,
+                    format!("{value} does not fit the kernel's 32-bit index arithmetic"),
+                )
+            })
+    };
+    let input_strides = cast_input.layout().strides().to_vec();
+    let mut words = vec![
+        spatial as i64,
+        kernel_positions as i64,
+        output_positions as i64,
+        if feature_groups > 1 {
+            group_channels as i64
+        } else {
+            0
+        },
+        if batch_groups > 1 {
+            output_batch as i64
+        } else {
+            0
+        },
+        input_strides[0] as i64,
+        input_strides[1] as i64,
+    ];
+    debug_assert_eq!(words.len(), CONVOLUTION_HEADER_WORDS);
+    for axis in 0..spatial {
+        // The gather computes `output * stride + kernel * dilation` in signed 32 bits.
+        let reach = (output_spatial[axis] as i64) * strides[axis] as i64
+            + (canonical_kernel.shape()[axis + 2] as i64) * kernel_dilation[axis] as i64;
+        if reach > i64::from(i32::MAX) || padding[axis].0.abs() > i64::from(i32::MAX) {
+            return Err(bad(
+                input,
+                kernel,
+                format!("spatial axis {axis} exceeds the kernel's 32-bit index arithmetic"),
+            ));
+        }
+        let record = [
+            output_spatial[axis] as i64,
+            canonical_kernel.shape()[axis + 2] as i64,
+            strides[axis] as i64,
+            kernel_dilation[axis] as i64,
+            input_dilation[axis] as i64,
+            padding[axis].0,
+            canonical_input.shape()[axis + 2] as i64,
+            input_strides[axis + 2] as i64,
+        ];
+        debug_assert_eq!(record.len(), CONVOLUTION_AXIS_WORDS);
+        words.extend(record);
+    }
+    let params: Vec<u8> = words
+        .into_iter()
+        .map(word)
+        .collect::<Result<Vec<u32>>>()?
+        .into_iter()
+        .flat_map(u32::to_le_bytes)
+        .collect();
+    let problem = Problem {
+        elem,
+        batches: groups,
+        m: group_filters,
+        n: output_batch * output_positions,
+        k: depth,
+        a: Matrices {
+            tensor: dense_kernel,
+            batch_stride: group_filters * depth,
+            first_stride: depth,
+            second_stride: 1,
+        },
+        b: Matrices {
+            tensor: cast_input,
+            batch_stride: 0,
+            first_stride: 0,
+            second_stride: 0,
+        },
+        convolution: Some(params),
+    };
+    // C is [group][filter][image][position]: one copy puts it in the output's layout.
+    let products = problem
+        .run(None)?
+        .reshape(&[groups, group_filters, output_batch, output_positions])?
+        .transpose(&[2, 0, 1, 3])?;
+    let canonical = movement::contiguous(&products)?.reshape(&canonical_shape)?;
+    movement::contiguous(&canonical.transpose(&inverse_output)?)
+}

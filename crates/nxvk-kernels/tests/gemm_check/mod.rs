@@ -1,0 +1,96 @@
+//! The comparison shared by the GEMM-based tests (dot, conv): integers exactly; floats against
+//! an f64 reference within `(k + 2) * eps(accumulator) * sum|products|` (the error bound of a
+//! length-k sum; f32 accumulators for f16, bf16 and f32) plus one rounding to the result type.
+
+use nxvk_core::DType;
+use nxvk_kernels::reference::{self, Value};
+
+fn epsilon(dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => 2f64.powi(-10),
+        DType::BF16 => 2f64.powi(-7),
+        DType::F32 => 2f64.powi(-23),
+        _ => 2f64.powi(-52),
+    }
+}
+
+/// Checks one output element against the reference (see the module doc for the bound).
+pub fn check(
+    result: DType,
+    actual: Value,
+    expected: Value,
+    magnitude: f64,
+    k: usize,
+) -> Result<(), String> {
+    let fail = || {
+        Err(format!(
+            "got {actual:?}, expected {expected:?} ({result}, k = {k})"
+        ))
+    };
+    match (actual, expected) {
+        (Value::Int(x), Value::Int(y)) => {
+            if x == y {
+                Ok(())
+            } else {
+                fail()
+            }
+        }
+        (Value::Float(x), Value::Float(y)) => {
+            let rounded = match reference::round_to(Value::Float(y), result) {
+                Value::Float(rounded) => rounded,
+                _ => return fail(),
+            };
+            if x.is_nan() || rounded.is_nan() {
+                return if x.is_nan() && rounded.is_nan() {
+                    Ok(())
+                } else {
+                    fail()
+                };
+            }
+            if x.is_infinite() || rounded.is_infinite() {
+                return if x == rounded { Ok(()) } else { fail() };
+            }
+            let accumulator = if result == DType::F64 {
+                2f64.powi(-52)
+            } else {
+                2f64.powi(-23)
+            };
+            let quantum = match result {
+                DType::F16 => 2f64.powi(-24),
+                _ => 0.0,
+            };
+            let bound = (k as f64 + 2.0) * accumulator * magnitude
+                + 2.0 * epsilon(result) * y.abs()
+                + quantum;
+            if (x - y).abs() <= bound {
+                Ok(())
+            } else {
+                fail()
+            }
+        }
+        _ => fail(),
+    }
+}
+
+pub fn check_all(
+    result: DType,
+    actual: &[Value],
+    expected: &[Value],
+    magnitudes: &[f64],
+    k: usize,
+) -> Result<(), String> {
+    if actual.len() != expected.len() {
+        return Err(format!(
+            "{} elements, expected {}",
+            actual.len(),
+            expected.len()
+        ));
+    }
+    for (index, ((&got, &wanted), &magnitude)) in
+        actual.iter().zip(expected).zip(magnitudes).enumerate()
+    {
+        check(result, got, wanted, magnitude, k)
+            .map_err(|why| format!("element {index}: {why}"))?;
+    }
+    Ok(())
+}
