@@ -108,6 +108,11 @@ impl GraphBuilder {
         }
     }
 
+    /// Node `id`, if it exists (autodiff reads the graph it extends).
+    pub fn node(&self, id: NodeId) -> Option<&Node> {
+        self.graph.nodes.get(id.index())
+    }
+
     /// The type of node `id`, if it exists.
     pub fn type_of(&self, id: NodeId) -> Option<&NodeType> {
         self.graph.nodes.get(id.index()).map(|node| &node.ty)

@@ -225,11 +225,14 @@ impl Run<'_> {
                     ..ReduceOptions::default()
                 },
             )?),
-            Op::Dot { left, .. } => Err(Error::Unsupported {
-                op: name,
-                dtype: self.tensor(name, *left)?.dtype(),
-                detail: "nxvk-kernels has no eager dot yet, so plans with dot cannot run".into(),
-            }),
+            Op::Dot { left, right, axes } => tensor_value(nxvk_kernels::dot(
+                self.tensor(name, *left)?,
+                &axes.contract_left,
+                &axes.batch_left,
+                self.tensor(name, *right)?,
+                &axes.contract_right,
+                &axes.batch_right,
+            )?),
             Op::Elem { tuple, index } => match &self.values[tuple.index()] {
                 Value::Tuple(items) => items
                     .get(*index)

@@ -17,11 +17,11 @@
 //! for elementwise ops (each value is rounded where the eager path stores it, and no op sees
 //! through another: see `codegen.rs`); only fused reductions may fold in another order.
 //!
-//! Not yet: dot and conv (nxvk-kernels has no eager GEMM yet; a plan with `dot` is an
-//! `Unsupported` error), GEMM epilogues, native kernels for `block`, recording a plan's
+//! Not yet: GEMM epilogues (a `dot` runs the catalog's GEMM as its own stage), native kernels for `block`, recording a plan's
 //! command buffer once for replay, and `cond`/`while` predicates kept on the device (they
 //! are read back).
 
+mod autodiff;
 mod builder;
 mod codegen;
 mod encoding;
@@ -31,6 +31,7 @@ mod plan;
 mod plan_cache;
 mod view;
 
+pub use autodiff::{STOP_GRAD, gradients};
 pub use builder::GraphBuilder;
 pub use codegen::LeafAccess;
 pub use encoding::{MAGIC, MAX_DEPTH, VERSION, decode, encode};

@@ -490,9 +490,10 @@ fn while_and_cond_run_their_graphs_from_the_executor() {
     let _ = inner.finish(&[v]);
 }
 
-/// FIXME: nxvk-kernels has no eager dot yet, so a plan with dot fails with a clear error.
+/// A dot inside a plan runs the catalog's GEMM, then an elementwise stage: the plan's result
+/// equals the eager dot followed by the eager add, bit for bit.
 #[test]
-fn dot_is_an_unsupported_error_today() {
+fn dot_runs_in_a_plan_and_feeds_an_elementwise_stage() {
     let mut builder = GraphBuilder::new();
     let a = builder.parameter(DType::F32, &[2, 3]).unwrap();
     let b = builder.parameter(DType::F32, &[3]).unwrap();
@@ -508,11 +509,20 @@ fn dot_is_an_unsupported_error_today() {
             },
         )
         .unwrap();
-    let graph = builder.finish(&[dot]).unwrap();
-    let a = Tensor::zeros(&device(), DType::F32, &[2, 3]).unwrap();
-    let b = Tensor::zeros(&device(), DType::F32, &[3]).unwrap();
-    let error = cache().run(&graph, &[&a, &b]).unwrap_err().to_string();
-    assert!(error.contains("dot"), "{error}");
+    let one = builder.constant(DType::F32, 1.0).unwrap();
+    let shifted = builder.binary(BinaryOp::Add, dot, one).unwrap();
+    let graph = builder.finish(&[shifted]).unwrap();
+    let a = Tensor::from_slice(&device(), &[2, 3], &[1.0f32, 2.0, 3.0, -4.0, 0.5, 8.0]).unwrap();
+    let b = Tensor::from_slice(&device(), &[3], &[0.25f32, -1.0, 2.0]).unwrap();
+    let planned: Vec<f32> = cache().run(&graph, &[&a, &b]).unwrap()[0].to_vec().unwrap();
+    let eager_dot = nxvk_kernels::dot(&a, &[1], &[], &b, &[0], &[]).unwrap();
+    let eager_one = Tensor::from_slice(&device(), &[], &[1.0f32]).unwrap();
+    let eager: Vec<f32> = nxvk_kernels::binary(BinaryOp::Add, &eager_dot, &eager_one)
+        .unwrap()
+        .to_vec()
+        .unwrap();
+    assert_eq!(planned, eager);
+    assert_eq!(planned, [5.25, 15.5]);
 }
 
 proptest! {

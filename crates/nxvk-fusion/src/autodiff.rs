@@ -1,0 +1,758 @@
+//! Reverse-mode automatic differentiation on the graph IR.
+//!
+//! [`gradients`] appends the backward pass to the builder that holds the forward graph, so the
+//! forward and backward nodes form one graph that the planner fuses and caches like any
+//! other (the gradient of an elementwise chain becomes elementwise nodes that fuse with it).
+//!
+//! Policy:
+//! - Only floating-point values carry gradients. Integer and predicate operands (comparison
+//!   results, `select` predicates, argmax indices) are constants to the derivative, as in
+//!   Nx's `grad`; asking for the gradient of an integer node is an error.
+//! - Each node's adjoint is the sum of its users' contributions, reduced over the axes the
+//!   user broadcast (right-aligned, Nx's rule) and converted to the node's dtype.
+//! - Ties in `max`/`min` send the gradient to the left operand; in `reduce_max`/`reduce_min`
+//!   it is shared equally between the tied elements.
+//! - An op without a rule is an `Error::Unsupported` naming it; never a silent zero.
+//! - `metadata` nodes labelled [`STOP_GRAD`] pass no gradient (Nx's `stop_grad`).
+
+use crate::builder::GraphBuilder;
+use crate::graph::{DotAxes, NodeId, NodeType, Op, TensorType};
+use nxvk_core::{DType, Error, Result};
+use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
+
+/// The `metadata` label that stops gradients.
+pub const STOP_GRAD: &str = "stop_grad";
+
+/// Appends to `builder` the gradient of the one-element floating-point node `loss` with respect
+/// to each node of `wrt`, and returns the gradient nodes in the same order (a zero tensor for a
+/// node `loss` does not depend on).
+pub fn gradients(builder: &mut GraphBuilder, loss: NodeId, wrt: &[NodeId]) -> Result<Vec<NodeId>> {
+    let loss_type = tensor_type(builder, "grad", loss)?;
+    if loss_type.n_elements() != 1 || !loss_type.dtype.is_float() {
+        return Err(bad(
+            &[&loss_type],
+            "the loss must be a one-element floating-point tensor",
+        ));
+    }
+    for &target in wrt {
+        let target_type = tensor_type(builder, "grad", target)?;
+        if target.index() > loss.index() || !target_type.dtype.is_float() {
+            return Err(bad(
+                &[&target_type],
+                "gradients are taken with respect to floating-point nodes built before the loss",
+            ));
+        }
+    }
+    let needed = needed_nodes(builder, loss, wrt);
+    let mut differentiator = Differentiator {
+        builder,
+        adjoints: vec![None; loss.index() + 1],
+    };
+    let one = differentiator.scalar(loss_type.dtype, 1.0)?;
+    let seed = differentiator.builder.broadcast_to(one, &loss_type.shape)?;
+    differentiator.adjoints[loss.index()] = Some(seed);
+    for index in (0..=loss.index()).rev() {
+        let Some(adjoint) = differentiator.adjoints[index] else {
+            continue;
+        };
+        if !needed[index] {
+            continue;
+        }
+        let node = NodeId(index as u32);
+        for (operand, contribution) in differentiator.backward(node, adjoint, &needed)? {
+            differentiator.accumulate(operand, contribution)?;
+        }
+    }
+    wrt.iter()
+        .map(|&target| match differentiator.adjoints[target.index()] {
+            Some(gradient) => Ok(gradient),
+            None => differentiator.zeros_like(target),
+        })
+        .collect()
+}
+
+fn bad(operands: &[&TensorType], detail: &str) -> Error {
+    Error::BadOperands {
+        op: "grad",
+        shapes: operands.iter().map(|tensor| tensor.shape.clone()).collect(),
+        dtypes: operands.iter().map(|tensor| tensor.dtype).collect(),
+        detail: detail.into(),
+    }
+}
+
+fn tensor_type(builder: &GraphBuilder, op: &'static str, id: NodeId) -> Result<TensorType> {
+    match builder.type_of(id) {
+        Some(NodeType::Tensor(tensor)) => Ok(tensor.clone()),
+        _ => Err(Error::BadOperands {
+            op,
+            shapes: Vec::new(),
+            dtypes: Vec::new(),
+            detail: format!("node {} is not a tensor of this graph", id.index()),
+        }),
+    }
+}
+
+/// For each node up to `loss`: whether it depends on a node of `wrt` (only those get adjoints).
+fn needed_nodes(builder: &GraphBuilder, loss: NodeId, wrt: &[NodeId]) -> Vec<bool> {
+    let mut needed = vec![false; loss.index() + 1];
+    for index in 0..=loss.index() {
+        let id = NodeId(index as u32);
+        let Some(node) = builder.node(id) else {
+            continue;
+        };
+        needed[index] = wrt.contains(&id)
+            || node
+                .op
+                .operands()
+                .iter()
+                .any(|operand| needed[operand.index()]);
+    }
+    needed
+}
+
+/// The axis permutation that undoes `permutation` (Nx's transpose: output axis `i` is input
+/// axis `permutation[i]`).
+fn inverse_permutation(permutation: &[usize]) -> Vec<usize> {
+    let mut inverse = vec![0; permutation.len()];
+    for (axis, &source) in permutation.iter().enumerate() {
+        inverse[source] = axis;
+    }
+    inverse
+}
+
+struct Differentiator<'b> {
+    builder: &'b mut GraphBuilder,
+    adjoints: Vec<Option<NodeId>>,
+}
+
+impl Differentiator<'_> {
+    fn ty(&self, id: NodeId) -> Result<TensorType> {
+        tensor_type(self.builder, "grad", id)
+    }
+
+    fn scalar(&mut self, dtype: DType, value: f64) -> Result<NodeId> {
+        self.builder.constant(dtype, value)
+    }
+
+    fn zeros_like(&mut self, id: NodeId) -> Result<NodeId> {
+        let ty = self.ty(id)?;
+        let zero = self.scalar(ty.dtype, 0.0)?;
+        self.builder.broadcast_to(zero, &ty.shape)
+    }
+
+    fn unary(&mut self, op: UnaryOp, input: NodeId) -> Result<NodeId> {
+        self.builder.unary(op, input)
+    }
+
+    fn binary(&mut self, op: BinaryOp, left: NodeId, right: NodeId) -> Result<NodeId> {
+        self.builder.binary(op, left, right)
+    }
+
+    fn mul(&mut self, left: NodeId, right: NodeId) -> Result<NodeId> {
+        self.binary(BinaryOp::Multiply, left, right)
+    }
+
+    fn div(&mut self, left: NodeId, right: NodeId) -> Result<NodeId> {
+        self.binary(BinaryOp::Divide, left, right)
+    }
+
+    /// `value * factor` with a scalar `factor` of `value`'s dtype.
+    fn scale(&mut self, value: NodeId, factor: f64) -> Result<NodeId> {
+        let dtype = self.ty(value)?.dtype;
+        let factor = self.scalar(dtype, factor)?;
+        self.mul(value, factor)
+    }
+
+    /// `value + addend` with a scalar `addend` of `value`'s dtype.
+    fn offset(&mut self, value: NodeId, addend: f64) -> Result<NodeId> {
+        let dtype = self.ty(value)?.dtype;
+        let addend = self.scalar(dtype, addend)?;
+        self.binary(BinaryOp::Add, value, addend)
+    }
+
+    /// `predicate ? value : 0` (or `predicate ? 0 : value` when `keep_on_true` is false).
+    fn mask(&mut self, predicate: NodeId, value: NodeId, keep_on_true: bool) -> Result<NodeId> {
+        let zero = self.zeros_like(value)?;
+        if keep_on_true {
+            self.builder.select(predicate, value, zero)
+        } else {
+            self.builder.select(predicate, zero, value)
+        }
+    }
+
+    /// Adds `contribution` to `operand`'s adjoint, after reducing it to the operand's shape and
+    /// converting it to the operand's dtype.
+    fn accumulate(&mut self, operand: NodeId, contribution: NodeId) -> Result<()> {
+        let target = self.ty(operand)?;
+        let fitted = self.fit(contribution, &target)?;
+        let total = match self.adjoints[operand.index()] {
+            Some(existing) => self.binary(BinaryOp::Add, existing, fitted)?,
+            None => fitted,
+        };
+        self.adjoints[operand.index()] = Some(total);
+        Ok(())
+    }
+
+    /// Undoes Nx's right-aligned broadcasting of an elementwise operand: sums the leading
+    /// axes the operand lacks and the axes where it has size 1, then reshapes and converts.
+    fn fit(&mut self, gradient: NodeId, target: &TensorType) -> Result<NodeId> {
+        let source = self.ty(gradient)?;
+        let mut fitted = gradient;
+        if source.shape != target.shape {
+            let lead = source.shape.len() - target.shape.len().min(source.shape.len());
+            let summed: Vec<usize> = (0..source.shape.len())
+                .filter(|&axis| axis < lead || target.shape[axis - lead] != source.shape[axis])
+                .collect();
+            if !summed.is_empty() {
+                fitted = self.builder.reduce(
+                    ReduceOp::Sum,
+                    fitted,
+                    Some(&summed),
+                    false,
+                    TieBreak::Low,
+                )?;
+            }
+            fitted = self.builder.reshape(fitted, &target.shape)?;
+        }
+        if self.ty(fitted)?.dtype != target.dtype {
+            fitted = self.builder.as_type(fitted, target.dtype)?;
+        }
+        Ok(fitted)
+    }
+
+    /// `gradient` of a reduction's output, reshaped to keep the reduced axes and broadcast
+    /// back to the reduction's input shape.
+    fn unreduce(&mut self, gradient: NodeId, input: &TensorType, axes: &[usize]) -> Result<NodeId> {
+        let kept: Vec<usize> = input
+            .shape
+            .iter()
+            .enumerate()
+            .map(|(axis, &size)| if axes.contains(&axis) { 1 } else { size })
+            .collect();
+        let reshaped = self.builder.reshape(gradient, &kept)?;
+        self.builder.broadcast_to(reshaped, &input.shape)
+    }
+
+    /// The contributions of `node`'s adjoint `gradient` to its differentiable operands.
+    fn backward(
+        &mut self,
+        node: NodeId,
+        gradient: NodeId,
+        needed: &[bool],
+    ) -> Result<Vec<(NodeId, NodeId)>> {
+        let op = self
+            .builder
+            .node(node)
+            .map(|node| node.op.clone())
+            .expect("node ids come from this builder");
+        let wants = |operand: NodeId| needed[operand.index()];
+        let is_float = |this: &Self, operand: NodeId| {
+            this.ty(operand)
+                .map(|ty| ty.dtype.is_float())
+                .unwrap_or(false)
+        };
+        let mut contributions = Vec::new();
+        match op {
+            Op::Parameter { .. } | Op::Constant { .. } | Op::Literal { .. } => {}
+            Op::Unary { op, input } => {
+                if wants(input)
+                    && is_float(self, input)
+                    && let Some(contribution) = self.unary_rule(op, input, node, gradient)?
+                {
+                    contributions.push((input, contribution));
+                }
+            }
+            Op::Binary { op, left, right } => {
+                let (want_left, want_right) = (
+                    wants(left) && is_float(self, left),
+                    wants(right) && is_float(self, right),
+                );
+                if want_left || want_right {
+                    let (to_left, to_right) =
+                        self.binary_rule(op, left, right, node, gradient, want_left, want_right)?;
+                    contributions.extend(to_left.map(|value| (left, value)));
+                    contributions.extend(to_right.map(|value| (right, value)));
+                }
+            }
+            Op::AsType { input } => {
+                if wants(input) && is_float(self, input) {
+                    contributions.push((input, gradient));
+                }
+            }
+            Op::Broadcast { input, axes } => {
+                let (source, target) = (self.ty(gradient)?, self.ty(input)?);
+                let summed: Vec<usize> = (0..source.shape.len())
+                    .filter(|axis| match axes.iter().position(|mapped| mapped == axis) {
+                        None => true,
+                        Some(input_axis) => target.shape[input_axis] != source.shape[*axis],
+                    })
+                    .collect();
+                let reduced = if summed.is_empty() {
+                    gradient
+                } else {
+                    self.builder.reduce(
+                        ReduceOp::Sum,
+                        gradient,
+                        Some(&summed),
+                        false,
+                        TieBreak::Low,
+                    )?
+                };
+                contributions.push((input, self.builder.reshape(reduced, &target.shape)?));
+            }
+            Op::Reshape { input } | Op::Squeeze { input, .. } => {
+                let shape = self.ty(input)?.shape;
+                contributions.push((input, self.builder.reshape(gradient, &shape)?));
+            }
+            Op::Transpose { input, permutation } => {
+                let inverse = inverse_permutation(&permutation);
+                contributions.push((input, self.builder.transpose(gradient, &inverse)?));
+            }
+            Op::Select {
+                on_true,
+                on_false,
+                predicate,
+                ..
+            } => {
+                if wants(on_true) && is_float(self, on_true) {
+                    contributions.push((on_true, self.mask(predicate, gradient, true)?));
+                }
+                if wants(on_false) && is_float(self, on_false) {
+                    contributions.push((on_false, self.mask(predicate, gradient, false)?));
+                }
+            }
+            Op::Clip { input, min, max } => {
+                if wants(input) && is_float(self, input) {
+                    let below = self.binary(BinaryOp::Less, input, min)?;
+                    let above = self.binary(BinaryOp::Greater, input, max)?;
+                    let inside = self.binary(BinaryOp::LogicalOr, below, above)?;
+                    contributions.push((input, self.mask(inside, gradient, false)?));
+                }
+            }
+            Op::Reduce {
+                op, input, axes, ..
+            } => {
+                if wants(input)
+                    && is_float(self, input)
+                    && let Some(contribution) =
+                        self.reduce_rule(op, input, node, gradient, &axes)?
+                {
+                    contributions.push((input, contribution));
+                }
+            }
+            Op::Dot { left, right, axes } => {
+                if wants(left) && is_float(self, left) {
+                    contributions.push((left, self.dot_left(gradient, left, right, &axes)?));
+                }
+                if wants(right) && is_float(self, right) {
+                    contributions.push((right, self.dot_right(gradient, left, right, &axes)?));
+                }
+            }
+            Op::Metadata { input, label } => {
+                if label != STOP_GRAD && wants(input) {
+                    contributions.push((input, gradient));
+                }
+            }
+            Op::Slice { .. }
+            | Op::Elem { .. }
+            | Op::Fun { .. }
+            | Op::Cond { .. }
+            | Op::While { .. }
+            | Op::Block { .. } => return Err(self.no_rule(op.name(), node)),
+        }
+        Ok(contributions)
+    }
+
+    fn no_rule(&self, name: &'static str, node: NodeId) -> Error {
+        Error::Unsupported {
+            op: name,
+            dtype: self.ty(node).map_or(DType::F32, |ty| ty.dtype),
+            detail: "grad: no gradient rule for this op yet".into(),
+        }
+    }
+
+    /// d input from `gradient` of `output = op(input)`; `None` where the derivative is zero.
+    fn unary_rule(
+        &mut self,
+        op: UnaryOp,
+        input: NodeId,
+        output: NodeId,
+        gradient: NodeId,
+    ) -> Result<Option<NodeId>> {
+        use UnaryOp as U;
+        let g = gradient;
+        let (x, y) = (input, output);
+        let value = match op {
+            U::Sign | U::Floor | U::Ceil | U::Round | U::Imag => return Ok(None),
+            U::Negate => self.unary(U::Negate, g)?,
+            U::Real => g,
+            U::Abs => {
+                let sign = self.unary(U::Sign, x)?;
+                self.mul(g, sign)?
+            }
+            U::Exp => self.mul(g, y)?,
+            U::Expm1 => {
+                let exp = self.offset(y, 1.0)?;
+                self.mul(g, exp)?
+            }
+            U::Log => self.div(g, x)?,
+            U::Log1p => {
+                let shifted = self.offset(x, 1.0)?;
+                self.div(g, shifted)?
+            }
+            U::Sqrt => {
+                let half = self.scale(g, 0.5)?;
+                self.div(half, y)?
+            }
+            U::Rsqrt => {
+                let square = self.mul(y, y)?;
+                let cube = self.mul(square, y)?;
+                let scaled = self.scale(cube, -0.5)?;
+                self.mul(g, scaled)?
+            }
+            U::Sigmoid => {
+                let negated = self.unary(U::Negate, y)?;
+                let complement = self.offset(negated, 1.0)?;
+                let slope = self.mul(y, complement)?;
+                self.mul(g, slope)?
+            }
+            U::Tanh => {
+                let square = self.mul(y, y)?;
+                let negated = self.unary(U::Negate, square)?;
+                let slope = self.offset(negated, 1.0)?;
+                self.mul(g, slope)?
+            }
+            U::Sin => {
+                let cos = self.unary(U::Cos, x)?;
+                self.mul(g, cos)?
+            }
+            U::Cos => {
+                let sin = self.unary(U::Sin, x)?;
+                let negated = self.unary(U::Negate, sin)?;
+                self.mul(g, negated)?
+            }
+            U::Tan => {
+                let square = self.mul(y, y)?;
+                let slope = self.offset(square, 1.0)?;
+                self.mul(g, slope)?
+            }
+            U::Asin | U::Acos => {
+                let square = self.mul(x, x)?;
+                let negated = self.unary(U::Negate, square)?;
+                let complement = self.offset(negated, 1.0)?;
+                let slope = self.unary(U::Rsqrt, complement)?;
+                let value = self.mul(g, slope)?;
+                if op == U::Acos {
+                    self.unary(U::Negate, value)?
+                } else {
+                    value
+                }
+            }
+            U::Atan => {
+                let square = self.mul(x, x)?;
+                let denominator = self.offset(square, 1.0)?;
+                self.div(g, denominator)?
+            }
+            U::Sinh => {
+                let cosh = self.unary(U::Cosh, x)?;
+                self.mul(g, cosh)?
+            }
+            U::Cosh => {
+                let sinh = self.unary(U::Sinh, x)?;
+                self.mul(g, sinh)?
+            }
+            U::Asinh | U::Acosh => {
+                let square = self.mul(x, x)?;
+                let shift = if op == U::Asinh { 1.0 } else { -1.0 };
+                let shifted = self.offset(square, shift)?;
+                let slope = self.unary(U::Rsqrt, shifted)?;
+                self.mul(g, slope)?
+            }
+            U::Atanh => {
+                let square = self.mul(x, x)?;
+                let negated = self.unary(U::Negate, square)?;
+                let denominator = self.offset(negated, 1.0)?;
+                self.div(g, denominator)?
+            }
+            U::Erf | U::Erfc => {
+                let square = self.mul(x, x)?;
+                let negated = self.unary(U::Negate, square)?;
+                let bell = self.unary(U::Exp, negated)?;
+                let sign = if op == U::Erf { 1.0 } else { -1.0 };
+                let slope = self.scale(bell, sign * std::f64::consts::FRAC_2_SQRT_PI)?;
+                self.mul(g, slope)?
+            }
+            U::ErfInv => {
+                let square = self.mul(y, y)?;
+                let bell = self.unary(U::Exp, square)?;
+                let slope = self.scale(bell, 1.0 / std::f64::consts::FRAC_2_SQRT_PI)?;
+                self.mul(g, slope)?
+            }
+            U::Cbrt => {
+                let square = self.mul(y, y)?;
+                let denominator = self.scale(square, 3.0)?;
+                self.div(g, denominator)?
+            }
+            _ => return Err(self.no_rule(op.name(), output)),
+        };
+        Ok(Some(value))
+    }
+
+    /// d left and d right from `gradient` of `output = op(left, right)` (each only if wanted;
+    /// `None` where the derivative is zero).
+    #[allow(clippy::too_many_arguments)] // One rule per op, all reading the same five values.
+    fn binary_rule(
+        &mut self,
+        op: BinaryOp,
+        left: NodeId,
+        right: NodeId,
+        output: NodeId,
+        gradient: NodeId,
+        want_left: bool,
+        want_right: bool,
+    ) -> Result<(Option<NodeId>, Option<NodeId>)> {
+        use BinaryOp as B;
+        let g = gradient;
+        let (l, r, y) = (left, right, output);
+        let (to_left, to_right) = match op {
+            B::Add => (Some(g), Some(g)),
+            B::Subtract => (Some(g), Some(self.unary(UnaryOp::Negate, g)?)),
+            B::Multiply => (
+                want_left.then(|| self.mul(g, r)).transpose()?,
+                want_right.then(|| self.mul(g, l)).transpose()?,
+            ),
+            B::Divide => {
+                let to_left = self.div(g, r)?;
+                let to_right = if want_right {
+                    let quotient = self.div(y, r)?;
+                    let product = self.mul(g, quotient)?;
+                    Some(self.unary(UnaryOp::Negate, product)?)
+                } else {
+                    None
+                };
+                (Some(to_left), to_right)
+            }
+            B::Pow => {
+                let to_left = if want_left {
+                    let exponent = self.offset(r, -1.0)?;
+                    let power = self.binary(B::Pow, l, exponent)?;
+                    let slope = self.mul(r, power)?;
+                    Some(self.mul(g, slope)?)
+                } else {
+                    None
+                };
+                let to_right = if want_right {
+                    let log = self.unary(UnaryOp::Log, l)?;
+                    let slope = self.mul(y, log)?;
+                    Some(self.mul(g, slope)?)
+                } else {
+                    None
+                };
+                (to_left, to_right)
+            }
+            B::Max | B::Min => {
+                let comparison = if op == B::Max {
+                    B::GreaterEqual
+                } else {
+                    B::LessEqual
+                };
+                let left_wins = self.binary(comparison, l, r)?;
+                (
+                    want_left
+                        .then(|| self.mask(left_wins, g, true))
+                        .transpose()?,
+                    want_right
+                        .then(|| self.mask(left_wins, g, false))
+                        .transpose()?,
+                )
+            }
+            B::Atan2 => {
+                let left_square = self.mul(l, l)?;
+                let right_square = self.mul(r, r)?;
+                let denominator = self.binary(B::Add, left_square, right_square)?;
+                let scaled = self.div(g, denominator)?;
+                let to_left = self.mul(scaled, r)?;
+                let product = self.mul(scaled, l)?;
+                (Some(to_left), Some(self.unary(UnaryOp::Negate, product)?))
+            }
+            B::Equal
+            | B::NotEqual
+            | B::Greater
+            | B::Less
+            | B::GreaterEqual
+            | B::LessEqual
+            | B::LogicalAnd
+            | B::LogicalOr
+            | B::LogicalXor => (None, None),
+            _ => return Err(self.no_rule(op.name(), output)),
+        };
+        Ok((
+            to_left.filter(|_| want_left),
+            to_right.filter(|_| want_right),
+        ))
+    }
+
+    /// d input from `gradient` of `output = op(input, axes)`.
+    fn reduce_rule(
+        &mut self,
+        op: ReduceOp,
+        input: NodeId,
+        output: NodeId,
+        gradient: NodeId,
+        axes: &[usize],
+    ) -> Result<Option<NodeId>> {
+        let input_type = self.ty(input)?;
+        let spread = self.unreduce(gradient, &input_type, axes)?;
+        let value = match op {
+            ReduceOp::Sum => spread,
+            ReduceOp::Product => {
+                let result = self.unreduce(output, &input_type, axes)?;
+                let quotient = self.div(result, input)?;
+                self.mul(spread, quotient)?
+            }
+            ReduceOp::ReduceMax | ReduceOp::ReduceMin => {
+                let extreme = self.unreduce(output, &input_type, axes)?;
+                let hits = self.binary(BinaryOp::Equal, input, extreme)?;
+                let hits = self.builder.as_type(hits, input_type.dtype)?;
+                let count =
+                    self.builder
+                        .reduce(ReduceOp::Sum, hits, Some(axes), true, TieBreak::Low)?;
+                let count = self.builder.broadcast_to(count, &input_type.shape)?;
+                let share = self.div(hits, count)?;
+                self.mul(spread, share)?
+            }
+            ReduceOp::All | ReduceOp::Any | ReduceOp::ArgMax | ReduceOp::ArgMin => {
+                return Ok(None);
+            }
+        };
+        Ok(Some(value))
+    }
+
+    /// d left of `dot(left, right)`: `gradient` contracted with `right` over right's free axes,
+    /// then permuted back to left's axis order.
+    fn dot_left(
+        &mut self,
+        gradient: NodeId,
+        left: NodeId,
+        right: NodeId,
+        axes: &DotAxes,
+    ) -> Result<NodeId> {
+        let (left_rank, right_rank) = (self.ty(left)?.shape.len(), self.ty(right)?.shape.len());
+        let batch = axes.batch_left.len();
+        let left_free = free_axes(left_rank, &axes.contract_left, &axes.batch_left);
+        let right_free = free_axes(right_rank, &axes.contract_right, &axes.batch_right);
+        // Gradient axes: batch, then left's free axes, then right's free axes.
+        let gradient_right_free: Vec<usize> =
+            (batch + left_free.len()..batch + left_free.len() + right_free.len()).collect();
+        let product = self.builder.dot(
+            gradient,
+            right,
+            DotAxes {
+                contract_left: gradient_right_free,
+                batch_left: (0..batch).collect(),
+                contract_right: right_free,
+                batch_right: axes.batch_right.clone(),
+            },
+        )?;
+        // The product's axes: batch, left's free axes, then right's remaining (contracted)
+        // axes in right's order, each standing for its partner in left.
+        let mut partners: Vec<(usize, usize)> = axes
+            .contract_right
+            .iter()
+            .copied()
+            .zip(axes.contract_left.iter().copied())
+            .collect();
+        partners.sort_unstable();
+        let source: Vec<usize> = axes
+            .batch_left
+            .iter()
+            .copied()
+            .chain(left_free)
+            .chain(partners.into_iter().map(|(_, left_axis)| left_axis))
+            .collect();
+        self.permuted_to_target_order(product, &source)
+    }
+
+    /// d right of `dot(left, right)`: `left` contracted with `gradient` over left's free axes,
+    /// then permuted back to right's axis order.
+    fn dot_right(
+        &mut self,
+        gradient: NodeId,
+        left: NodeId,
+        right: NodeId,
+        axes: &DotAxes,
+    ) -> Result<NodeId> {
+        let (left_rank, right_rank) = (self.ty(left)?.shape.len(), self.ty(right)?.shape.len());
+        let batch = axes.batch_left.len();
+        let left_free = free_axes(left_rank, &axes.contract_left, &axes.batch_left);
+        let right_free = free_axes(right_rank, &axes.contract_right, &axes.batch_right);
+        let gradient_left_free: Vec<usize> = (batch..batch + left_free.len()).collect();
+        let product = self.builder.dot(
+            left,
+            gradient,
+            DotAxes {
+                contract_left: left_free,
+                batch_left: axes.batch_left.clone(),
+                contract_right: gradient_left_free,
+                batch_right: (0..batch).collect(),
+            },
+        )?;
+        // The product's axes: batch, left's remaining (contracted) axes in left's order, each
+        // standing for its partner in right, then right's free axes.
+        let mut partners: Vec<(usize, usize)> = axes
+            .contract_left
+            .iter()
+            .copied()
+            .zip(axes.contract_right.iter().copied())
+            .collect();
+        partners.sort_unstable();
+        let source: Vec<usize> = axes
+            .batch_right
+            .iter()
+            .copied()
+            .chain(partners.into_iter().map(|(_, right_axis)| right_axis))
+            .chain(right_free)
+            .collect();
+        self.permuted_to_target_order(product, &source)
+    }
+
+    /// Transposes `value`, whose axis `k` stands for target axis `source[k]`, into target order.
+    fn permuted_to_target_order(&mut self, value: NodeId, source: &[usize]) -> Result<NodeId> {
+        let permutation = inverse_permutation(source);
+        if permutation
+            .iter()
+            .enumerate()
+            .all(|(axis, &from)| axis == from)
+        {
+            Ok(value)
+        } else {
+            self.builder.transpose(value, &permutation)
+        }
+    }
+}
+
+/// The axes of a `rank`-dimensional dot operand that are neither contracted nor batched, in
+/// order.
+fn free_axes(rank: usize, contract: &[usize], batch: &[usize]) -> Vec<usize> {
+    (0..rank)
+        .filter(|axis| !contract.contains(axis) && !batch.contains(axis))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inverse_permutation;
+
+    #[test]
+    fn inverse_permutation_undoes_its_permutation() {
+        let permutation = [2, 0, 3, 1];
+        let inverse = inverse_permutation(&permutation);
+        let composed: Vec<usize> = inverse.iter().map(|&axis| permutation[axis]).collect();
+        assert_eq!(composed, [0, 1, 2, 3]);
+        assert_ne!(
+            inverse.to_vec(),
+            permutation.to_vec(),
+            "null arm: not the identity"
+        );
+    }
+}

@@ -1,0 +1,357 @@
+//! Reverse-mode gradients against central finite differences, in f64 on the device.
+//!
+//! Random graphs are built from a menu of differentiable steps (unary functions, binary ops
+//! with broadcasting, views, reductions, dot); the loss is the sum of the last value. The
+//! gradient graph's result for every parameter element is compared with
+//! (loss(x + h) - loss(x - h)) / 2h computed by running the forward graph. Null arms show the
+//! comparison rejects a wrong derivative.
+
+mod common;
+
+use nxvk_core::{DType, Tensor};
+use nxvk_fusion::{DotAxes, Graph, GraphBuilder, NodeId, PlanCache, STOP_GRAD, gradients};
+use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
+use proptest::prelude::*;
+
+/// Runs graphs on the test device through one plan cache (finite differences rerun the same
+/// forward graph many times).
+struct Runner {
+    cache: PlanCache,
+}
+
+impl Runner {
+    fn new() -> Self {
+        Runner {
+            cache: PlanCache::new(&common::device()),
+        }
+    }
+
+    fn tensor(&self, shape: &[usize], values: &[f64]) -> Tensor {
+        Tensor::from_slice(self.cache.device(), shape, values).unwrap()
+    }
+
+    fn run(&self, graph: &Graph, inputs: &[Tensor]) -> Vec<Tensor> {
+        let inputs: Vec<&Tensor> = inputs.iter().collect();
+        self.cache.run(graph, &inputs).unwrap()
+    }
+}
+
+/// Parameter shapes of every random graph: a matrix, a vector that broadcasts against its rows,
+/// and a matrix to multiply it with.
+const SHAPES: [&[usize]; 3] = [&[2, 3], &[3], &[3, 2]];
+
+/// One step of a random graph, applied to the current value `v` (shape [2, 3] throughout).
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Unary(UnaryOp),
+    /// `v op p1` with the vector parameter broadcast over rows.
+    WithVector(BinaryOp),
+    /// `v / (p1^2 + 1)`: division kept away from zero.
+    SafeDivide,
+    /// `log(v^2 + 1)`.
+    SafeLog,
+    /// `sqrt(v^2 + 1)`.
+    SafeSqrt,
+    /// `(v^2 + 1) ^ p1`: pow with a positive base.
+    SafePow,
+    /// transpose to [3, 2], add p2, transpose back.
+    TransposeAddMatrix,
+    /// `v - reduce(v, axis 1)` broadcast back (sum or max).
+    RowReduce(ReduceOp),
+    /// `dot(v, p2)` [2, 2], then `dot(that, p0)` back to [2, 3].
+    DotRoundTrip,
+    /// reshape to [3, 2] and back through a different grouping: [6] then [2, 3].
+    Reshapes,
+}
+
+fn steps() -> impl Strategy<Value = Step> {
+    use UnaryOp as U;
+    prop_oneof![
+        prop::sample::select(vec![
+            U::Exp,
+            U::Tanh,
+            U::Sigmoid,
+            U::Sin,
+            U::Cos,
+            U::Atan,
+            U::Negate,
+            U::Asinh,
+            U::Erf,
+        ])
+        .prop_map(Step::Unary),
+        prop::sample::select(vec![
+            BinaryOp::Add,
+            BinaryOp::Subtract,
+            BinaryOp::Multiply,
+            BinaryOp::Max,
+            BinaryOp::Min,
+            BinaryOp::Atan2,
+        ])
+        .prop_map(Step::WithVector),
+        Just(Step::SafeDivide),
+        Just(Step::SafeLog),
+        Just(Step::SafeSqrt),
+        Just(Step::SafePow),
+        Just(Step::TransposeAddMatrix),
+        prop::sample::select(vec![ReduceOp::Sum, ReduceOp::ReduceMax]).prop_map(Step::RowReduce),
+        Just(Step::DotRoundTrip),
+        Just(Step::Reshapes),
+    ]
+}
+
+fn square_plus_one(builder: &mut GraphBuilder, value: NodeId) -> NodeId {
+    let square = builder.binary(BinaryOp::Multiply, value, value).unwrap();
+    let one = builder.constant(DType::F64, 1.0).unwrap();
+    builder.binary(BinaryOp::Add, square, one).unwrap()
+}
+
+fn matmul(builder: &mut GraphBuilder, left: NodeId, right: NodeId) -> NodeId {
+    let axes = DotAxes {
+        contract_left: vec![1],
+        batch_left: vec![],
+        contract_right: vec![0],
+        batch_right: vec![],
+    };
+    builder.dot(left, right, axes).unwrap()
+}
+
+fn apply(builder: &mut GraphBuilder, step: Step, value: NodeId, parameters: &[NodeId]) -> NodeId {
+    let (matrix, vector, other) = (parameters[0], parameters[1], parameters[2]);
+    match step {
+        Step::Unary(op) => builder.unary(op, value).unwrap(),
+        Step::WithVector(op) => builder.binary(op, value, vector).unwrap(),
+        Step::SafeDivide => {
+            let denominator = square_plus_one(builder, vector);
+            builder
+                .binary(BinaryOp::Divide, value, denominator)
+                .unwrap()
+        }
+        Step::SafeLog => {
+            let shifted = square_plus_one(builder, value);
+            builder.unary(UnaryOp::Log, shifted).unwrap()
+        }
+        Step::SafeSqrt => {
+            let shifted = square_plus_one(builder, value);
+            builder.unary(UnaryOp::Sqrt, shifted).unwrap()
+        }
+        Step::SafePow => {
+            let base = square_plus_one(builder, value);
+            builder.binary(BinaryOp::Pow, base, vector).unwrap()
+        }
+        Step::TransposeAddMatrix => {
+            let transposed = builder.transpose(value, &[1, 0]).unwrap();
+            let sum = builder.binary(BinaryOp::Add, transposed, other).unwrap();
+            builder.transpose(sum, &[1, 0]).unwrap()
+        }
+        Step::RowReduce(op) => {
+            let reduced = builder
+                .reduce(op, value, Some(&[1]), true, TieBreak::Low)
+                .unwrap();
+            builder.binary(BinaryOp::Subtract, value, reduced).unwrap()
+        }
+        Step::DotRoundTrip => {
+            let product = matmul(builder, value, other);
+            matmul(builder, product, matrix)
+        }
+        Step::Reshapes => {
+            let flat = builder.reshape(value, &[6]).unwrap();
+            let regrouped = builder.reshape(flat, &[3, 2]).unwrap();
+            builder.reshape(regrouped, &[2, 3]).unwrap()
+        }
+    }
+}
+
+/// The forward graph (output: the loss) and the gradient graph (outputs: the loss, then the
+/// gradient of each parameter).
+fn graphs(steps: &[Step]) -> (Graph, Graph) {
+    let build = |with_gradients: bool| {
+        let mut builder = GraphBuilder::new();
+        let parameters: Vec<NodeId> = SHAPES
+            .iter()
+            .map(|shape| builder.parameter(DType::F64, shape).unwrap())
+            .collect();
+        let mut value = parameters[0];
+        for &step in steps {
+            value = apply(&mut builder, step, value, &parameters);
+        }
+        let loss = builder
+            .reduce(ReduceOp::Sum, value, None, false, TieBreak::Low)
+            .unwrap();
+        let mut outputs = vec![loss];
+        if with_gradients {
+            outputs.extend(gradients(&mut builder, loss, &parameters).unwrap());
+        }
+        builder.finish(&outputs).unwrap()
+    };
+    (build(false), build(true))
+}
+
+/// Largest violation of |analytic - numeric| <= 1e-6 + 1e-5 |numeric| over all parameter
+/// elements, as (excess, parameter, element); `None` when all agree.
+fn worst_disagreement(
+    runner: &Runner,
+    forward: &Graph,
+    gradient_graph: &Graph,
+    values: &[Vec<f64>],
+) -> Option<(f64, usize, usize)> {
+    let tensors: Vec<Tensor> = values
+        .iter()
+        .zip(SHAPES)
+        .map(|(data, shape)| runner.tensor(shape, data))
+        .collect();
+    let outputs = runner.run(gradient_graph, &tensors);
+    let mut worst: Option<(f64, usize, usize)> = None;
+    for (parameter, data) in values.iter().enumerate() {
+        let analytic: Vec<f64> = outputs[1 + parameter].to_vec().unwrap();
+        for element in 0..data.len() {
+            let step = 1e-5 * data[element].abs().max(1.0);
+            let loss_at = |offset: f64| {
+                let mut shifted = values.to_vec();
+                shifted[parameter][element] += offset;
+                let inputs: Vec<Tensor> = shifted
+                    .iter()
+                    .zip(SHAPES)
+                    .map(|(data, shape)| runner.tensor(shape, data))
+                    .collect();
+                runner.run(forward, &inputs)[0].to_vec::<f64>().unwrap()[0]
+            };
+            let numeric = (loss_at(step) - loss_at(-step)) / (2.0 * step);
+            let excess = (analytic[element] - numeric).abs() - (1e-6 + 1e-5 * numeric.abs());
+            if excess > 0.0 && worst.is_none_or(|(previous, _, _)| excess > previous) {
+                worst = Some((excess, parameter, element));
+            }
+        }
+    }
+    worst
+}
+
+fn parameter_values() -> impl Strategy<Value = Vec<Vec<f64>>> {
+    SHAPES
+        .iter()
+        .map(|shape| prop::collection::vec(-1.5f64..1.5, shape.iter().product::<usize>()))
+        .collect::<Vec<_>>()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn gradients_match_finite_differences(
+        steps in prop::collection::vec(steps(), 1..5),
+        values in parameter_values(),
+    ) {
+        let runner = Runner::new();
+        let (forward, gradient_graph) = graphs(&steps);
+        let worst = worst_disagreement(&runner, &forward, &gradient_graph, &values);
+        prop_assert!(worst.is_none(), "steps {steps:?}: worst disagreement {worst:?}");
+    }
+}
+
+/// Null arm: the gradient of `sin` checked against the loss of `cos` must be rejected.
+#[test]
+fn a_wrong_derivative_is_rejected() {
+    let runner = Runner::new();
+    let (_, sin_gradients) = graphs(&[Step::Unary(UnaryOp::Sin)]);
+    let (cos_forward, _) = graphs(&[Step::Unary(UnaryOp::Cos)]);
+    let values = vec![
+        vec![0.3, -0.7, 1.1, 0.2, -1.3, 0.9],
+        vec![0.5; 3],
+        vec![0.25; 6],
+    ];
+    assert!(worst_disagreement(&runner, &cos_forward, &sin_gradients, &values).is_some());
+}
+
+#[test]
+fn batched_dot_with_permuted_contraction_has_the_right_gradients() {
+    // left [batch 2, k 3, m 2], right [k 3, batch 2, n 4]: batch axes 0/1, contract 1/0.
+    let runner = Runner::new();
+    let build = |with_gradients: bool| {
+        let mut builder = GraphBuilder::new();
+        let left = builder.parameter(DType::F64, &[2, 3, 2]).unwrap();
+        let right = builder.parameter(DType::F64, &[3, 2, 4]).unwrap();
+        let axes = DotAxes {
+            contract_left: vec![1],
+            batch_left: vec![0],
+            contract_right: vec![0],
+            batch_right: vec![1],
+        };
+        let product = builder.dot(left, right, axes).unwrap();
+        let sine = builder.unary(UnaryOp::Sin, product).unwrap();
+        let loss = builder
+            .reduce(ReduceOp::Sum, sine, None, false, TieBreak::Low)
+            .unwrap();
+        let mut outputs = vec![loss];
+        if with_gradients {
+            outputs.extend(gradients(&mut builder, loss, &[left, right]).unwrap());
+        }
+        builder.finish(&outputs).unwrap()
+    };
+    let (forward, gradient_graph) = (build(false), build(true));
+    let left: Vec<f64> = (0..12).map(|i| (i as f64 * 0.37).sin()).collect();
+    let right: Vec<f64> = (0..24).map(|i| (i as f64 * 0.53).cos()).collect();
+    let outputs = runner.run(
+        &gradient_graph,
+        &[
+            runner.tensor(&[2, 3, 2], &left),
+            runner.tensor(&[3, 2, 4], &right),
+        ],
+    );
+    assert_eq!(outputs[1].shape(), &[2, 3, 2]);
+    assert_eq!(outputs[2].shape(), &[3, 2, 4]);
+    for (parameter, values) in [&left, &right].into_iter().enumerate() {
+        let analytic: Vec<f64> = outputs[1 + parameter].to_vec().unwrap();
+        for element in 0..values.len() {
+            let loss_at = |offset: f64| {
+                let (mut l, mut r) = (left.clone(), right.clone());
+                [&mut l, &mut r][parameter][element] += offset;
+                let inputs = [runner.tensor(&[2, 3, 2], &l), runner.tensor(&[3, 2, 4], &r)];
+                runner.run(&forward, &inputs)[0].to_vec::<f64>().unwrap()[0]
+            };
+            let numeric = (loss_at(1e-6) - loss_at(-1e-6)) / 2e-6;
+            assert!(
+                (analytic[element] - numeric).abs() <= 1e-6 + 1e-5 * numeric.abs(),
+                "parameter {parameter} element {element}: {} against {numeric}",
+                analytic[element]
+            );
+        }
+    }
+}
+
+#[test]
+fn stop_grad_blocks_the_gradient() {
+    let runner = Runner::new();
+    let mut builder = GraphBuilder::new();
+    let x = builder.parameter(DType::F64, &[3]).unwrap();
+    let stopped = builder.metadata(x, STOP_GRAD).unwrap();
+    let product = builder.binary(BinaryOp::Multiply, x, stopped).unwrap();
+    let loss = builder
+        .reduce(ReduceOp::Sum, product, None, false, TieBreak::Low)
+        .unwrap();
+    let gradient = gradients(&mut builder, loss, &[x]).unwrap();
+    let graph = builder.finish(&gradient).unwrap();
+    let values = [0.5, -2.0, 3.0];
+    let result: Vec<f64> = runner.run(&graph, &[runner.tensor(&[3], &values)])[0]
+        .to_vec()
+        .unwrap();
+    // d/dx (x * c) with c = x held constant is c, not 2x.
+    assert_eq!(result, values);
+}
+
+#[test]
+fn gradient_requests_that_cannot_be_answered_are_errors() {
+    let mut builder = GraphBuilder::new();
+    let x = builder.parameter(DType::F32, &[4]).unwrap();
+    let counts = builder.parameter(DType::S32, &[4]).unwrap();
+    let sliced = builder.slice(x, &[1], &[2], &[1]).unwrap();
+    let loss = builder
+        .reduce(ReduceOp::Sum, sliced, None, false, TieBreak::Low)
+        .unwrap();
+    let unsupported = gradients(&mut builder, loss, &[x]).unwrap_err().to_string();
+    assert!(unsupported.contains("slice"), "{unsupported}");
+    let integer = gradients(&mut builder, loss, &[counts])
+        .unwrap_err()
+        .to_string();
+    assert!(integer.contains("floating-point"), "{integer}");
+    let vector_loss = gradients(&mut builder, x, &[x]).unwrap_err().to_string();
+    assert!(vector_loss.contains("one-element"), "{vector_loss}");
+}
