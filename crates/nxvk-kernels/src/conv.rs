@@ -83,41 +83,33 @@ fn bad(input: &Tensor, kernel: &Tensor, detail: String) -> Error {
 
 /// One value per spatial axis: `values`, or `default` everywhere when empty.
 fn per_axis<T: Copy>(
-    input: &Tensor,
-    kernel: &Tensor,
     name: &str,
     values: &[T],
     default: T,
     spatial: usize,
-) -> Result<Vec<T>> {
+) -> std::result::Result<Vec<T>, String> {
     match values.len() {
         0 => Ok(vec![default; spatial]),
         length if length == spatial => Ok(values.to_vec()),
-        length => Err(bad(
-            input,
-            kernel,
-            format!("{name} has {length} entries for {spatial} spatial axes"),
+        length => Err(format!(
+            "{name} has {length} entries for {spatial} spatial axes"
         )),
     }
 }
 
 fn permutation(
-    input: &Tensor,
-    kernel: &Tensor,
     name: &str,
     given: &Option<Vec<usize>>,
     rank: usize,
-) -> Result<Vec<usize>> {
+) -> std::result::Result<Vec<usize>, String> {
     let Some(given) = given else {
         return Ok((0..rank).collect());
     };
     let mut sorted = given.clone();
     sorted.sort_unstable();
     if sorted != (0..rank).collect::<Vec<_>>() {
-        return Err(bad(
-            input,
-            kernel,
-            format!("{name} {given:?} is not a permutation of the {rank} axes"),
+        return Err(format!(
+            "{name} {given:?} is not a permutation of the {rank} axes"
         ));
     }
     Ok(given.clone())
@@ -147,109 +139,146 @@ fn output_size(
     (span >= 0).then(|| (span / stride as i64) as usize + 1)
 }
 
+/// A convolution's options checked against its operand shapes, with every default filled in
+/// (one value per spatial axis, identity permutations).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConvGeometry {
+    pub strides: Vec<usize>,
+    pub padding: Vec<(i64, i64)>,
+    pub input_dilation: Vec<usize>,
+    pub kernel_dilation: Vec<usize>,
+    pub input_permutation: Vec<usize>,
+    pub kernel_permutation: Vec<usize>,
+    pub output_permutation: Vec<usize>,
+    /// The canonical input's [batch, channels] and the canonical kernel's [filters, channels
+    /// per group].
+    pub batch: usize,
+    pub channels: usize,
+    pub filters: usize,
+    pub group_channels: usize,
+    /// Output size per spatial axis.
+    pub output_spatial: Vec<usize>,
+    /// The result's shape, after the output permutation.
+    pub output_shape: Vec<usize>,
+}
+
+impl ConvGeometry {
+    /// Checks `options` against an input and a kernel of these shapes (Nx's rules); the error
+    /// says what does not fit.
+    pub fn new(
+        input_shape: &[usize],
+        kernel_shape: &[usize],
+        options: &ConvOptions,
+    ) -> std::result::Result<Self, String> {
+        let rank = input_shape.len();
+        if rank < 3 || kernel_shape.len() != rank {
+            return Err(
+                "input and kernel need the same rank, at least 3 ([batch, channels, spatial...])"
+                    .into(),
+            );
+        }
+        let spatial = rank - 2;
+        let strides = per_axis("strides", &options.strides, 1, spatial)?;
+        let padding = per_axis("padding", &options.padding, (0, 0), spatial)?;
+        let input_dilation = per_axis("input_dilation", &options.input_dilation, 1, spatial)?;
+        let kernel_dilation = per_axis("kernel_dilation", &options.kernel_dilation, 1, spatial)?;
+        let positive = [&strides, &input_dilation, &kernel_dilation]
+            .iter()
+            .all(|values| values.iter().all(|&value| value >= 1));
+        let (feature_groups, batch_groups) = (options.feature_group_size, options.batch_group_size);
+        if !positive || feature_groups == 0 || batch_groups == 0 {
+            return Err("strides, dilations and group sizes must be at least 1".into());
+        }
+        let input_permutation = permutation("input_permutation", &options.input_permutation, rank)?;
+        let kernel_permutation =
+            permutation("kernel_permutation", &options.kernel_permutation, rank)?;
+        let output_permutation =
+            permutation("output_permutation", &options.output_permutation, rank)?;
+        let canonical_input: Vec<usize> = input_permutation
+            .iter()
+            .map(|&axis| input_shape[axis])
+            .collect();
+        let canonical_kernel: Vec<usize> = kernel_permutation
+            .iter()
+            .map(|&axis| kernel_shape[axis])
+            .collect();
+        let (batch, channels) = (canonical_input[0], canonical_input[1]);
+        let (filters, group_channels) = (canonical_kernel[0], canonical_kernel[1]);
+        let groups_valid = (feature_groups == 1 || batch_groups == 1)
+            && batch % batch_groups == 0
+            && filters % feature_groups == 0
+            && filters % batch_groups == 0
+            && channels == group_channels * feature_groups;
+        if !groups_valid {
+            return Err(format!(
+                "groups do not fit: {batch} images, {channels} input channels, {filters} filters of {group_channels} channels, feature_group_size {feature_groups}, batch_group_size {batch_groups}"
+            ));
+        }
+        let mut output_spatial = Vec::with_capacity(spatial);
+        for axis in 0..spatial {
+            let size = output_size(
+                canonical_input[axis + 2],
+                canonical_kernel[axis + 2],
+                strides[axis],
+                input_dilation[axis],
+                kernel_dilation[axis],
+                padding[axis],
+            )
+            .filter(|&size| size > 0)
+            .ok_or_else(|| format!("spatial axis {axis} of the output would be empty"))?;
+            output_spatial.push(size);
+        }
+        let canonical_output: Vec<usize> =
+            [vec![batch / batch_groups, filters], output_spatial.clone()].concat();
+        let mut inverse_output = vec![0; rank];
+        for (axis, &target) in output_permutation.iter().enumerate() {
+            inverse_output[target] = axis;
+        }
+        let output_shape = inverse_output
+            .iter()
+            .map(|&axis| canonical_output[axis])
+            .collect();
+        Ok(ConvGeometry {
+            strides,
+            padding,
+            input_dilation,
+            kernel_dilation,
+            input_permutation,
+            kernel_permutation,
+            output_permutation,
+            batch,
+            channels,
+            filters,
+            group_channels,
+            output_spatial,
+            output_shape,
+        })
+    }
+}
+
 /// Nx's `conv(input, kernel, options)`; see the module documentation for the semantics.
 pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Tensor> {
     if !std::sync::Arc::ptr_eq(input.device(), kernel.device()) {
         return Err(Error::ForeignTensor { op: OP });
     }
-    let rank = input.shape().len();
-    if rank < 3 || kernel.shape().len() != rank {
-        return Err(bad(
-            input,
-            kernel,
-            "input and kernel need the same rank, at least 3 ([batch, channels, spatial...])"
-                .into(),
-        ));
-    }
-    let spatial = rank - 2;
-    let strides = per_axis(input, kernel, "strides", &options.strides, 1, spatial)?;
-    let padding = per_axis(input, kernel, "padding", &options.padding, (0, 0), spatial)?;
-    let input_dilation = per_axis(
-        input,
-        kernel,
-        "input_dilation",
-        &options.input_dilation,
-        1,
-        spatial,
-    )?;
-    let kernel_dilation = per_axis(
-        input,
-        kernel,
-        "kernel_dilation",
-        &options.kernel_dilation,
-        1,
-        spatial,
-    )?;
-    let positive = [&strides, &input_dilation, &kernel_dilation]
-        .iter()
-        .all(|values| values.iter().all(|&value| value >= 1));
+    let geometry = ConvGeometry::new(input.shape(), kernel.shape(), options)
+        .map_err(|detail| bad(input, kernel, detail))?;
+    let ConvGeometry {
+        strides,
+        padding,
+        input_dilation,
+        kernel_dilation,
+        batch,
+        filters,
+        group_channels,
+        output_spatial,
+        output_shape: final_shape,
+        ..
+    } = geometry.clone();
+    let spatial = output_spatial.len();
     let (feature_groups, batch_groups) = (options.feature_group_size, options.batch_group_size);
-    if !positive || feature_groups == 0 || batch_groups == 0 {
-        return Err(bad(
-            input,
-            kernel,
-            "strides, dilations and group sizes must be at least 1".into(),
-        ));
-    }
-    let input_permutation = permutation(
-        input,
-        kernel,
-        "input_permutation",
-        &options.input_permutation,
-        rank,
-    )?;
-    let kernel_permutation = permutation(
-        input,
-        kernel,
-        "kernel_permutation",
-        &options.kernel_permutation,
-        rank,
-    )?;
-    let output_permutation = permutation(
-        input,
-        kernel,
-        "output_permutation",
-        &options.output_permutation,
-        rank,
-    )?;
-    let canonical_input = input.transpose(&input_permutation)?;
-    let canonical_kernel = kernel.transpose(&kernel_permutation)?;
-    let (batch, channels) = (canonical_input.shape()[0], canonical_input.shape()[1]);
-    let (filters, group_channels) = (canonical_kernel.shape()[0], canonical_kernel.shape()[1]);
-    let groups_valid = (feature_groups == 1 || batch_groups == 1)
-        && batch % batch_groups == 0
-        && filters % feature_groups == 0
-        && filters % batch_groups == 0
-        && channels == group_channels * feature_groups;
-    if !groups_valid {
-        return Err(bad(
-            input,
-            kernel,
-            format!(
-                "groups do not fit: {batch} images, {channels} input channels, {filters} filters of {group_channels} channels, feature_group_size {feature_groups}, batch_group_size {batch_groups}"
-            ),
-        ));
-    }
-    let mut output_spatial = Vec::with_capacity(spatial);
-    for axis in 0..spatial {
-        let size = output_size(
-            canonical_input.shape()[axis + 2],
-            canonical_kernel.shape()[axis + 2],
-            strides[axis],
-            input_dilation[axis],
-            kernel_dilation[axis],
-            padding[axis],
-        )
-        .filter(|&size| size > 0)
-        .ok_or_else(|| {
-            bad(
-                input,
-                kernel,
-                format!("spatial axis {axis} of the output would be empty"),
-            )
-        })?;
-        output_spatial.push(size);
-    }
+    let canonical_input = input.transpose(&geometry.input_permutation)?;
+    let canonical_kernel = kernel.transpose(&geometry.kernel_permutation)?;
     let result = result_dtype(input.dtype(), kernel.dtype());
     let device = input.device();
     let Some(elem) = elem_of(result).filter(|&elem| device_supports(device.capabilities(), elem))
@@ -263,14 +292,10 @@ pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Te
     let output_batch = batch / batch_groups;
     let canonical_shape: Vec<usize> =
         [vec![output_batch, filters], output_spatial.clone()].concat();
-    let mut inverse_output = vec![0; rank];
-    for (axis, &target) in output_permutation.iter().enumerate() {
+    let mut inverse_output = vec![0; canonical_shape.len()];
+    for (axis, &target) in geometry.output_permutation.iter().enumerate() {
         inverse_output[target] = axis;
     }
-    let final_shape: Vec<usize> = inverse_output
-        .iter()
-        .map(|&axis| canonical_shape[axis])
-        .collect();
     let kernel_positions: usize = canonical_kernel.shape()[2..].iter().product();
     let output_positions: usize = output_spatial.iter().product();
     let depth = group_channels * kernel_positions;

@@ -54,7 +54,7 @@ pub mod types;
 
 pub use catalog::{CatalogKernel, binary_kernel, cast_kernel, dtype_of, elem_of, unary_kernel};
 pub use codegen::{cast_shader, op_shader};
-pub use conv::{ConvOptions, conv};
+pub use conv::{ConvGeometry, ConvOptions, conv};
 pub use dense_codegen::{dense_kernel_name, dense_op_shader};
 pub use dot::{dot, dot_with_config};
 pub use dot_codegen::{OperandOrder, TileConfig, gemm_shader};
