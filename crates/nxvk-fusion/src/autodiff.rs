@@ -12,13 +12,14 @@
 //!   user broadcast (right-aligned, Nx's rule) and converted to the node's dtype.
 //! - Ties in `max`/`min` send the gradient to the left operand; in `reduce_max`/`reduce_min`
 //!   it is shared equally between the tied elements.
-//! - An op without a rule is an `Error::Unsupported` naming it; never a silent zero.
+//! - An op without a rule is an `Error::Unsupported` naming it; never a silent zero. `conv`
+//!   has rules without feature or batch groups, input dilation or permutations.
 //! - `metadata` nodes labelled [`STOP_GRAD`] pass no gradient (Nx's `stop_grad`).
 
 use crate::builder::GraphBuilder;
 use crate::graph::{DotAxes, NodeId, NodeType, Op, TensorType};
 use nxvk_core::{DType, Error, Result};
-use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
+use nxvk_kernels::{BinaryOp, ConvGeometry, ConvOptions, ReduceOp, TieBreak, UnaryOp};
 
 /// The `metadata` label that stops gradients.
 pub const STOP_GRAD: &str = "stop_grad";
@@ -346,6 +347,34 @@ impl Differentiator<'_> {
                 }
                 if wants(right) && is_float(self, right) {
                     contributions.push((right, self.dot_right(gradient, left, right, &axes)?));
+                }
+            }
+            Op::Conv {
+                input,
+                kernel,
+                options,
+            } => {
+                let want_input = wants(input) && is_float(self, input);
+                let want_kernel = wants(kernel) && is_float(self, kernel);
+                if want_input || want_kernel {
+                    let (input_type, kernel_type) = (self.ty(input)?, self.ty(kernel)?);
+                    let geometry = plain_conv_geometry(&input_type, &kernel_type, &options)
+                        .ok_or_else(|| self.no_rule("conv", node))?;
+                    if want_input {
+                        let value =
+                            self.conv_input_gradient(gradient, kernel, &input_type, &geometry)?;
+                        contributions.push((input, value));
+                    }
+                    if want_kernel {
+                        let value =
+                            self.conv_kernel_gradient(gradient, input, &kernel_type, &geometry)?;
+                        contributions.push((kernel, value));
+                    }
+                }
+            }
+            Op::Reverse { input, axes } => {
+                if wants(input) {
+                    contributions.push((input, self.builder.reverse(gradient, &axes)?));
                 }
             }
             Op::Metadata { input, label } => {
@@ -716,6 +745,81 @@ impl Differentiator<'_> {
         self.permuted_to_target_order(product, &source)
     }
 
+    /// d input of a plain convolution: the output gradient, dilated by the strides, convolved
+    /// with the kernel flipped in space and with filters and channels swapped; the padding
+    /// puts output position `y` back over the input positions it read.
+    fn conv_input_gradient(
+        &mut self,
+        gradient: NodeId,
+        kernel: NodeId,
+        input_type: &TensorType,
+        geometry: &ConvGeometry,
+    ) -> Result<NodeId> {
+        let rank = input_type.shape.len();
+        let kernel_shape = self.ty(kernel)?.shape;
+        let swapped: Vec<usize> = [1, 0].into_iter().chain(2..rank).collect();
+        let transposed = self.builder.transpose(kernel, &swapped)?;
+        let spatial_axes: Vec<usize> = (2..rank).collect();
+        let flipped = self.builder.reverse(transposed, &spatial_axes)?;
+        let padding = (0..rank - 2)
+            .map(|axis| {
+                let (low, _) = geometry.padding[axis];
+                let reach =
+                    (kernel_shape[axis + 2] as i64 - 1) * geometry.kernel_dilation[axis] as i64;
+                let input_size = input_type.shape[axis + 2] as i64;
+                let covered =
+                    (geometry.output_spatial[axis] as i64 - 1) * geometry.strides[axis] as i64;
+                (reach - low, input_size - 1 + low - covered)
+            })
+            .collect();
+        let options = ConvOptions {
+            padding,
+            input_dilation: geometry.strides.clone(),
+            kernel_dilation: geometry.kernel_dilation.clone(),
+            ..ConvOptions::default()
+        };
+        self.builder.conv(gradient, flipped, options)
+    }
+
+    /// d kernel of a plain convolution: images and channels swap roles (the input seen as
+    /// [channels, batch, ...], the output gradient as [filters, batch, ...]), the strides
+    /// become the kernel dilation and the kernel dilation the strides; the result
+    /// [channels, filters, ...] is transposed back.
+    fn conv_kernel_gradient(
+        &mut self,
+        gradient: NodeId,
+        input: NodeId,
+        kernel_type: &TensorType,
+        geometry: &ConvGeometry,
+    ) -> Result<NodeId> {
+        let rank = kernel_type.shape.len();
+        let input_shape = self.ty(input)?.shape;
+        let swapped: Vec<usize> = [1, 0].into_iter().chain(2..rank).collect();
+        let input_view = self.builder.transpose(input, &swapped)?;
+        let gradient_view = self.builder.transpose(gradient, &swapped)?;
+        let padding = (0..rank - 2)
+            .map(|axis| {
+                let (low, _) = geometry.padding[axis];
+                let reach = (kernel_type.shape[axis + 2] as i64 - 1)
+                    * geometry.kernel_dilation[axis] as i64;
+                let covered =
+                    (geometry.output_spatial[axis] as i64 - 1) * geometry.strides[axis] as i64;
+                (
+                    low,
+                    reach + covered + 1 - input_shape[axis + 2] as i64 - low,
+                )
+            })
+            .collect();
+        let options = ConvOptions {
+            strides: geometry.kernel_dilation.clone(),
+            padding,
+            kernel_dilation: geometry.strides.clone(),
+            ..ConvOptions::default()
+        };
+        let product = self.builder.conv(input_view, gradient_view, options)?;
+        self.builder.transpose(product, &swapped)
+    }
+
     /// Transposes `value`, whose axis `k` stands for target axis `source[k]`, into target order.
     fn permuted_to_target_order(&mut self, value: NodeId, source: &[usize]) -> Result<NodeId> {
         let permutation = inverse_permutation(source);
@@ -729,6 +833,27 @@ impl Differentiator<'_> {
             self.builder.transpose(value, &permutation)
         }
     }
+}
+
+/// The checked geometry of a convolution without groups, input dilation or permutations (the
+/// case with gradient rules today); `None` otherwise.
+fn plain_conv_geometry(
+    input: &TensorType,
+    kernel: &TensorType,
+    options: &ConvOptions,
+) -> Option<ConvGeometry> {
+    let geometry = ConvGeometry::new(&input.shape, &kernel.shape, options).ok()?;
+    let identity = |permutation: &[usize]| permutation.iter().enumerate().all(|(a, &b)| a == b);
+    let plain = options.feature_group_size == 1
+        && options.batch_group_size == 1
+        && geometry
+            .input_dilation
+            .iter()
+            .all(|&dilation| dilation == 1)
+        && identity(&geometry.input_permutation)
+        && identity(&geometry.kernel_permutation)
+        && identity(&geometry.output_permutation);
+    plain.then_some(geometry)
 }
 
 /// The axes of a `rank`-dimensional dot operand that are neither contracted nor batched, in

@@ -12,7 +12,7 @@ use crate::graph::{CondClause, DotAxes, Graph, Node, NodeId, NodeType, Op, Tenso
 use nxvk_core::{DType, Error, Layout, Result};
 use nxvk_kernels::reduce::result_dtype;
 use nxvk_kernels::types::{binary_types, merge, unary_types};
-use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
+use nxvk_kernels::{BinaryOp, ConvGeometry, ConvOptions, ReduceOp, TieBreak, UnaryOp};
 use std::sync::Arc;
 
 /// Builds one [`Graph`]; nested graphs (`fun`, `cond`, `while`, `block`) are built by their
@@ -473,6 +473,50 @@ impl GraphBuilder {
     }
 
     // --- Structure ---
+
+    /// Nx's `conv(input, kernel, options)`; the result type is `nxvk_kernels::conv`'s.
+    pub fn conv(&mut self, input: NodeId, kernel: NodeId, options: ConvOptions) -> Result<NodeId> {
+        const OP: &str = "conv";
+        let (x, k) = (self.tensor(OP, input)?, self.tensor(OP, kernel)?);
+        let geometry = ConvGeometry::new(&x.shape, &k.shape, &options)
+            .map_err(|detail| bad(OP, &[&x, &k], detail))?;
+        self.push_tensor(
+            Op::Conv {
+                input,
+                kernel,
+                options,
+            },
+            nxvk_kernels::conv::result_dtype(x.dtype, k.dtype),
+            geometry.output_shape,
+        )
+    }
+
+    /// Nx's `reverse`: the elements in reverse order along each of `axes`.
+    pub fn reverse(&mut self, input: NodeId, axes: &[usize]) -> Result<NodeId> {
+        const OP: &str = "reverse";
+        let tensor = self.tensor(OP, input)?;
+        let mut sorted = axes.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != axes.len() || sorted.iter().any(|&axis| axis >= tensor.shape.len()) {
+            return Err(bad(
+                OP,
+                &[&tensor],
+                format!(
+                    "axes {axes:?} are not distinct axes of rank {}",
+                    tensor.shape.len()
+                ),
+            ));
+        }
+        self.push_tensor(
+            Op::Reverse {
+                input,
+                axes: axes.to_vec(),
+            },
+            tensor.dtype,
+            tensor.shape,
+        )
+    }
 
     /// Element `index` of a tuple-valued node.
     pub fn elem(&mut self, tuple: NodeId, index: usize) -> Result<NodeId> {

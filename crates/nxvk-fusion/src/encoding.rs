@@ -35,6 +35,13 @@
 //! 18  cond        inputs:ids n_clauses:u32 (predicate:graph body:graph)* otherwise:graph
 //! 19  while       initial:ids condition:graph body:graph
 //! 20  block       name:text inputs:ids default:graph
+//! 21  conv        input:u32 kernel:u32 strides:list padding:pairs input_dilation:list
+//!                 kernel_dilation:list feature_group_size:u32 batch_group_size:u32
+//!                 input_permutation:perm kernel_permutation:perm output_permutation:perm
+//! 22  reverse     input:u32 axes:list
+//!
+//! pairs   := n:u32 (low:i64 high:i64)*
+//! perm    := present:u8 list                        (present 0: identity, the list is empty)
 //! ```
 //!
 //! Decoding replays the nodes through [`GraphBuilder`], so a decoded graph passed every check
@@ -44,6 +51,7 @@
 use crate::builder::GraphBuilder;
 use crate::graph::{CondClause, DotAxes, Graph, NodeId, Op};
 use nxvk_core::{DType, Error, Result};
+use nxvk_kernels::ConvOptions;
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
 
 /// The first bytes of every encoded graph.
@@ -124,6 +132,19 @@ impl Writer {
         for &item in items {
             self.0.extend_from_slice(&(item as u64).to_le_bytes());
         }
+    }
+
+    fn pairs(&mut self, pairs: &[(i64, i64)]) {
+        self.len(pairs.len());
+        for (low, high) in pairs {
+            self.0.extend_from_slice(&low.to_le_bytes());
+            self.0.extend_from_slice(&high.to_le_bytes());
+        }
+    }
+
+    fn permutation(&mut self, permutation: &Option<Vec<usize>>) {
+        self.u8(u8::from(permutation.is_some()));
+        self.list(permutation.as_deref().unwrap_or(&[]));
     }
 
     fn bytes(&mut self, bytes: &[u8]) {
@@ -247,6 +268,29 @@ impl Writer {
                     self.list(&axes.contract_right);
                     self.list(&axes.batch_right);
                 }
+                Op::Conv {
+                    input,
+                    kernel,
+                    options,
+                } => {
+                    self.u8(21);
+                    self.id(*input);
+                    self.id(*kernel);
+                    self.list(&options.strides);
+                    self.pairs(&options.padding);
+                    self.list(&options.input_dilation);
+                    self.list(&options.kernel_dilation);
+                    self.len(options.feature_group_size);
+                    self.len(options.batch_group_size);
+                    self.permutation(&options.input_permutation);
+                    self.permutation(&options.kernel_permutation);
+                    self.permutation(&options.output_permutation);
+                }
+                Op::Reverse { input, axes } => {
+                    self.u8(22);
+                    self.id(*input);
+                    self.list(axes);
+                }
                 Op::Elem { tuple, index } => {
                     self.u8(15);
                     self.id(*tuple);
@@ -366,6 +410,27 @@ impl<'a> Reader<'a> {
                 usize::try_from(value).map_err(|_| malformed(format!("{value} does not fit usize")))
             })
             .collect()
+    }
+
+    fn pairs(&mut self) -> Result<Vec<(i64, i64)>> {
+        let n = self.count(16)?;
+        (0..n)
+            .map(|_| {
+                let mut signed = || -> Result<i64> {
+                    let bytes = self.take(8)?;
+                    Ok(i64::from_le_bytes(
+                        bytes.try_into().map_err(|_| malformed("short item"))?,
+                    ))
+                };
+                Ok((signed()?, signed()?))
+            })
+            .collect()
+    }
+
+    fn permutation(&mut self) -> Result<Option<Vec<usize>>> {
+        let present = self.flag()?;
+        let list = self.list()?;
+        Ok(present.then_some(list))
     }
 
     fn bytes(&mut self) -> Result<&'a [u8]> {
@@ -536,6 +601,27 @@ impl<'a> Reader<'a> {
                 let inputs = self.ids()?;
                 let default = self.graph(depth + 1)?;
                 builder.block(name, &inputs, default)
+            }
+            21 => {
+                let input = self.id()?;
+                let kernel = self.id()?;
+                let options = ConvOptions {
+                    strides: self.list()?,
+                    padding: self.pairs()?,
+                    input_dilation: self.list()?,
+                    kernel_dilation: self.list()?,
+                    feature_group_size: self.u32()? as usize,
+                    batch_group_size: self.u32()? as usize,
+                    input_permutation: self.permutation()?,
+                    kernel_permutation: self.permutation()?,
+                    output_permutation: self.permutation()?,
+                };
+                builder.conv(input, kernel, options)
+            }
+            22 => {
+                let input = self.id()?;
+                let axes = self.list()?;
+                builder.reverse(input, &axes)
             }
             other => Err(malformed(format!("unknown node tag {other}"))),
         }

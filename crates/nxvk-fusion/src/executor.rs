@@ -233,6 +233,19 @@ impl Run<'_> {
                 &axes.contract_right,
                 &axes.batch_right,
             )?),
+            Op::Conv {
+                input,
+                kernel,
+                options,
+            } => tensor_value(nxvk_kernels::conv(
+                self.tensor(name, *input)?,
+                self.tensor(name, *kernel)?,
+                options,
+            )?),
+            Op::Reverse { input, axes } => tensor_value(nxvk_kernels::movement::reverse(
+                self.tensor(name, *input)?,
+                axes,
+            )?),
             Op::Elem { tuple, index } => match &self.values[tuple.index()] {
                 Value::Tuple(items) => items
                     .get(*index)

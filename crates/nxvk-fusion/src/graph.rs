@@ -12,7 +12,7 @@
 //! `cond`, `while`, `block`) hold nested graphs whose parameters are the values passed in.
 
 use nxvk_core::DType;
-use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
+use nxvk_kernels::{BinaryOp, ConvOptions, ReduceOp, TieBreak, UnaryOp};
 use std::sync::Arc;
 
 /// A handle to a node of one [`Graph`] (its position in the arena).
@@ -167,6 +167,17 @@ pub enum Op {
         right: NodeId,
         axes: DotAxes,
     },
+    /// Nx's `conv/4` (`nxvk_kernels::conv` states the semantics).
+    Conv {
+        input: NodeId,
+        kernel: NodeId,
+        options: ConvOptions,
+    },
+    /// Nx's `reverse` over `axes`.
+    Reverse {
+        input: NodeId,
+        axes: Vec<usize>,
+    },
     /// Element `index` of a tuple-valued node.
     Elem {
         tuple: NodeId,
@@ -222,6 +233,8 @@ impl Op {
             Op::Clip { .. } => "clip",
             Op::Reduce { op, .. } => op.name(),
             Op::Dot { .. } => "dot",
+            Op::Conv { .. } => "conv",
+            Op::Reverse { .. } => "reverse",
             Op::Elem { .. } => "elem",
             Op::Metadata { .. } => "metadata",
             Op::Fun { .. } => "fun",
@@ -245,9 +258,11 @@ impl Op {
             | Op::Squeeze { input, .. }
             | Op::Slice { input, .. }
             | Op::Reduce { input, .. }
+            | Op::Reverse { input, .. }
             | Op::Metadata { input, .. } => vec![*input],
             Op::Elem { tuple, .. } => vec![*tuple],
             Op::Binary { left, right, .. } | Op::Dot { left, right, .. } => vec![*left, *right],
+            Op::Conv { input, kernel, .. } => vec![*input, *kernel],
             Op::Select {
                 predicate,
                 on_true,

@@ -6,7 +6,7 @@ mod common;
 use common::random_graph;
 use nxvk_core::DType;
 use nxvk_fusion::{CondClause, DotAxes, Graph, GraphBuilder, MAGIC, decode, encode};
-use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
+use nxvk_kernels::{BinaryOp, ConvOptions, ReduceOp, TieBreak, UnaryOp};
 use proptest::prelude::*;
 
 /// A graph using every structural kind once (fun, cond, while, block, elem, metadata, dot,
@@ -86,6 +86,35 @@ fn every_structural_kind_round_trips() {
     let decoded = decode(&bytes).expect("decodes");
     assert_eq!(decoded, graph);
     assert_eq!(encode(&decoded), bytes);
+}
+
+/// conv (every option set, negative padding, permutations) and reverse round-trip, and a
+/// changed padding encodes differently.
+#[test]
+fn conv_and_reverse_round_trip() {
+    let build = |low_padding: i64| {
+        let mut builder = GraphBuilder::new();
+        let input = builder.parameter(DType::F32, &[2, 6, 5, 4]).unwrap();
+        let kernel = builder.parameter(DType::F32, &[3, 4, 2, 2]).unwrap();
+        let options = ConvOptions {
+            strides: vec![2, 1],
+            padding: vec![(low_padding, 1), (0, 2)],
+            input_dilation: vec![1, 2],
+            kernel_dilation: vec![1, 1],
+            feature_group_size: 1,
+            batch_group_size: 1,
+            input_permutation: Some(vec![0, 3, 2, 1]),
+            kernel_permutation: None,
+            output_permutation: Some(vec![0, 1, 3, 2]),
+        };
+        let output = builder.conv(input, kernel, options).unwrap();
+        let reversed = builder.reverse(output, &[1, 3]).unwrap();
+        builder.finish(&[reversed]).unwrap()
+    };
+    let graph = build(-1);
+    let bytes = encode(&graph);
+    assert_eq!(decode(&bytes).expect("decodes"), graph);
+    assert_ne!(encode(&build(0)), bytes);
 }
 
 /// Null arm of the round trip: a graph differing in one op encodes differently, and a
