@@ -1,8 +1,8 @@
 //! The crate examples that `demo`, `bench` and `coverage` wrap, run in release mode.
 //!
-//! Which crate holds each example is decided here alone: `demo` lives in nxvk-core until the
-//! training demo takes it over; `coverage` uses the kernel catalog; `bench` exists in both the
-//! kernel catalog (eager workloads) and the fusion planner (planned workloads).
+//! Which crate holds each example is decided here alone: `demo` (training on the digits) lives
+//! in nxvk-fusion, `coverage` in the kernel catalog; `bench` exists in both the kernel catalog
+//! (eager workloads) and the fusion planner (planned workloads).
 
 use std::process::Command;
 
@@ -14,6 +14,7 @@ use crate::process;
 fn package_of(name: &str) -> &'static str {
     match name {
         "coverage" => "nxvk-kernels",
+        "demo" => "nxvk-fusion",
         _ => "nxvk-core",
     }
 }

@@ -10,8 +10,9 @@
 //!   Nx's `grad`; asking for the gradient of an integer node is an error.
 //! - Each node's adjoint is the sum of its users' contributions, reduced over the axes the
 //!   user broadcast (right-aligned, Nx's rule) and converted to the node's dtype.
-//! - Ties in `max`/`min` send the gradient to the left operand; in `reduce_max`/`reduce_min`
-//!   it is shared equally between the tied elements.
+//! - Ties in `max`/`min` split the gradient equally between the operands (Nx's rule, so
+//!   `max(x, 0)` passes half the gradient at exactly 0); in `reduce_max`/`reduce_min` it is
+//!   shared equally between the tied elements.
 //! - An op without a rule is an `Error::Unsupported` naming it; never a silent zero. `conv`
 //!   has rules without feature or batch groups, input dilation or permutations.
 //! - `metadata` nodes labelled [`STOP_GRAD`] pass no gradient (Nx's `stop_grad`).
@@ -580,20 +581,23 @@ impl Differentiator<'_> {
                 (to_left, to_right)
             }
             B::Max | B::Min => {
-                let comparison = if op == B::Max {
-                    B::GreaterEqual
+                // Nx's rule: the operand equal to the result takes the gradient; a tie splits it.
+                let left_hits = self.binary(B::Equal, l, y)?;
+                let right_hits = self.binary(B::Equal, r, y)?;
+                let half = self.scale(g, 0.5)?;
+                let to_left = if want_left {
+                    let share = self.builder.select(right_hits, half, g)?;
+                    Some(self.mask(left_hits, share, true)?)
                 } else {
-                    B::LessEqual
+                    None
                 };
-                let left_wins = self.binary(comparison, l, r)?;
-                (
-                    want_left
-                        .then(|| self.mask(left_wins, g, true))
-                        .transpose()?,
-                    want_right
-                        .then(|| self.mask(left_wins, g, false))
-                        .transpose()?,
-                )
+                let to_right = if want_right {
+                    let share = self.builder.select(left_hits, half, g)?;
+                    Some(self.mask(right_hits, share, true)?)
+                } else {
+                    None
+                };
+                (to_left, to_right)
             }
             B::Atan2 => {
                 let left_square = self.mul(l, l)?;

@@ -437,3 +437,37 @@ fn gradient_requests_that_cannot_be_answered_are_errors() {
     let vector_loss = gradients(&mut builder, x, &[x]).unwrap_err().to_string();
     assert!(vector_loss.contains("one-element"), "{vector_loss}");
 }
+
+/// Nx's tie rule for max/min: the operand equal to the result takes the gradient, and equal
+/// operands share it (so `max(x, 0)` passes half at exactly 0).
+#[test]
+fn max_and_min_split_the_gradient_on_ties() {
+    let runner = Runner::new();
+    for op in [BinaryOp::Max, BinaryOp::Min] {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F64, &[4]).unwrap();
+        let y = builder.parameter(DType::F64, &[4]).unwrap();
+        let extreme = builder.binary(op, x, y).unwrap();
+        let loss = builder
+            .reduce(ReduceOp::Sum, extreme, None, false, TieBreak::Low)
+            .unwrap();
+        let grads = gradients(&mut builder, loss, &[x, y]).unwrap();
+        let graph = builder.finish(&grads).unwrap();
+        let outputs = runner.run(
+            &graph,
+            &[
+                runner.tensor(&[4], &[1.0, 2.0, 0.0, -3.0]),
+                runner.tensor(&[4], &[2.0, 1.0, 0.0, -3.0]),
+            ],
+        );
+        let (dx, dy): (Vec<f64>, Vec<f64>) =
+            (outputs[0].to_vec().unwrap(), outputs[1].to_vec().unwrap());
+        let (x_wins, y_wins) = if op == BinaryOp::Max {
+            (1.0, 0.0)
+        } else {
+            (0.0, 1.0)
+        };
+        assert_eq!(dx, [y_wins, x_wins, 0.5, 0.5], "{op:?}");
+        assert_eq!(dy, [x_wins, y_wins, 0.5, 0.5], "{op:?}");
+    }
+}
