@@ -540,3 +540,23 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn inputs_of_other_types_or_count_are_errors_naming_the_plan() {
+    let graph = chain(8);
+    let cache = cache();
+    let x = Tensor::zeros(&device(), DType::F32, &[8]).unwrap();
+    let wrong_shape = Tensor::zeros(&device(), DType::F32, &[9]).unwrap();
+    let wrong_dtype = Tensor::zeros(&device(), DType::F64, &[]).unwrap();
+    let a = Tensor::zeros(&device(), DType::F32, &[]).unwrap();
+    for inputs in [
+        vec![&x],
+        vec![&wrong_shape, &a],
+        vec![&x, &wrong_dtype],
+        vec![&x, &a, &a],
+    ] {
+        let error = cache.run(&graph, &inputs).unwrap_err().to_string();
+        assert!(error.contains("run plan"), "{error}");
+    }
+    assert!(cache.run(&graph, &[&x, &a]).is_ok());
+}
