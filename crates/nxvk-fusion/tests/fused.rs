@@ -560,3 +560,44 @@ fn inputs_of_other_types_or_count_are_errors_naming_the_plan() {
     }
     assert!(cache.run(&graph, &[&x, &a]).is_ok());
 }
+
+/// A 1000-op chain is one kernel, bit-exact with 1000 eager dispatches.
+#[test]
+fn a_thousand_op_chain_is_one_dispatch() {
+    let _serial = serial();
+    let mut builder = GraphBuilder::new();
+    let mut y = builder.parameter(DType::F32, &[16]).unwrap();
+    for step in 0..1000 {
+        let op = if step % 2 == 0 {
+            UnaryOp::Sigmoid
+        } else {
+            UnaryOp::Negate
+        };
+        y = builder.unary(op, y).unwrap();
+    }
+    let graph = builder.finish(&[y]).unwrap();
+    let x = random_input(&mut SplitMix(23), DType::F32, &[16]);
+    let cache = cache();
+    cache.plan(&graph).unwrap();
+    let before = dispatches();
+    let fused = cache.run(&graph, &[&x]).unwrap();
+    assert_eq!(dispatches() - before, 1);
+    let expected = eager(&graph, &[&x]);
+    assert!(agree(&values_of(&fused[0]), &values_of(&expected[0]), 0.0));
+}
+
+/// A full reduction of many elements is left to the catalog's split kernel (FIXME: measure
+/// where the fused prologue stops paying, by a race).
+#[test]
+fn a_long_full_reduction_keeps_the_catalog_kernel() {
+    let mut builder = GraphBuilder::new();
+    let x = builder.parameter(DType::F32, &[8192]).unwrap();
+    let exp = builder.unary(UnaryOp::Exp, x).unwrap();
+    let sum = builder
+        .reduce(ReduceOp::Sum, exp, None, false, TieBreak::Low)
+        .unwrap();
+    let graph = builder.finish(&[sum]).unwrap();
+    let plan = cache().plan(&graph).unwrap();
+    assert_eq!(plan.stages().len(), 2);
+    assert_eq!(plan.fused_kernels(), 1);
+}
