@@ -620,3 +620,80 @@ void main() {{
     );
     shader
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::GraphBuilder;
+    use nxvk_core::DType;
+
+    /// exp(x) used three times: `e * e + e`, and (`twice`) a second, separate exp node.
+    fn shader(twice: bool) -> String {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, &[8]).unwrap();
+        let e = builder.unary(UnaryOp::Exp, x).unwrap();
+        let other = if twice {
+            builder.unary(UnaryOp::Exp, x).unwrap()
+        } else {
+            e
+        };
+        let square = builder.binary(BinaryOp::Multiply, e, other).unwrap();
+        let out = builder.binary(BinaryOp::Add, square, e).unwrap();
+        let graph = builder.finish(&[out]).unwrap();
+        let is_leaf = |node: NodeId| node == x;
+        let expression = Expression::build(&graph, &[out], &is_leaf).unwrap();
+        assert_eq!(expression.leaves.len(), 1);
+        elementwise_shader(&expression, &[Elem::F32])
+    }
+
+    fn main_body(shader: &str) -> &str {
+        &shader[shader.find("void main()").unwrap()..]
+    }
+
+    #[test]
+    fn a_shared_subexpression_is_computed_once() {
+        let shader = shader(false);
+        let body = main_body(&shader);
+        assert_eq!(body.matches("nxop_exp_f32(").count(), 1);
+        assert_eq!(body.matches("Out_f32(").count(), 1);
+        // Data is addressed with 64-bit byte offsets, never 32-bit array indices.
+        assert!(body.contains("In_f32(in0 + uint64_t(idx0) * 4ul)"));
+        assert!(!body.contains("v[index]"));
+        // Null arm: two exp nodes are two computations.
+        assert_eq!(
+            main_body(&shader_twice()).matches("nxop_exp_f32(").count(),
+            2
+        );
+    }
+
+    fn shader_twice() -> String {
+        shader(true)
+    }
+
+    #[test]
+    fn helpers_are_renamed_per_type() {
+        let renamed = renamed("T nx_min(T a) { return NX_PI; }", Elem::S8);
+        assert_eq!(renamed, "T nxs8_min(T a) { return NXS8_PI; }");
+    }
+
+    #[test]
+    fn literals_keep_every_bit() {
+        assert_eq!(
+            literal(Elem::F32, &1.5f32.to_le_bytes()),
+            "uintBitsToFloat(0x3fc00000u)"
+        );
+        assert_eq!(literal(Elem::S8, &[0xFF]), "int(0xffffffffu)");
+        assert_eq!(
+            literal(Elem::S32, &i32::MIN.to_le_bytes()),
+            "int(0x80000000u)"
+        );
+        assert_eq!(
+            literal(Elem::F64, &(-0.0f64).to_le_bytes()),
+            "packDouble2x32(uvec2(0x00000000u, 0x80000000u))"
+        );
+        assert_eq!(
+            literal(Elem::U64, &u64::MAX.to_le_bytes()),
+            "0xfffffffffffffffful"
+        );
+    }
+}
