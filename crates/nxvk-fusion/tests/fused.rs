@@ -601,3 +601,28 @@ fn a_long_full_reduction_keeps_the_catalog_kernel() {
     assert_eq!(plan.stages().len(), 2);
     assert_eq!(plan.fused_kernels(), 1);
 }
+
+/// Inputs that are strided views: read through their strides, and reshaped through a copy
+/// where the layout cannot express the reshape.
+#[test]
+fn strided_inputs_are_read_through_their_layout() {
+    let mut builder = GraphBuilder::new();
+    let x = builder.parameter(DType::F32, &[4, 3]).unwrap();
+    let exp = builder.unary(UnaryOp::Exp, x).unwrap();
+    let flat = builder.reshape(x, &[12]).unwrap();
+    let negated = builder.unary(UnaryOp::Negate, flat).unwrap();
+    let graph = builder.finish(&[exp, negated]).unwrap();
+    let values: Vec<f32> = (0..12).map(|v| v as f32 / 4.0).collect();
+    let stored = Tensor::from_slice(&device(), &[3, 4], &values).unwrap();
+    let transposed = stored.transpose(&[1, 0]).unwrap();
+    assert!(!transposed.layout().is_contiguous());
+    let dense = movement::contiguous(&transposed).unwrap();
+    let cache = cache();
+    let from_view = cache.run(&graph, &[&transposed]).unwrap();
+    let from_dense = cache.run(&graph, &[&dense]).unwrap();
+    let expected = eager(&graph, &[&dense]);
+    for ((view, dense), expected) in from_view.iter().zip(&from_dense).zip(&expected) {
+        assert!(agree(&values_of(view), &values_of(expected), 0.0));
+        assert!(agree(&values_of(dense), &values_of(expected), 0.0));
+    }
+}
