@@ -82,6 +82,54 @@ fn lift(path: &ViewPath, from: &[usize], to: &[usize]) -> ViewPath {
     lifted
 }
 
+fn missing(node: NodeId) -> Error {
+    Error::BadOperands {
+        op: "fused kernel",
+        shapes: Vec::new(),
+        dtypes: Vec::new(),
+        detail: format!(
+            "node {} was not emitted before its user (codegen bug)",
+            node.index()
+        ),
+    }
+}
+
+/// The (operand, path) pairs the value of `node` seen through `path` is computed from: none
+/// for leaves and constants; elementwise operands lifted to the node's shape; a view's input
+/// seen through the view, then `path`.
+fn operand_keys(
+    graph: &Graph,
+    is_leaf: &dyn Fn(NodeId) -> bool,
+    node: &NodeId,
+    path: &ViewPath,
+) -> Vec<(NodeId, ViewPath)> {
+    if is_leaf(*node) {
+        return Vec::new();
+    }
+    let op = &graph.node(*node).op;
+    let shape = &graph.tensor_type(*node).shape;
+    match op {
+        Op::Unary { .. }
+        | Op::Binary { .. }
+        | Op::AsType { .. }
+        | Op::Select { .. }
+        | Op::Clip { .. }
+        | Op::Metadata { .. } => op
+            .operands()
+            .into_iter()
+            .map(|id| (id, lift(path, &graph.tensor_type(id).shape, shape)))
+            .collect(),
+        _ => match ViewStep::of(op, shape) {
+            Some(step) => {
+                let mut inner = vec![step];
+                inner.extend(path.iter().cloned());
+                vec![(op.operands()[0], inner)]
+            }
+            None => Vec::new(),
+        },
+    }
+}
+
 /// The GLSL literal of one element (`bytes`, little-endian) in the compute type of `elem`.
 fn literal(elem: Elem, bytes: &[u8]) -> String {
     let mut word = [0u8; 8];
@@ -140,7 +188,8 @@ fn renamed(text: &str, elem: Elem) -> String {
 }
 
 impl Expression {
-    /// The SSA variable of `node` seen through `path`, emitting what it needs.
+    /// The SSA variable of `node` seen through `path`, emitting what it needs. Iterative (a
+    /// 1000-op chain is 1000 levels deep): operands are emitted before their users.
     fn value(
         &mut self,
         graph: &Graph,
@@ -149,20 +198,44 @@ impl Expression {
         node: NodeId,
         path: ViewPath,
     ) -> Result<String> {
-        let key = (node, path);
-        if let Some(name) = memo.get(&key) {
-            return Ok(name.clone());
+        let root = (node, path);
+        let mut stack = vec![(root.clone(), false)];
+        while let Some((key, operands_done)) = stack.pop() {
+            if memo.contains_key(&key) {
+                continue;
+            }
+            let operands = operand_keys(graph, is_leaf, &key.0, &key.1);
+            if operands_done || operands.iter().all(|operand| memo.contains_key(operand)) {
+                self.emit(graph, is_leaf, memo, key)?;
+            } else {
+                stack.push((key, true));
+                stack.extend(operands.into_iter().map(|operand| (operand, false)));
+            }
         }
+        memo.get(&root).cloned().ok_or_else(|| missing(root.0))
+    }
+
+    /// Emits the SSA variable of `key`, whose operands are already in `memo`.
+    fn emit(
+        &mut self,
+        graph: &Graph,
+        is_leaf: &dyn Fn(NodeId) -> bool,
+        memo: &mut HashMap<(NodeId, ViewPath), String>,
+        key: (NodeId, ViewPath),
+    ) -> Result<()> {
         let (node, path) = key.clone();
         let entry = graph.node(node);
         let tensor = graph.tensor_type(node);
         let name_of_op = entry.op.name();
         let elem = native(name_of_op, tensor.dtype)?;
         let shape = &tensor.shape;
-        let operand = |this: &mut Self, memo: &mut HashMap<_, _>, id: NodeId| {
+        let operand = |_: &mut Self, memo: &mut HashMap<(NodeId, ViewPath), String>, id: NodeId| {
             let operand_shape = &graph.tensor_type(id).shape;
             let lifted = lift(&path, operand_shape, shape);
-            let value = this.value(graph, is_leaf, memo, id, lifted)?;
+            let value = memo
+                .get(&(id, lifted))
+                .cloned()
+                .ok_or_else(|| missing(id))?;
             let elem = native(name_of_op, graph.tensor_type(id).dtype)?;
             Ok::<_, Error>((value, elem))
         };
@@ -250,9 +323,12 @@ impl Expression {
                     let input = op.operands()[0];
                     let mut inner = vec![step];
                     inner.extend(path.iter().cloned());
-                    let value = self.value(graph, is_leaf, memo, input, inner)?;
-                    memo.insert(key, value.clone());
-                    return Ok(value);
+                    let value = memo
+                        .get(&(input, inner))
+                        .cloned()
+                        .ok_or_else(|| missing(input))?;
+                    memo.insert(key, value);
+                    return Ok(());
                 }
             }
         };
@@ -268,8 +344,8 @@ impl Expression {
             "        precise {} {name} = {expression};",
             compute_type(elem)
         );
-        memo.insert(key, name.clone());
-        Ok(name)
+        memo.insert(key, name);
+        Ok(())
     }
 
     fn need(&mut self, elem: Elem, need: Need) {
@@ -543,4 +619,81 @@ void main() {{
         store = store(accumulator, "partial[0]"),
     );
     shader
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::GraphBuilder;
+    use nxvk_core::DType;
+
+    /// exp(x) used three times: `e * e + e`, and (`twice`) a second, separate exp node.
+    fn shader(twice: bool) -> String {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, &[8]).unwrap();
+        let e = builder.unary(UnaryOp::Exp, x).unwrap();
+        let other = if twice {
+            builder.unary(UnaryOp::Exp, x).unwrap()
+        } else {
+            e
+        };
+        let square = builder.binary(BinaryOp::Multiply, e, other).unwrap();
+        let out = builder.binary(BinaryOp::Add, square, e).unwrap();
+        let graph = builder.finish(&[out]).unwrap();
+        let is_leaf = |node: NodeId| node == x;
+        let expression = Expression::build(&graph, &[out], &is_leaf).unwrap();
+        assert_eq!(expression.leaves.len(), 1);
+        elementwise_shader(&expression, &[Elem::F32])
+    }
+
+    fn main_body(shader: &str) -> &str {
+        &shader[shader.find("void main()").unwrap()..]
+    }
+
+    #[test]
+    fn a_shared_subexpression_is_computed_once() {
+        let shader = shader(false);
+        let body = main_body(&shader);
+        assert_eq!(body.matches("nxop_exp_f32(").count(), 1);
+        assert_eq!(body.matches("Out_f32(").count(), 1);
+        // Data is addressed with 64-bit byte offsets, never 32-bit array indices.
+        assert!(body.contains("In_f32(in0 + uint64_t(idx0) * 4ul)"));
+        assert!(!body.contains("v[index]"));
+        // Null arm: two exp nodes are two computations.
+        assert_eq!(
+            main_body(&shader_twice()).matches("nxop_exp_f32(").count(),
+            2
+        );
+    }
+
+    fn shader_twice() -> String {
+        shader(true)
+    }
+
+    #[test]
+    fn helpers_are_renamed_per_type() {
+        let renamed = renamed("T nx_min(T a) { return NX_PI; }", Elem::S8);
+        assert_eq!(renamed, "T nxs8_min(T a) { return NXS8_PI; }");
+    }
+
+    #[test]
+    fn literals_keep_every_bit() {
+        assert_eq!(
+            literal(Elem::F32, &1.5f32.to_le_bytes()),
+            "uintBitsToFloat(0x3fc00000u)"
+        );
+        assert_eq!(literal(Elem::S8, &[0xFF]), "int(0xffffffffu)");
+        assert_eq!(
+            literal(Elem::S32, &i32::MIN.to_le_bytes()),
+            "int(0x80000000u)"
+        );
+        assert_eq!(
+            literal(Elem::F64, &(-0.0f64).to_le_bytes()),
+            "packDouble2x32(uvec2(0x00000000u, 0x80000000u))"
+        );
+        assert_eq!(
+            literal(Elem::U64, &u64::MAX.to_le_bytes()),
+            "0xfffffffffffffffful"
+        );
+    }
 }

@@ -171,6 +171,13 @@ struct PrologueReduction {
     reduced_length: usize,
 }
 
+/// Rows up to this long take a fused prologue whatever their number...
+const SHORT_ROW: usize = 4096;
+/// ...longer ones only when there are at least this many...
+const MANY_ROWS: usize = 1024;
+/// ...and never longer than this (1024 loop iterations per invocation of 256).
+const MAX_PROLOGUE_ROW: usize = 1 << 18;
+
 fn prologue_reduction(
     graph: &Graph,
     capabilities: &Capabilities,
@@ -190,12 +197,21 @@ fn prologue_reduction(
     let same_type = elem_of(result_dtype(*op, input_type.dtype)) == Some(accumulator);
     let supported = device_supports(capabilities, accumulator) && !op.is_arg();
     let reduced_length: usize = axes.iter().map(|&axis| input_type.shape[axis]).product();
-    (trailing && same_type && supported && reduced_length > 0).then_some(PrologueReduction {
-        op: *op,
-        input: *input,
-        input_elem,
-        reduced_length,
-    })
+    let rows = input_type.n_elements() / reduced_length.max(1);
+    // One workgroup folds one row: fine for many rows or short ones, but a few long rows (a
+    // full reduction of a large tensor) would leave the GPU idle, where the catalog's kernel
+    // splits rows into chunks. Rows also stay under lavapipe's 65,535 loop iterations per
+    // invocation. (A first guess, not raced yet.)
+    let shape_suits =
+        reduced_length <= MAX_PROLOGUE_ROW && (reduced_length <= SHORT_ROW || rows >= MANY_ROWS);
+    (trailing && same_type && supported && reduced_length > 0 && shape_suits).then_some(
+        PrologueReduction {
+            op: *op,
+            input: *input,
+            input_elem,
+            reduced_length,
+        },
+    )
 }
 
 /// Plans `graph` for `device`, compiling its generated kernels.

@@ -1,0 +1,201 @@
+//! Benchmarks of fused plans, one JSON line per workload in the format of the peers' README
+//! (`{"name","value","unit","better","impl"}`), with the same `--only a,b` and `--quick`
+//! arguments as nxvk-kernels' bench.
+//!
+//! - `chain_f32_256M`: sigmoid(x * a + 1.5) over 2^28 f32 as one plan (one fused kernel);
+//!   `a` is a full tensor like x, as in the torch peer (`torch_peer.py`'s `w_chain`), so both
+//!   sides move the same three streams.
+//! - `softmax_f32_8Kx8K`: softmax over the last axis of f32[8192, 8192] as one plan (a max
+//!   reduction, a sum reduction with the exp as its prologue, an elementwise divide).
+//! - `small_op_chain_us@plan`: 1000 dependent sigmoids on f32[1024] as one plan and one sync,
+//!   wall time per op (the plan is compiled before timing, as a cached plan would be).
+//!
+//! GPU-side workloads are timed with GPU timestamps (median of 20 after at least 300 ms of
+//! warm-up, which brings the GPU's clocks up). `--quick` runs smaller sizes under the same
+//! names (the `cse` race passes `--only chain_f32_256M,softmax_f32_8Kx8K -- --quick`), so
+//! lavapipe can run it; its figures are for regressions only.
+
+use nxvk_core::{Context, DType, Device, Result, Tensor};
+use nxvk_fusion::{Graph, GraphBuilder, PlanCache};
+use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn main() {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let quick = arguments.iter().any(|argument| argument == "--quick");
+    let only: Vec<String> = arguments
+        .iter()
+        .position(|argument| argument == "--only")
+        .and_then(|index| arguments.get(index + 1))
+        .map(|list| list.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
+    let context = Context::new().expect("a Vulkan device");
+    eprintln!("{{\"device\": {:?}}}", context.capabilities().summary());
+    let device = context.device().expect("device");
+    let cache = PlanCache::new(&device);
+    eprintln!("{{\"plan_options\": \"{:?}\"}}", cache.options());
+    let bench = Bench {
+        device,
+        cache,
+        quick,
+    };
+
+    let chain_elements = if quick { 1 << 22 } else { 1 << 28 };
+    let softmax_side = if quick { 1 << 10 } else { 1 << 13 };
+    let workloads: Vec<(&str, Workload)> = vec![
+        ("chain_f32_256M", Box::new(move |b| b.chain(chain_elements))),
+        (
+            "softmax_f32_8Kx8K",
+            Box::new(move |b| b.softmax(softmax_side)),
+        ),
+        ("small_op_chain_us@plan", Box::new(|b| b.small_op_chain())),
+    ];
+    for (name, workload) in workloads {
+        let wanted = only.is_empty()
+            || only
+                .iter()
+                .any(|wanted| name == wanted || name.starts_with(&format!("{wanted}@")));
+        if !wanted {
+            continue;
+        }
+        match workload(&bench) {
+            Ok(record) => println!(
+                "{{\"name\": \"{name}\", \"value\": {:.4}, \"unit\": \"{}\", \"better\": \"{}\", \"impl\": \"nxvk\"}}",
+                record.value, record.unit, record.better
+            ),
+            Err(error) => println!(
+                "{{\"name\": \"{name}\", \"error\": {:?}, \"impl\": \"nxvk\"}}",
+                error.to_string()
+            ),
+        }
+    }
+    eprintln!("{{\"fusion_counters\": {:?}}}", bench.cache.counters());
+    eprintln!("{{\"counters\": {:?}}}", context.counters());
+}
+
+/// One benchmark: runs on the bench's device and returns its figure.
+type Workload = Box<dyn Fn(&Bench) -> Result<Record>>;
+
+struct Record {
+    value: f64,
+    unit: &'static str,
+    better: &'static str,
+}
+
+impl Record {
+    fn milliseconds(time: Duration) -> Record {
+        Record {
+            value: time.as_secs_f64() * 1e3,
+            unit: "ms",
+            better: "lower",
+        }
+    }
+}
+
+/// Least time each GPU-timed workload runs before it is measured.
+const WARM_UP: Duration = Duration::from_millis(300);
+
+struct Bench {
+    device: Arc<Device>,
+    cache: PlanCache,
+    quick: bool,
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed | 1;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32
+        })
+        .collect()
+}
+
+impl Bench {
+    /// Median GPU time of `run` (which records work), after warm-up runs.
+    fn gpu_median(&self, run: impl Fn() -> Result<()>) -> Result<Duration> {
+        let (warm, repeats) = if self.quick { (1, 5) } else { (3, 20) };
+        let start = Instant::now();
+        let mut runs = 0;
+        while runs < warm || (!self.quick && start.elapsed() < WARM_UP) {
+            self.device.gpu_time(&run)?;
+            runs += 1;
+        }
+        let samples = (0..repeats)
+            .map(|_| self.device.gpu_time(&run))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(median(samples))
+    }
+
+    fn tensor(&self, shape: &[usize], seed: u64) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        Tensor::from_slice(&self.device, shape, &random_f32(n, seed))
+    }
+
+    /// Median GPU time of the plan of `graph` on `inputs`.
+    fn plan_median(&self, graph: &Graph, inputs: &[&Tensor]) -> Result<Duration> {
+        self.cache.plan(graph)?;
+        self.gpu_median(|| self.cache.run(graph, inputs).map(drop))
+    }
+
+    fn chain(&self, elements: usize) -> Result<Record> {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, &[elements])?;
+        let a = builder.parameter(DType::F32, &[elements])?;
+        let scaled = builder.binary(BinaryOp::Multiply, x, a)?;
+        let constant = builder.constant(DType::F32, 1.5)?;
+        let shifted = builder.binary(BinaryOp::Add, scaled, constant)?;
+        let out = builder.unary(UnaryOp::Sigmoid, shifted)?;
+        let graph = builder.finish(&[out])?;
+        let x = self.tensor(&[elements], 1)?;
+        let a = self.tensor(&[elements], 2)?;
+        Ok(Record::milliseconds(self.plan_median(&graph, &[&x, &a])?))
+    }
+
+    fn softmax(&self, side: usize) -> Result<Record> {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, &[side, side])?;
+        let max = builder.reduce(ReduceOp::ReduceMax, x, Some(&[1]), true, TieBreak::Low)?;
+        let shifted = builder.binary(BinaryOp::Subtract, x, max)?;
+        let exp = builder.unary(UnaryOp::Exp, shifted)?;
+        let sum = builder.reduce(ReduceOp::Sum, exp, Some(&[1]), true, TieBreak::Low)?;
+        let out = builder.binary(BinaryOp::Divide, exp, sum)?;
+        let graph = builder.finish(&[out])?;
+        let x = self.tensor(&[side, side], 3)?;
+        Ok(Record::milliseconds(self.plan_median(&graph, &[&x])?))
+    }
+
+    /// 1000 dependent sigmoids on f32[1024] as one plan, one sync: wall time per op.
+    fn small_op_chain(&self) -> Result<Record> {
+        const OPS: usize = 1000;
+        let mut builder = GraphBuilder::new();
+        let mut y = builder.parameter(DType::F32, &[1024])?;
+        for _ in 0..OPS {
+            y = builder.unary(UnaryOp::Sigmoid, y)?;
+        }
+        let graph = builder.finish(&[y])?;
+        let x = self.tensor(&[1024], 4)?;
+        self.cache.plan(&graph)?;
+        let once = || -> Result<Duration> {
+            let start = Instant::now();
+            self.cache.run(&graph, &[&x])?;
+            self.device.synchronize()?;
+            Ok(start.elapsed())
+        };
+        once()?;
+        let samples = (0..5).map(|_| once()).collect::<Result<Vec<_>>>()?;
+        Ok(Record {
+            value: median(samples).as_secs_f64() * 1e6 / OPS as f64,
+            unit: "us/op",
+            better: "lower",
+        })
+    }
+}
