@@ -6,8 +6,9 @@
 //! network stable; descending order complements the keys, so equal elements still keep their
 //! input order (Nx's stable descending sort). Rows are padded to a power of two with items
 //! above every real one. Steps whose distance is below a block of 1,024 items run in shared
-//! memory (one dispatch for all of them); longer steps are one dispatch each, so no invocation
-//! ever loops more than a few times, whatever the row length (2^24 and beyond).
+//! memory (one dispatch for all of them); longer steps run up to four per dispatch, each
+//! invocation holding the 16 items they connect in registers. No invocation loops more than
+//! a few times, whatever the row length (2^24 and beyond).
 //!
 //! Keys follow Nx's order: NaN above +infinity (last ascending, first descending), and -0.0
 //! equal to 0.0 (their input order is kept). Alternatives rejected for now: an LSD radix sort
@@ -21,8 +22,8 @@
 use crate::launch::poison_output;
 use crate::movement;
 use crate::sort_codegen::{
-    Finish, SORT_BLOCK, SORT_WORKGROUP_SIZE, finish_shader, global_shader, keys_shader,
-    local_shader, wide_keys,
+    Finish, MAX_GLOBAL_STEPS, SORT_BLOCK, SORT_WORKGROUP_SIZE, finish_shader, global_shader,
+    keys_shader, local_shader, wide_keys,
 };
 use nxvk_core::{BufferAccess, DType, Device, DeviceBuffer, Error, Result, Tensor};
 use std::sync::Arc;
@@ -202,11 +203,6 @@ fn run_network(
         &local_shader(sorted.wide),
         &[],
     )?;
-    let global = device.kernel_from_glsl(
-        &format!("sort_global_{suffix}"),
-        &global_shader(sorted.wide),
-        &[],
-    )?;
     let max_groups = device.capabilities().max_workgroup_count[0];
     let local_groups = (total / SORT_BLOCK).clamp(1, max_groups);
     let access = [BufferAccess::Write(&sorted.items)];
@@ -220,17 +216,26 @@ fn run_network(
         )
     };
     local_step(0)?;
+    let log2_block = SORT_BLOCK.trailing_zeros();
     let mut stage = SORT_BLOCK * 2;
     while stage <= padded {
-        let mut distance = stage / 2;
-        while distance >= SORT_BLOCK {
+        // Distances from stage / 2 down to the block, up to four per pass.
+        let mut top = stage.trailing_zeros() - 1;
+        while top >= log2_block {
+            let steps = (top - log2_block + 1).min(MAX_GLOBAL_STEPS);
+            let log2_low = top + 1 - steps;
+            let global = device.kernel_from_glsl(
+                &format!("sort_global_{suffix}_{steps}"),
+                &global_shader(sorted.wide, steps),
+                &[],
+            )?;
             device.dispatch(
                 &global,
-                [groups(device, u64::from(total / 2)), 1, 1],
-                &push_words(&[items_address], &[total, padded_mask, stage, distance]),
+                [groups(device, u64::from(total >> steps)), 1, 1],
+                &push_words(&[items_address], &[total, padded_mask, stage, log2_low]),
                 &access,
             )?;
-            distance /= 2;
+            top -= steps;
         }
         local_step(stage)?;
         stage *= 2;

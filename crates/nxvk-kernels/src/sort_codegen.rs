@@ -218,9 +218,14 @@ void main() {{
     shader
 }
 
-/// One global step of the network (distance at least half a block): each invocation
-/// compare-exchanges one pair.
-pub(crate) fn global_shader(wide: bool) -> String {
+/// Items each invocation of a global pass holds in registers, at most (four steps).
+pub(crate) const MAX_GLOBAL_STEPS: u32 = 4;
+
+/// `steps` consecutive global steps of the network (distances `2^(log2_low + steps - 1)`
+/// down to `2^log2_low`, all at least a block) in one pass: each invocation loads the
+/// `2^steps` items those steps connect, runs the steps in registers and stores them, so a
+/// pass reads and writes the items once for up to four steps.
+pub(crate) fn global_shader(wide: bool, steps: u32) -> String {
     let mut shader = String::new();
     let _ = write!(
         shader,
@@ -233,22 +238,39 @@ layout(push_constant, scalar) uniform Push {{
     uint total;
     uint padded_mask;
     uint stage;
-    uint distance;
+    uint log2_low;
 }} push;
 {COMPARE_EXCHANGE}
+const uint STEPS = {steps}u;
+const uint GROUP = 1u << STEPS;
+
 void main() {{
     uint threads = gl_NumWorkGroups.x * {SORT_WORKGROUP_SIZE}u;
-    uint distance = push.distance;
-    for (uint pair = gl_GlobalInvocationID.x; pair < push.total / 2u; pair += threads) {{
-        uint low = ((pair & ~(distance - 1u)) << 1u) | (pair & (distance - 1u));
-        uint high = low + distance;
-        Items low_item = Items(push.items + uint64_t(low) * ITEM_BYTES);
-        Items high_item = Items(push.items + uint64_t(high) * ITEM_BYTES);
-        ITEM a = low_item.v;
-        ITEM b = high_item.v;
-        if (item_less(b, a) == ascending_at(low, push.stage)) {{
-            low_item.v = b;
-            high_item.v = a;
+    uint low = push.log2_low;
+    uint low_mask = (1u << low) - 1u;
+    for (uint group = gl_GlobalInvocationID.x; group < (push.total >> STEPS); group += threads) {{
+        uint base = ((group >> low) << (low + STEPS)) | (group & low_mask);
+        ITEM items[GROUP];
+        for (uint t = 0u; t < GROUP; t++) {{
+            items[t] = Items(push.items + uint64_t(base + (t << low)) * ITEM_BYTES).v;
+        }}
+        // The stage's bit lies above every bit that varies in the group: one direction.
+        bool ascending = ascending_at(base, push.stage);
+        for (uint step = STEPS; step > 0u; step--) {{
+            uint bit = 1u << (step - 1u);
+            for (uint t = 0u; t < GROUP; t++) {{
+                if ((t & bit) == 0u) {{
+                    ITEM a = items[t];
+                    ITEM b = items[t | bit];
+                    if (item_less(b, a) == ascending) {{
+                        items[t] = b;
+                        items[t | bit] = a;
+                    }}
+                }}
+            }}
+        }}
+        for (uint t = 0u; t < GROUP; t++) {{
+            Items(push.items + uint64_t(base + (t << low)) * ITEM_BYTES).v = items[t];
         }}
     }}
 }}

@@ -196,8 +196,8 @@ proptest! {
     }
 }
 
-/// Rows longer than the shared-memory block run the global steps of the network; odd lengths
-/// pad. One long row, and several rows on a leading axis.
+/// Rows longer than the shared-memory block run the global steps of the network (one to four
+/// per pass); odd lengths pad. One long row, and several rows on a leading axis.
 #[test]
 fn long_rows_sort() {
     let mut rng = SplitMix(7);
@@ -207,6 +207,8 @@ fn long_rows_sort() {
         (DType::F16, vec![1500, 2], 0),
         (DType::U8, vec![4099], 0),
         (DType::F64, vec![1 << 13], 0),
+        // Padded to 2^16: passes of four and of two global steps.
+        (DType::U32, vec![(1 << 15) + 3], 0),
     ] {
         for direction in [Direction::Ascending, Direction::Descending] {
             check(dtype, &shape, axis, direction, &mut rng).unwrap();
