@@ -1,5 +1,6 @@
 //! Fourier transforms: Nx's `fft` and `ifft` (any length, any axis, `length` padding with
-//! zeros or truncating) and `fft2`/`ifft2`, on the GPU in c64 (f32 arithmetic) and c128 (f64).
+//! zeros or truncating), `fft2`/`ifft2` and `rfft`/`irfft`, on the GPU in c64 (f32
+//! arithmetic) and c128 (f64).
 //!
 //! Power-of-two lengths up to 1,024 run in one dispatch: each workgroup holds whole rows in
 //! shared memory and runs every radix-2 Stockham stage there. Lengths up to 2^20 use the
@@ -411,6 +412,65 @@ pub fn fft(
         Transform::Forward => "fft",
         Transform::Inverse => "ifft",
     };
+    transform_axis(op, input, transform, length, axis, false)
+}
+
+/// Nx's `rfft`: the first `length / 2 + 1` elements of the `fft` of a real tensor.
+pub fn rfft(input: &Tensor, length: Option<usize>, axis: usize) -> Result<Tensor> {
+    const OP: &str = "rfft";
+    if input.dtype().is_complex() {
+        return Err(bad(OP, input, "rfft expects a real tensor".into()));
+    }
+    let spectrum = transform_axis(OP, input, Transform::Forward, length, axis, false)?;
+    let kept = spectrum.shape()[axis] / 2 + 1;
+    let mut lengths = spectrum.shape().to_vec();
+    lengths[axis] = kept;
+    let rank = lengths.len();
+    movement::slice(&spectrum, &vec![0; rank], &lengths, &vec![1; rank])
+}
+
+/// Nx's `irfft`: the real signal of `length` (default `2 * (m - 1)` for `m` elements on the
+/// axis) whose spectrum's first half is `input` (padded with zeros or truncated to
+/// `length / 2 + 1`; the rest is its conjugate mirror image). f32 (from c64 and real types
+/// below f64) or f64 (from c128 and f64).
+pub fn irfft(input: &Tensor, length: Option<usize>, axis: usize) -> Result<Tensor> {
+    const OP: &str = "irfft";
+    let half = input.shape().get(axis).copied().unwrap_or(0);
+    let length = match length {
+        Some(length) => length,
+        None if half >= 2 => 2 * (half - 1),
+        None => {
+            return Err(bad(
+                OP,
+                input,
+                "the default length 2 * (m - 1) needs at least 2 elements on the axis".into(),
+            ));
+        }
+    };
+    let signal = transform_axis(OP, input, Transform::Inverse, Some(length), axis, true)?;
+    // Real parts: the complex result viewed as pairs of its real type, every other one.
+    let real = match signal.dtype() {
+        DType::C128 => DType::F64,
+        _ => DType::F32,
+    };
+    let shape = signal.shape().to_vec();
+    let strides: Vec<usize> = nxvk_core::contiguous_strides(&shape)
+        .iter()
+        .map(|stride| stride * 2)
+        .collect();
+    let layout = nxvk_core::Layout::from_parts(shape, strides, 0)?;
+    movement::contiguous(&Tensor::from_parts(signal.buffer().clone(), layout, real)?)
+}
+
+/// Transforms along `axis`; a `hermitian` input holds the first half of a Hermitian spectrum.
+fn transform_axis(
+    op: &'static str,
+    input: &Tensor,
+    transform: Transform,
+    length: Option<usize>,
+    axis: usize,
+    hermitian: bool,
+) -> Result<Tensor> {
     let rank = input.shape().len();
     if axis >= rank {
         return Err(bad(
@@ -472,7 +532,7 @@ pub fn fft(
             op,
             &rows_tensor,
             &output,
-            (precision, load_input, transform),
+            (precision, load_input, transform, hermitian),
             rows,
             (input_length, length),
         )?;
@@ -494,7 +554,7 @@ fn transform_rows(
     op: &'static str,
     rows_tensor: &Tensor,
     output: &Tensor,
-    (precision, load_input, transform): (Precision, LoadInput, Transform),
+    (precision, load_input, transform, hermitian): (Precision, LoadInput, Transform, bool),
     rows: usize,
     (input_length, length): (usize, usize),
 ) -> Result<()> {
@@ -540,6 +600,7 @@ fn transform_rows(
                 input_length as u32,
                 length as u32,
                 inverse,
+                u32::from(hermitian),
             ],
             None,
         );
@@ -568,7 +629,7 @@ fn transform_rows(
             scale: final_scale,
         };
         let scratch = device.alloc(op, total as u64 * bytes)?;
-        if load_input == LoadInput::Complex && input_length == length {
+        if load_input == LoadInput::Complex && input_length == length && !hermitian {
             // Complex rows of the right length: transform straight from the input.
             let offset = source_address - rows_tensor.buffer().device_address();
             return transform_power_of_two(

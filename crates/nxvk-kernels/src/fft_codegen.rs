@@ -230,7 +230,8 @@ pub(crate) enum LoadInput {
 
 /// The load pass: row `r` of the output (length `2^log2_padded`) takes the first
 /// `min(input_length, length)` elements of input row `r`, each times `chirp[k]` when a chirp
-/// table is given (conjugated for an inverse transform), and zeros after them.
+/// table is given (conjugated for an inverse transform), and zeros after them. A Hermitian
+/// load (irfft) reads only the first `length / 2 + 1` and mirrors them, conjugated.
 pub(crate) fn load_shader(precision: Precision, input: LoadInput) -> String {
     let read = match input {
         LoadInput::Real => {
@@ -254,19 +255,26 @@ layout(push_constant, scalar) uniform Push {{
     uint input_length;
     uint transform_length;
     uint inverse;
+    uint hermitian;
 }} push;
 
 void main() {{
     uint threads = gl_NumWorkGroups.x * {FFT_WORKGROUP_SIZE}u;
     uint mask = (1u << push.log2_padded) - 1u;
-    uint kept = min(push.input_length, push.transform_length);
+    uint half_spectrum = push.transform_length / 2u + 1u;
     for (uint index = gl_GlobalInvocationID.x; index < push.total; index += threads) {{
         uint row = index >> push.log2_padded;
         uint k = index & mask;
         COMPLEX value = COMPLEX(REAL(0), REAL(0));
-        if (k < kept) {{
-            uint64_t element = uint64_t(row) * uint64_t(push.input_length) + uint64_t(k);
-            value = {read};
+        if (k < push.transform_length) {{
+            // A Hermitian row (irfft) holds its first half: the rest mirrors it, conjugated.
+            bool mirrored = push.hermitian != 0u && k >= half_spectrum;
+            uint source_index = mirrored ? push.transform_length - k : k;
+            if (source_index < push.input_length) {{
+                uint64_t element = uint64_t(row) * uint64_t(push.input_length) + uint64_t(source_index);
+                value = {read};
+                if (mirrored) value.y = -value.y;
+            }}
             if (push.chirp != 0ul) {{
                 COMPLEX chirp = Complexes(push.chirp + uint64_t(k) * COMPLEX_BYTES).v;
                 if (push.inverse != 0u) chirp.y = -chirp.y;
