@@ -10,11 +10,14 @@
 //! invocation holding the 16 items they connect in registers. No invocation loops more than
 //! a few times, whatever the row length (2^24 and beyond).
 //!
+//! One row of keys of up to 32 bits (the common `sort` of a long vector) sorts instead by a
+//! stable LSD radix sort on the key bits, 4 bits per pass (count per tile, one scan, stable
+//! scatter): eight passes over the items instead of the network's O(log^2 n) steps.
+//!
 //! Keys follow Nx's order: NaN above +infinity (last ascending, first descending), and -0.0
-//! equal to 0.0 (their input order is kept). Alternatives rejected for now: an LSD radix sort
-//! (fewer passes over long rows, but a stable scatter per digit needs a per-workgroup ranking
-//! and a decoupled look-back scan: the better design for 2^24 keys on a large GPU, left as the
-//! next step) and a merge sort (data-dependent partitioning).
+//! equal to 0.0 (their input order is kept). Not done yet: radix for many rows or 64-bit keys
+//! (the row or a second key word would join the digits), 8-bit digits with a decoupled
+//! look-back scan (half the passes), and a merge sort (data-dependent partitioning).
 //!
 //! The sorted axis is moved last (a transposing copy) and back; complex tensors are rejected
 //! as Nx rejects them; 8-bit floats and sub-byte integers are `Unsupported`.
@@ -22,8 +25,9 @@
 use crate::launch::poison_output;
 use crate::movement;
 use crate::sort_codegen::{
-    Finish, MAX_GLOBAL_STEPS, SORT_BLOCK, SORT_WORKGROUP_SIZE, finish_shader, global_shader,
-    keys_shader, local_shader, wide_keys,
+    Finish, MAX_GLOBAL_STEPS, RADIX_BITS, RADIX_TILE, SORT_BLOCK, SORT_WORKGROUP_SIZE,
+    finish_shader, global_shader, keys_shader, local_shader, radix_count_shader, radix_scan_shader,
+    radix_scatter_shader, wide_keys,
 };
 use nxvk_core::{BufferAccess, DType, Device, DeviceBuffer, Error, Result, Tensor};
 use std::sync::Arc;
@@ -197,6 +201,9 @@ fn run_network(
             BufferAccess::Write(&sorted.items),
         ],
     )?;
+    if !sorted.wide && sorted.rows == 1 && padded >= RADIX_MIN_ITEMS {
+        return radix_sort(op, device, &sorted.items, total);
+    }
     let suffix = if sorted.wide { "wide" } else { "packed" };
     let local = device.kernel_from_glsl(
         &format!("sort_local_{suffix}"),
@@ -239,6 +246,67 @@ fn run_network(
         }
         local_step(stage)?;
         stage *= 2;
+    }
+    Ok(())
+}
+
+/// Rows at least this long (padded) with keys of up to 32 bits sort by radix, not by the
+/// network (when there is one row).
+const RADIX_MIN_ITEMS: u32 = 4096;
+
+/// A stable LSD radix sort of `total` packed items on their keys (the high words), 4 bits per
+/// pass: per pass, a count of each digit per tile, one exclusive scan over (digit, tile), and
+/// a stable scatter. Eight passes (even) leave the items back in `items`.
+fn radix_sort(
+    op: &'static str,
+    device: &Arc<Device>,
+    items: &DeviceBuffer,
+    total: u32,
+) -> Result<()> {
+    let tiles = total.div_ceil(RADIX_TILE);
+    let entries = tiles * (1 << RADIX_BITS);
+    let counts = device.alloc(op, u64::from(entries) * 4)?;
+    let alternate = device.alloc(op, u64::from(total) * 8)?;
+    let count = device.kernel_from_glsl("sort_radix_count", &radix_count_shader(), &[])?;
+    let scan = device.kernel_from_glsl("sort_radix_scan", &radix_scan_shader(), &[])?;
+    let scatter = device.kernel_from_glsl("sort_radix_scatter", &radix_scatter_shader(), &[])?;
+    let workgroups = tiles.clamp(1, device.capabilities().max_workgroup_count[0]);
+    let (mut from, mut to) = (items, &alternate);
+    for pass in 0..32 / RADIX_BITS {
+        let shift = pass * RADIX_BITS;
+        device.dispatch(
+            &count,
+            [workgroups, 1, 1],
+            &push_words(
+                &[from.device_address(), counts.device_address()],
+                &[total, tiles, shift],
+            ),
+            &[BufferAccess::Read(from), BufferAccess::Write(&counts)],
+        )?;
+        device.dispatch(
+            &scan,
+            [1, 1, 1],
+            &push_words(&[counts.device_address()], &[entries]),
+            &[BufferAccess::Write(&counts)],
+        )?;
+        device.dispatch(
+            &scatter,
+            [workgroups, 1, 1],
+            &push_words(
+                &[
+                    from.device_address(),
+                    to.device_address(),
+                    counts.device_address(),
+                ],
+                &[total, tiles, shift],
+            ),
+            &[
+                BufferAccess::Read(from),
+                BufferAccess::Read(&counts),
+                BufferAccess::Write(to),
+            ],
+        )?;
+        std::mem::swap(&mut from, &mut to);
     }
     Ok(())
 }
