@@ -9,7 +9,9 @@
 //! workloads (and renames them by size) so lavapipe can run them as a regression check.
 
 use nxvk_core::{BufferAccess, Context, DType, Device, Result, Tensor};
-use nxvk_kernels::{ConvOptions, TieBreak, conv, dot, movement, ops, reduce};
+use nxvk_kernels::fft::{self, Transform};
+use nxvk_kernels::sort::{self, Direction};
+use nxvk_kernels::{ConvOptions, TieBreak, conv, dot, index, movement, ops, reduce};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -127,6 +129,42 @@ fn main() {
         (
             format!("argmax_f32_{side_label}"),
             Box::new(move |b| b.argmax(side)),
+        ),
+        (
+            if quick {
+                "sort_f32_1M".into()
+            } else {
+                "sort_f32_16M".into()
+            },
+            Box::new(move |b| b.sort(if quick { 1 << 20 } else { 1 << 24 })),
+        ),
+        (
+            if quick {
+                "gather_f32_16Kx64_64K".into()
+            } else {
+                "gather_f32_1Mx64_4M".into()
+            },
+            Box::new(move |b| {
+                if quick {
+                    b.gather_rows(1 << 14, 64, 1 << 16)
+                } else {
+                    b.gather_rows(1 << 20, 64, 1 << 22)
+                }
+            }),
+        ),
+        (
+            if quick {
+                "fft_c64_64x4K".into()
+            } else {
+                "fft_c64_1Kx16K".into()
+            },
+            Box::new(move |b| {
+                if quick {
+                    b.fft_rows(64, 1 << 12)
+                } else {
+                    b.fft_rows(1 << 10, 1 << 14)
+                }
+            }),
         ),
         (
             "small_op_chain_us".into(),
@@ -401,6 +439,37 @@ impl Bench {
         let x = self.tensor(&[side, side], DType::F32)?;
         let time =
             self.gpu_median(|| reduce::argmax(&x, Some(1), TieBreak::Low, false).map(drop))?;
+        Ok(Record::milliseconds(time))
+    }
+
+    /// A stable ascending sort of `elements` random f32 (one row).
+    fn sort(&self, elements: usize) -> Result<Record> {
+        let x = self.tensor(&[elements], DType::F32)?;
+        let time = self.gpu_median(|| sort::sort(&x, 0, Direction::Ascending).map(drop))?;
+        Ok(Record::milliseconds(time))
+    }
+
+    /// `take` of `picks` random rows (s32 indices) of a `rows` x `width` f32 table.
+    fn gather_rows(&self, rows: usize, width: usize, picks: usize) -> Result<Record> {
+        let table = self.tensor(&[rows, width], DType::F32)?;
+        let indices: Vec<i32> = random_f32(picks, 0x1dc5)
+            .into_iter()
+            .map(|unit| ((unit * rows as f32) as usize).min(rows - 1) as i32)
+            .collect();
+        let indices = Tensor::from_slice(&self.device, &[picks], &indices)?;
+        let time = self.gpu_median(|| index::take(&table, &indices, 0).map(drop))?;
+        Ok(Record::milliseconds(time))
+    }
+
+    /// Forward c64 FFTs of `rows` rows of `length` along the last axis.
+    fn fft_rows(&self, rows: usize, length: usize) -> Result<Record> {
+        let parts = random_f32(2 * rows * length, 0xff7);
+        let values: Vec<nxvk_core::Complex32> = parts
+            .chunks_exact(2)
+            .map(|pair| nxvk_core::Complex32::new(pair[0], pair[1]))
+            .collect();
+        let x = Tensor::from_slice(&self.device, &[rows, length], &values)?;
+        let time = self.gpu_median(|| fft::fft(&x, Transform::Forward, None, 1).map(drop))?;
         Ok(Record::milliseconds(time))
     }
 

@@ -1,23 +1,27 @@
 //! Fourier transforms: Nx's `fft` and `ifft` (any length, any axis, `length` padding with
-//! zeros or truncating) and `fft2`/`ifft2`, on the GPU in c64 (f32 arithmetic) and c128 (f64).
+//! zeros or truncating), `fft2`/`ifft2` and `rfft`/`irfft`, on the GPU in c64 (f32
+//! arithmetic) and c128 (f64).
 //!
-//! Power-of-two lengths run radix-2 Stockham passes (one dispatch per pass, ping-ponging so
-//! the last pass lands in the result; no bit reversal). Other lengths use Bluestein's
-//! algorithm: the transform becomes a circular convolution of length `M` (the power of two at
-//! least `2n - 1`) with a chirp, computed by two power-of-two transforms and a pointwise
-//! product with the chirp's spectrum. Twiddles, chirps and that spectrum are computed on the
-//! host in f64 (GLSL's trigonometry is 32-bit only) and uploaded per call.
+//! Power-of-two lengths up to 1,024 run in one dispatch: each workgroup holds whole rows in
+//! shared memory and runs every radix-2 Stockham stage there. Lengths up to 2^20 use the
+//! four-step algorithm (the row as a matrix: transform the columns, multiply by twiddles,
+//! transform the rows and write them transposed), two such dispatches. Longer rows run one
+//! radix-2 Stockham dispatch per stage. Other lengths use Bluestein's algorithm: the
+//! transform becomes a circular convolution of length `M` (the power of two at least
+//! `2n - 1`) with a chirp, computed by two power-of-two transforms and a pointwise product
+//! with the chirp's spectrum. Twiddles, chirps and that spectrum are computed on the host in
+//! f64 (GLSL's trigonometry is 32-bit only) and uploaded per call.
 //!
 //! Results follow Nx's types (`Nx.Type.to_complex`: f64 and c128 give c128, everything else
 //! c64). Integer, f16 and bf16 inputs are cast to f32 first. Nx's BinaryBackend rounds
 //! results within `eps` (1e-10) of zero to zero; these kernels do not (as EXLA does not).
 //!
-//! A shared-memory kernel (several passes per dispatch) and radix-4/8 passes are the next
-//! optimisations; this path is correct for every length first.
+//! Next optimisations: radix-4/8 butterflies in registers inside the block kernel, caching
+//! the uploaded tables per length, and wider coalesced segments in the four-step passes.
 
 use crate::fft_codegen::{
-    FFT_WORKGROUP_SIZE, LoadInput, Precision, load_shader, pointwise_shader, radix2_shader,
-    store_shader,
+    BLOCK_CAPACITY, FFT_WORKGROUP_SIZE, LoadInput, Precision, block_shader, load_shader,
+    pointwise_shader, radix2_shader, store_shader,
 };
 use crate::launch::poison_output;
 use crate::{movement, ops, types};
@@ -97,9 +101,9 @@ fn upload_table(
     Ok(buffer)
 }
 
-/// `exp(-2 pi i t / length)` for `t` below `length / 2`.
+/// `exp(-2 pi i t / length)` for `t` below `length`.
 fn twiddles(length: usize) -> Vec<Complex64> {
-    (0..length / 2)
+    (0..length)
         .map(|t| Complex64::from_polar(1.0, -2.0 * PI * t as f64 / length as f64))
         .collect()
 }
@@ -147,43 +151,239 @@ fn host_fft(values: &mut [Complex64]) {
     }
 }
 
-/// Runs the radix-2 passes over `rows` rows of `2^log2_length` read from `source` (from byte
-/// `source_offset`), writing `buffers[0]`, `buffers[1]`, `buffers[0]`, ... in turn (neither
-/// may be the source of the pass that writes it); returns the buffer the last pass wrote.
-/// The last pass scales by `scale`.
-fn radix2_passes<'a>(
+/// How a power-of-two transform runs: its precision, direction and final scale.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    precision: Precision,
+    transform: Transform,
+    scale: f64,
+}
+
+/// Addressing of one side of a block dispatch, in complex numbers: outer, column and element
+/// strides.
+#[derive(Debug, Clone, Copy)]
+struct Strides {
+    outer: u32,
+    column: u32,
+    element: u32,
+}
+
+/// One block dispatch: `transforms` transforms of `2^log2_length` (`columns` per outer index)
+/// with a twiddle table for a transform of `table_length`.
+#[allow(clippy::too_many_arguments)]
+fn block_dispatch(
     device: &Arc<Device>,
-    (precision, transform, scale): (Precision, Transform, f64),
-    rows: usize,
-    log2_length: u32,
-    (source, source_offset): (&'a DeviceBuffer, u64),
-    buffers: [&'a DeviceBuffer; 2],
-) -> Result<&'a DeviceBuffer> {
-    let length = 1usize << log2_length;
-    let twiddle_table = upload_table(device, precision, &twiddles(length))?;
+    plan: Plan,
+    (transforms, columns, log2_length): (usize, usize, u32),
+    (source, source_offset, source_strides): (&DeviceBuffer, u64, Strides),
+    (destination, destination_strides): (&DeviceBuffer, Strides),
+    (table, table_length): (&DeviceBuffer, usize),
+    post_twiddle: bool,
+    scale: f64,
+) -> Result<()> {
     let kernel = device.kernel_from_glsl(
-        &format!("fft_radix2_{}", precision.name()),
-        &radix2_shader(precision),
+        &format!("fft_block_{}", plan.precision.name()),
+        &block_shader(plan.precision),
         &[],
     )?;
+    let group = (BLOCK_CAPACITY >> log2_length).max(1) as u64;
+    let push = push_of(
+        &[
+            source.device_address() + source_offset,
+            destination.device_address(),
+            table.device_address(),
+        ],
+        &[
+            transforms as u32,
+            log2_length,
+            columns as u32,
+            source_strides.outer,
+            source_strides.column,
+            source_strides.element,
+            destination_strides.outer,
+            destination_strides.column,
+            destination_strides.element,
+            (table_length >> log2_length) as u32,
+            u32::from(post_twiddle),
+            u32::from(plan.transform == Transform::Inverse),
+        ],
+        Some((plan.precision, scale)),
+    );
+    let max_groups = device.capabilities().max_workgroup_count[0];
+    let workgroups = (transforms as u64)
+        .div_ceil(group)
+        .clamp(1, u64::from(max_groups)) as u32;
+    device.dispatch(
+        &kernel,
+        [workgroups, 1, 1],
+        &push,
+        &[
+            BufferAccess::Read(source),
+            BufferAccess::Read(table),
+            BufferAccess::Write(destination),
+        ],
+    )
+}
+
+/// Transforms `rows` rows of `2^log2_length` from `source` (from byte `source_offset`) into
+/// `destination` (which may be the source), using `scratch` (as large as the rows):
+/// - rows of at most `BLOCK_CAPACITY`: one block dispatch, all stages in shared memory;
+/// - rows of up to `BLOCK_CAPACITY^2`: the four-step algorithm, two block dispatches (columns
+///   of the row seen as a matrix with the twiddle between them, then rows written
+///   transposed);
+/// - longer rows: one radix-2 Stockham dispatch per stage.
+fn transform_power_of_two(
+    device: &Arc<Device>,
+    plan: Plan,
+    rows: usize,
+    log2_length: u32,
+    (source, source_offset): (&DeviceBuffer, u64),
+    destination: &DeviceBuffer,
+    scratch: &DeviceBuffer,
+) -> Result<()> {
+    let length = 1usize << log2_length;
+    let table = upload_table(device, plan.precision, &twiddles(length))?;
+    let length_word = length as u32;
+    let log2_capacity = BLOCK_CAPACITY.trailing_zeros();
+    if log2_length <= log2_capacity {
+        let row_strides = Strides {
+            outer: length_word,
+            column: 0,
+            element: 1,
+        };
+        return block_dispatch(
+            device,
+            plan,
+            (rows, 1, log2_length),
+            (source, source_offset, row_strides),
+            (destination, row_strides),
+            (&table, length),
+            false,
+            plan.scale,
+        );
+    }
+    if log2_length <= 2 * log2_capacity {
+        // The row as a matrix of n1 rows of n2: element n1 * n2_count + n2.
+        let log2_columns = log2_length.div_ceil(2);
+        let (n1_count, n2_count) = (1u32 << (log2_length - log2_columns), 1u32 << log2_columns);
+        let column_strides = Strides {
+            outer: length_word,
+            column: 1,
+            element: n2_count,
+        };
+        block_dispatch(
+            device,
+            plan,
+            (
+                rows * n2_count as usize,
+                n2_count as usize,
+                log2_length - log2_columns,
+            ),
+            (source, source_offset, column_strides),
+            (scratch, column_strides),
+            (&table, length),
+            true,
+            1.0,
+        )?;
+        return block_dispatch(
+            device,
+            plan,
+            (rows * n1_count as usize, n1_count as usize, log2_columns),
+            (
+                scratch,
+                0,
+                Strides {
+                    outer: length_word,
+                    column: n2_count,
+                    element: 1,
+                },
+            ),
+            (
+                destination,
+                Strides {
+                    outer: length_word,
+                    column: 1,
+                    element: n1_count,
+                },
+            ),
+            (&table, length),
+            false,
+            plan.scale,
+        );
+    }
+    radix2_passes(
+        device,
+        plan,
+        rows,
+        log2_length,
+        (source, source_offset),
+        destination,
+        scratch,
+        &table,
+    )
+}
+
+/// The radix-2 stages as one dispatch each, ending in `destination`. Passes alternate
+/// between `destination` and `scratch` so that no pass reads what it writes; when the
+/// source is the destination and the pass count is odd, the first pass goes to a third
+/// buffer.
+#[allow(clippy::too_many_arguments)]
+fn radix2_passes(
+    device: &Arc<Device>,
+    plan: Plan,
+    rows: usize,
+    log2_length: u32,
+    (source, source_offset): (&DeviceBuffer, u64),
+    destination: &DeviceBuffer,
+    scratch: &DeviceBuffer,
+    table: &DeviceBuffer,
+) -> Result<()> {
+    let length = 1usize << log2_length;
+    let kernel = device.kernel_from_glsl(
+        &format!("fft_radix2_{}", plan.precision.name()),
+        &radix2_shader(plan.precision),
+        &[],
+    )?;
+    let passes = log2_length;
+    let extra;
+    let mut targets: Vec<&DeviceBuffer> = (0..passes)
+        .map(|pass| {
+            if (passes - 1 - pass).is_multiple_of(2) {
+                destination
+            } else {
+                scratch
+            }
+        })
+        .collect();
+    if std::ptr::eq(source, destination) && std::ptr::eq(targets[0], destination) {
+        extra = device.alloc("fft", scratch.size())?;
+        targets[0] = &extra;
+        for target in targets.iter_mut().skip(1) {
+            *target = if std::ptr::eq(*target, destination) {
+                scratch
+            } else {
+                destination
+            };
+        }
+    }
     let pairs = (rows * length / 2) as u32;
     let mut from = (source, source_offset);
-    for pass in 0..log2_length {
-        let to = buffers[(pass % 2) as usize];
-        let pass_scale = if pass + 1 == log2_length { scale } else { 1.0 };
+    for (pass, &to) in targets.iter().enumerate() {
+        let pass = pass as u32;
+        let pass_scale = if pass + 1 == passes { plan.scale } else { 1.0 };
         let push = push_of(
             &[
                 from.0.device_address() + from.1,
                 to.device_address(),
-                twiddle_table.device_address(),
+                table.device_address(),
             ],
             &[
                 pairs,
                 log2_length,
                 pass,
-                u32::from(transform == Transform::Inverse),
+                u32::from(plan.transform == Transform::Inverse),
             ],
-            Some((precision, pass_scale)),
+            Some((plan.precision, pass_scale)),
         );
         device.dispatch(
             &kernel,
@@ -191,26 +391,13 @@ fn radix2_passes<'a>(
             &push,
             &[
                 BufferAccess::Read(from.0),
-                BufferAccess::Read(&twiddle_table),
+                BufferAccess::Read(table),
                 BufferAccess::Write(to),
             ],
         )?;
         from = (to, 0);
     }
-    Ok(from.0)
-}
-
-/// The two ping-pong buffers for `passes` passes whose last must write `destination`.
-fn ending_in<'a>(
-    passes: u32,
-    destination: &'a DeviceBuffer,
-    other: &'a DeviceBuffer,
-) -> [&'a DeviceBuffer; 2] {
-    if passes % 2 == 1 {
-        [destination, other]
-    } else {
-        [other, destination]
-    }
+    Ok(())
 }
 
 /// Nx's `fft` (or `ifft`) along `axis`, with the transform `length` (default: the axis's;
@@ -225,6 +412,65 @@ pub fn fft(
         Transform::Forward => "fft",
         Transform::Inverse => "ifft",
     };
+    transform_axis(op, input, transform, length, axis, false)
+}
+
+/// Nx's `rfft`: the first `length / 2 + 1` elements of the `fft` of a real tensor.
+pub fn rfft(input: &Tensor, length: Option<usize>, axis: usize) -> Result<Tensor> {
+    const OP: &str = "rfft";
+    if input.dtype().is_complex() {
+        return Err(bad(OP, input, "rfft expects a real tensor".into()));
+    }
+    let spectrum = transform_axis(OP, input, Transform::Forward, length, axis, false)?;
+    let kept = spectrum.shape()[axis] / 2 + 1;
+    let mut lengths = spectrum.shape().to_vec();
+    lengths[axis] = kept;
+    let rank = lengths.len();
+    movement::slice(&spectrum, &vec![0; rank], &lengths, &vec![1; rank])
+}
+
+/// Nx's `irfft`: the real signal of `length` (default `2 * (m - 1)` for `m` elements on the
+/// axis) whose spectrum's first half is `input` (padded with zeros or truncated to
+/// `length / 2 + 1`; the rest is its conjugate mirror image). f32 (from c64 and real types
+/// below f64) or f64 (from c128 and f64).
+pub fn irfft(input: &Tensor, length: Option<usize>, axis: usize) -> Result<Tensor> {
+    const OP: &str = "irfft";
+    let half = input.shape().get(axis).copied().unwrap_or(0);
+    let length = match length {
+        Some(length) => length,
+        None if half >= 2 => 2 * (half - 1),
+        None => {
+            return Err(bad(
+                OP,
+                input,
+                "the default length 2 * (m - 1) needs at least 2 elements on the axis".into(),
+            ));
+        }
+    };
+    let signal = transform_axis(OP, input, Transform::Inverse, Some(length), axis, true)?;
+    // Real parts: the complex result viewed as pairs of its real type, every other one.
+    let real = match signal.dtype() {
+        DType::C128 => DType::F64,
+        _ => DType::F32,
+    };
+    let shape = signal.shape().to_vec();
+    let strides: Vec<usize> = nxvk_core::contiguous_strides(&shape)
+        .iter()
+        .map(|stride| stride * 2)
+        .collect();
+    let layout = nxvk_core::Layout::from_parts(shape, strides, 0)?;
+    movement::contiguous(&Tensor::from_parts(signal.buffer().clone(), layout, real)?)
+}
+
+/// Transforms along `axis`; a `hermitian` input holds the first half of a Hermitian spectrum.
+fn transform_axis(
+    op: &'static str,
+    input: &Tensor,
+    transform: Transform,
+    length: Option<usize>,
+    axis: usize,
+    hermitian: bool,
+) -> Result<Tensor> {
     let rank = input.shape().len();
     if axis >= rank {
         return Err(bad(
@@ -286,7 +532,7 @@ pub fn fft(
             op,
             &rows_tensor,
             &output,
-            (precision, load_input, transform),
+            (precision, load_input, transform, hermitian),
             rows,
             (input_length, length),
         )?;
@@ -308,7 +554,7 @@ fn transform_rows(
     op: &'static str,
     rows_tensor: &Tensor,
     output: &Tensor,
-    (precision, load_input, transform): (Precision, LoadInput, Transform),
+    (precision, load_input, transform, hermitian): (Precision, LoadInput, Transform, bool),
     rows: usize,
     (input_length, length): (usize, usize),
 ) -> Result<()> {
@@ -354,6 +600,7 @@ fn transform_rows(
                 input_length as u32,
                 length as u32,
                 inverse,
+                u32::from(hermitian),
             ],
             None,
         );
@@ -372,37 +619,39 @@ fn transform_rows(
         )
     };
     if padded == length {
-        let pipeline = (precision, transform, final_scale);
         if log2_padded == 0 {
             // Length 1: the transform is the (padded or truncated) input itself.
             return load(output.buffer(), None);
         }
+        let plan = Plan {
+            precision,
+            transform,
+            scale: final_scale,
+        };
         let scratch = device.alloc(op, total as u64 * bytes)?;
-        let buffers = ending_in(log2_padded, output.buffer(), &scratch);
-        if load_input == LoadInput::Complex && input_length == length {
+        if load_input == LoadInput::Complex && input_length == length && !hermitian {
             // Complex rows of the right length: transform straight from the input.
             let offset = source_address - rows_tensor.buffer().device_address();
-            radix2_passes(
+            return transform_power_of_two(
                 device,
-                pipeline,
+                plan,
                 rows,
                 log2_padded,
                 (rows_tensor.buffer(), offset),
-                buffers,
-            )?;
-            return Ok(());
+                output.buffer(),
+                &scratch,
+            );
         }
-        // Load into the buffer the first pass does not write.
-        load(buffers[1], None)?;
-        radix2_passes(
+        load(output.buffer(), None)?;
+        return transform_power_of_two(
             device,
-            pipeline,
+            plan,
             rows,
             log2_padded,
-            (buffers[1], 0),
-            buffers,
-        )?;
-        return Ok(());
+            (output.buffer(), 0),
+            output.buffer(),
+            &scratch,
+        );
     }
     // Bluestein.
     let chirp_values = chirp(length);
@@ -423,13 +672,18 @@ fn transform_rows(
     let work = device.alloc(op, total as u64 * bytes)?;
     let scratch = device.alloc(op, total as u64 * bytes)?;
     load(&work, Some(&chirp_table))?;
-    let spectrum_of_work = radix2_passes(
+    transform_power_of_two(
         device,
-        (precision, Transform::Forward, 1.0),
+        Plan {
+            precision,
+            transform: Transform::Forward,
+            scale: 1.0,
+        },
         rows,
         log2_padded,
         (&work, 0),
-        [&scratch, &work],
+        &work,
+        &scratch,
     )?;
     let pointwise = device.kernel_from_glsl(
         &format!("fft_pointwise_{}", precision.name()),
@@ -440,28 +694,26 @@ fn transform_rows(
         &pointwise,
         [groups(device, total as u64), 1, 1],
         &push_of(
-            &[spectrum_of_work.device_address(), spectrum.device_address()],
+            &[work.device_address(), spectrum.device_address()],
             &[total as u32, log2_padded],
             None,
         ),
-        &[
-            BufferAccess::Write(spectrum_of_work),
-            BufferAccess::Read(&spectrum),
-        ],
+        &[BufferAccess::Write(&work), BufferAccess::Read(&spectrum)],
     )?;
-    let other = if std::ptr::eq(spectrum_of_work, &work) {
-        &scratch
-    } else {
-        &work
-    };
-    let convolution = radix2_passes(
+    transform_power_of_two(
         device,
-        (precision, Transform::Inverse, 1.0 / padded as f64),
+        Plan {
+            precision,
+            transform: Transform::Inverse,
+            scale: 1.0 / padded as f64,
+        },
         rows,
         log2_padded,
-        (spectrum_of_work, 0),
-        [other, spectrum_of_work],
+        (&work, 0),
+        &work,
+        &scratch,
     )?;
+    let convolution = &work;
     let store = device.kernel_from_glsl(
         &format!("fft_store_{}", precision.name()),
         &store_shader(precision),

@@ -105,6 +105,120 @@ void main() {{
     shader
 }
 
+/// Complex numbers each shared-memory buffer of the block kernel holds (two buffers: 16 KiB
+/// for c64, 32 KiB for c128, within every device's 32 KiB).
+pub(crate) const BLOCK_CAPACITY: u32 = 1024;
+
+/// The block kernel: each workgroup loads `BLOCK_CAPACITY / length` whole transforms of
+/// `2^log2_length` into shared memory, runs every radix-2 Stockham stage there, and stores
+/// them, optionally multiplied by `W_N^(column * k)` (the twiddle between the two steps of a
+/// four-step transform) and a scale. Addresses are strided (outer, column, element, in complex
+/// numbers, for input and output), so one kernel transforms rows, strided columns, and writes
+/// transposed; each side walks its contiguous axis fastest for coalesced access.
+pub(crate) fn block_shader(precision: Precision) -> String {
+    let mut shader = String::new();
+    let _ = write!(
+        shader,
+        "
+layout(local_size_x = {FFT_WORKGROUP_SIZE}) in;
+{prelude}
+layout(push_constant, scalar) uniform Push {{
+    uint64_t source;
+    uint64_t destination;
+    uint64_t twiddles;
+    uint transforms;
+    uint log2_length;
+    uint columns;
+    uint in_outer;
+    uint in_column;
+    uint in_element;
+    uint out_outer;
+    uint out_column;
+    uint out_element;
+    uint twiddle_step;
+    uint post_twiddle;
+    uint inverse;
+    REAL scale;
+}} push;
+
+shared COMPLEX buffers[2][{BLOCK_CAPACITY}];
+
+COMPLEX twiddle(uint exponent) {{
+    COMPLEX value = Complexes(push.twiddles + uint64_t(exponent) * COMPLEX_BYTES).v;
+    if (push.inverse != 0u) value.y = -value.y;
+    return value;
+}}
+
+// Slot `slot` of a group of `group` transforms of `length`: (transform in group, element).
+uvec2 slot_position(uint slot, uint group, uint log2_length, bool element_fastest) {{
+    if (element_fastest) return uvec2(slot >> log2_length, slot & ((1u << log2_length) - 1u));
+    return uvec2(slot % group, slot / group);
+}}
+
+void main() {{
+    uint log2_length = push.log2_length;
+    uint length = 1u << log2_length;
+    uint group = {BLOCK_CAPACITY}u >> log2_length;
+    uint group_count = (push.transforms + group - 1u) / group;
+    uint slots = group * length;
+    for (uint work = gl_WorkGroupID.x; work < group_count; work += gl_NumWorkGroups.x) {{
+        uint first = work * group;
+        for (uint slot = gl_LocalInvocationID.x; slot < slots; slot += {FFT_WORKGROUP_SIZE}u) {{
+            uvec2 at = slot_position(slot, group, log2_length, push.in_element == 1u);
+            uint transform = first + at.x;
+            COMPLEX value = COMPLEX(REAL(0), REAL(0));
+            if (transform < push.transforms) {{
+                uint outer = transform / push.columns;
+                uint column = transform - outer * push.columns;
+                uint64_t element = uint64_t(outer) * uint64_t(push.in_outer)
+                    + uint64_t(column) * uint64_t(push.in_column)
+                    + uint64_t(at.y) * uint64_t(push.in_element);
+                value = Complexes(push.source + element * COMPLEX_BYTES).v;
+            }}
+            buffers[0][at.x * length + at.y] = value;
+        }}
+        barrier();
+        uint current = 0u;
+        for (uint log2_stride = 0u; log2_stride < log2_length; log2_stride++) {{
+            uint stride = 1u << log2_stride;
+            uint span = (length >> 1u) >> log2_stride;
+            for (uint butterfly = gl_LocalInvocationID.x; butterfly < slots / 2u; butterfly += {FFT_WORKGROUP_SIZE}u) {{
+                uint base = (butterfly >> (log2_length - 1u)) * length;
+                uint j = butterfly & ((length >> 1u) - 1u);
+                uint p = j >> log2_stride;
+                uint q = j & (stride - 1u);
+                COMPLEX a = buffers[current][base + q + stride * p];
+                COMPLEX b = buffers[current][base + q + stride * (p + span)];
+                buffers[1u - current][base + q + stride * 2u * p] = a + b;
+                buffers[1u - current][base + q + stride * (2u * p + 1u)] =
+                    complex_multiply(a - b, twiddle(p * stride * push.twiddle_step));
+            }}
+            barrier();
+            current = 1u - current;
+        }}
+        for (uint slot = gl_LocalInvocationID.x; slot < slots; slot += {FFT_WORKGROUP_SIZE}u) {{
+            uvec2 at = slot_position(slot, group, log2_length, push.out_element == 1u);
+            uint transform = first + at.x;
+            if (transform < push.transforms) {{
+                uint outer = transform / push.columns;
+                uint column = transform - outer * push.columns;
+                COMPLEX value = buffers[current][at.x * length + at.y];
+                if (push.post_twiddle != 0u) value = complex_multiply(value, twiddle(column * at.y));
+                uint64_t element = uint64_t(outer) * uint64_t(push.out_outer)
+                    + uint64_t(column) * uint64_t(push.out_column)
+                    + uint64_t(at.y) * uint64_t(push.out_element);
+                Complexes(push.destination + element * COMPLEX_BYTES).v = value * push.scale;
+            }}
+        }}
+        barrier();
+    }}
+}}
+",
+        prelude = precision.prelude(),
+    );
+    shader
+}
+
 /// How the load pass reads its input elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LoadInput {
@@ -116,7 +230,8 @@ pub(crate) enum LoadInput {
 
 /// The load pass: row `r` of the output (length `2^log2_padded`) takes the first
 /// `min(input_length, length)` elements of input row `r`, each times `chirp[k]` when a chirp
-/// table is given (conjugated for an inverse transform), and zeros after them.
+/// table is given (conjugated for an inverse transform), and zeros after them. A Hermitian
+/// load (irfft) reads only the first `length / 2 + 1` and mirrors them, conjugated.
 pub(crate) fn load_shader(precision: Precision, input: LoadInput) -> String {
     let read = match input {
         LoadInput::Real => {
@@ -140,19 +255,26 @@ layout(push_constant, scalar) uniform Push {{
     uint input_length;
     uint transform_length;
     uint inverse;
+    uint hermitian;
 }} push;
 
 void main() {{
     uint threads = gl_NumWorkGroups.x * {FFT_WORKGROUP_SIZE}u;
     uint mask = (1u << push.log2_padded) - 1u;
-    uint kept = min(push.input_length, push.transform_length);
+    uint half_spectrum = push.transform_length / 2u + 1u;
     for (uint index = gl_GlobalInvocationID.x; index < push.total; index += threads) {{
         uint row = index >> push.log2_padded;
         uint k = index & mask;
         COMPLEX value = COMPLEX(REAL(0), REAL(0));
-        if (k < kept) {{
-            uint64_t element = uint64_t(row) * uint64_t(push.input_length) + uint64_t(k);
-            value = {read};
+        if (k < push.transform_length) {{
+            // A Hermitian row (irfft) holds its first half: the rest mirrors it, conjugated.
+            bool mirrored = push.hermitian != 0u && k >= half_spectrum;
+            uint source_index = mirrored ? push.transform_length - k : k;
+            if (source_index < push.input_length) {{
+                uint64_t element = uint64_t(row) * uint64_t(push.input_length) + uint64_t(source_index);
+                value = {read};
+                if (mirrored) value.y = -value.y;
+            }}
             if (push.chirp != 0ul) {{
                 COMPLEX chirp = Complexes(push.chirp + uint64_t(k) * COMPLEX_BYTES).v;
                 if (push.inverse != 0u) chirp.y = -chirp.y;

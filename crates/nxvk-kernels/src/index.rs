@@ -558,10 +558,13 @@ fn scatter(
             } else {
                 DType::F64
             };
+            // Both are contiguous; the updates may start past their buffer's start.
             let pair_view = |tensor: &Tensor| {
                 let mut shape = tensor.shape().to_vec();
                 shape.push(2);
-                Tensor::from_parts(tensor.buffer().clone(), Layout::contiguous(&shape), part)
+                let strides = contiguous_strides(&shape);
+                let layout = Layout::from_parts(shape, strides, tensor.layout().offset() * 2)?;
+                Tensor::from_parts(tensor.buffer().clone(), layout, part)
             };
             (pair_view(&output)?, pair_view(&updates)?, true)
         }

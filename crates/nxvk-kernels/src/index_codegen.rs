@@ -211,10 +211,11 @@ uint bf16_of(float value) {
             "Units(push.linear + element * UNIT).v = Units(push.data + data_offset * UNIT).v;"
                 .to_owned()
         }
-        IndexMode::MarkLastWriter => {
-            "atomicMax(Marks(push.marks + data_offset * 4ul).v, row + 1u);".to_owned()
-        }
-        IndexMode::PutMarked => "if (Marks(push.marks + data_offset * 4ul).v == row + 1u) {
+        IndexMode::MarkLastWriter => "uint row = element / push.row_elements;
+        atomicMax(Marks(push.marks + data_offset * 4ul).v, row + 1u);"
+            .to_owned(),
+        IndexMode::PutMarked => "uint row = element / push.row_elements;
+        if (Marks(push.marks + data_offset * 4ul).v == row + 1u) {
             Units(push.data + data_offset * UNIT).v = Units(push.linear + element * UNIT).v;
         }"
         .to_owned(),
@@ -271,7 +272,6 @@ void main() {{
             int64_t clamped = clamp({index_to_signed}, 0l, int64_t(push.params.v[word + 1u]) - 1l);
             data_offset += uint64_t(clamped) * uint64_t(push.params.v[word + 2u]);
         }}
-        uint row = element / max(push.row_elements, 1u);
         {action}
     }}
 }}

@@ -21,6 +21,11 @@
 //! have no host fallback yet: a dtype without a kernel is an `Unsupported` error, never a
 //! silently different path.
 //!
+//! Indexing ([`index`]: gather, take, take_along_axis, indexed_put/add), sorting ([`sort`]:
+//! sort, argsort, top_k), Fourier transforms ([`fft`]) and random numbers ([`random`]:
+//! Nx.Random's threefry, uniform, normal) compile their kernels at run time
+//! (`Device::kernel_from_glsl`, cached by content); each module's doc states its policies.
+//!
 //! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64 (f64 transcendentals excepted);
 //! complex and sub-byte integers take the host fallback, 8-bit floats are unsupported. See
 //! `fallback_allowlist.txt` and `cargo run -p nxvk-kernels --example coverage`.

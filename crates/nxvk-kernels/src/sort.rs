@@ -6,14 +6,18 @@
 //! network stable; descending order complements the keys, so equal elements still keep their
 //! input order (Nx's stable descending sort). Rows are padded to a power of two with items
 //! above every real one. Steps whose distance is below a block of 1,024 items run in shared
-//! memory (one dispatch for all of them); longer steps are one dispatch each, so no invocation
-//! ever loops more than a few times, whatever the row length (2^24 and beyond).
+//! memory (one dispatch for all of them); longer steps run up to four per dispatch, each
+//! invocation holding the 16 items they connect in registers. No invocation loops more than
+//! a few times, whatever the row length (2^24 and beyond).
+//!
+//! One row of keys of up to 32 bits (the common `sort` of a long vector) sorts instead by a
+//! stable LSD radix sort on the key bits, 4 bits per pass (count per tile, one scan, stable
+//! scatter): eight passes over the items instead of the network's O(log^2 n) steps.
 //!
 //! Keys follow Nx's order: NaN above +infinity (last ascending, first descending), and -0.0
-//! equal to 0.0 (their input order is kept). Alternatives rejected for now: an LSD radix sort
-//! (fewer passes over long rows, but a stable scatter per digit needs a per-workgroup ranking
-//! and a decoupled look-back scan: the better design for 2^24 keys on a large GPU, left as the
-//! next step) and a merge sort (data-dependent partitioning).
+//! equal to 0.0 (their input order is kept). Not done yet: radix for many rows or 64-bit keys
+//! (the row or a second key word would join the digits), 8-bit digits with a decoupled
+//! look-back scan (half the passes), and a merge sort (data-dependent partitioning).
 //!
 //! The sorted axis is moved last (a transposing copy) and back; complex tensors are rejected
 //! as Nx rejects them; 8-bit floats and sub-byte integers are `Unsupported`.
@@ -21,8 +25,9 @@
 use crate::launch::poison_output;
 use crate::movement;
 use crate::sort_codegen::{
-    Finish, SORT_BLOCK, SORT_WORKGROUP_SIZE, finish_shader, global_shader, keys_shader,
-    local_shader, wide_keys,
+    Finish, MAX_GLOBAL_STEPS, RADIX_BITS, RADIX_TILE, SORT_BLOCK, SORT_WORKGROUP_SIZE,
+    finish_shader, global_shader, keys_shader, local_shader, radix_count_shader, radix_scan_shader,
+    radix_scatter_shader, wide_keys,
 };
 use nxvk_core::{BufferAccess, DType, Device, DeviceBuffer, Error, Result, Tensor};
 use std::sync::Arc;
@@ -196,15 +201,13 @@ fn run_network(
             BufferAccess::Write(&sorted.items),
         ],
     )?;
+    if !sorted.wide && sorted.rows == 1 && padded >= RADIX_MIN_ITEMS {
+        return radix_sort(op, device, &sorted.items, total);
+    }
     let suffix = if sorted.wide { "wide" } else { "packed" };
     let local = device.kernel_from_glsl(
         &format!("sort_local_{suffix}"),
         &local_shader(sorted.wide),
-        &[],
-    )?;
-    let global = device.kernel_from_glsl(
-        &format!("sort_global_{suffix}"),
-        &global_shader(sorted.wide),
         &[],
     )?;
     let max_groups = device.capabilities().max_workgroup_count[0];
@@ -220,20 +223,90 @@ fn run_network(
         )
     };
     local_step(0)?;
+    let log2_block = SORT_BLOCK.trailing_zeros();
     let mut stage = SORT_BLOCK * 2;
     while stage <= padded {
-        let mut distance = stage / 2;
-        while distance >= SORT_BLOCK {
+        // Distances from stage / 2 down to the block, up to four per pass.
+        let mut top = stage.trailing_zeros() - 1;
+        while top >= log2_block {
+            let steps = (top - log2_block + 1).min(MAX_GLOBAL_STEPS);
+            let log2_low = top + 1 - steps;
+            let global = device.kernel_from_glsl(
+                &format!("sort_global_{suffix}_{steps}"),
+                &global_shader(sorted.wide, steps),
+                &[],
+            )?;
             device.dispatch(
                 &global,
-                [groups(device, u64::from(total / 2)), 1, 1],
-                &push_words(&[items_address], &[total, padded_mask, stage, distance]),
+                [groups(device, u64::from(total >> steps)), 1, 1],
+                &push_words(&[items_address], &[total, padded_mask, stage, log2_low]),
                 &access,
             )?;
-            distance /= 2;
+            top -= steps;
         }
         local_step(stage)?;
         stage *= 2;
+    }
+    Ok(())
+}
+
+/// Rows at least this long (padded) with keys of up to 32 bits sort by radix, not by the
+/// network (when there is one row).
+const RADIX_MIN_ITEMS: u32 = 4096;
+
+/// A stable LSD radix sort of `total` packed items on their keys (the high words), 4 bits per
+/// pass: per pass, a count of each digit per tile, one exclusive scan over (digit, tile), and
+/// a stable scatter. Eight passes (even) leave the items back in `items`.
+fn radix_sort(
+    op: &'static str,
+    device: &Arc<Device>,
+    items: &DeviceBuffer,
+    total: u32,
+) -> Result<()> {
+    let tiles = total.div_ceil(RADIX_TILE);
+    let entries = tiles * (1 << RADIX_BITS);
+    let counts = device.alloc(op, u64::from(entries) * 4)?;
+    let alternate = device.alloc(op, u64::from(total) * 8)?;
+    let count = device.kernel_from_glsl("sort_radix_count", &radix_count_shader(), &[])?;
+    let scan = device.kernel_from_glsl("sort_radix_scan", &radix_scan_shader(), &[])?;
+    let scatter = device.kernel_from_glsl("sort_radix_scatter", &radix_scatter_shader(), &[])?;
+    let workgroups = tiles.clamp(1, device.capabilities().max_workgroup_count[0]);
+    let (mut from, mut to) = (items, &alternate);
+    for pass in 0..32 / RADIX_BITS {
+        let shift = pass * RADIX_BITS;
+        device.dispatch(
+            &count,
+            [workgroups, 1, 1],
+            &push_words(
+                &[from.device_address(), counts.device_address()],
+                &[total, tiles, shift],
+            ),
+            &[BufferAccess::Read(from), BufferAccess::Write(&counts)],
+        )?;
+        device.dispatch(
+            &scan,
+            [1, 1, 1],
+            &push_words(&[counts.device_address()], &[entries]),
+            &[BufferAccess::Write(&counts)],
+        )?;
+        device.dispatch(
+            &scatter,
+            [workgroups, 1, 1],
+            &push_words(
+                &[
+                    from.device_address(),
+                    to.device_address(),
+                    counts.device_address(),
+                ],
+                &[total, tiles, shift],
+            ),
+            &[
+                BufferAccess::Read(from),
+                BufferAccess::Read(&counts),
+                BufferAccess::Write(to),
+            ],
+        )?;
+        std::mem::swap(&mut from, &mut to);
     }
     Ok(())
 }

@@ -218,9 +218,14 @@ void main() {{
     shader
 }
 
-/// One global step of the network (distance at least half a block): each invocation
-/// compare-exchanges one pair.
-pub(crate) fn global_shader(wide: bool) -> String {
+/// Items each invocation of a global pass holds in registers, at most (four steps).
+pub(crate) const MAX_GLOBAL_STEPS: u32 = 4;
+
+/// `steps` consecutive global steps of the network (distances `2^(log2_low + steps - 1)`
+/// down to `2^log2_low`, all at least a block) in one pass: each invocation loads the
+/// `2^steps` items those steps connect, runs the steps in registers and stores them, so a
+/// pass reads and writes the items once for up to four steps.
+pub(crate) fn global_shader(wide: bool, steps: u32) -> String {
     let mut shader = String::new();
     let _ = write!(
         shader,
@@ -233,22 +238,39 @@ layout(push_constant, scalar) uniform Push {{
     uint total;
     uint padded_mask;
     uint stage;
-    uint distance;
+    uint log2_low;
 }} push;
 {COMPARE_EXCHANGE}
+const uint STEPS = {steps}u;
+const uint GROUP = 1u << STEPS;
+
 void main() {{
     uint threads = gl_NumWorkGroups.x * {SORT_WORKGROUP_SIZE}u;
-    uint distance = push.distance;
-    for (uint pair = gl_GlobalInvocationID.x; pair < push.total / 2u; pair += threads) {{
-        uint low = ((pair & ~(distance - 1u)) << 1u) | (pair & (distance - 1u));
-        uint high = low + distance;
-        Items low_item = Items(push.items + uint64_t(low) * ITEM_BYTES);
-        Items high_item = Items(push.items + uint64_t(high) * ITEM_BYTES);
-        ITEM a = low_item.v;
-        ITEM b = high_item.v;
-        if (item_less(b, a) == ascending_at(low, push.stage)) {{
-            low_item.v = b;
-            high_item.v = a;
+    uint low = push.log2_low;
+    uint low_mask = (1u << low) - 1u;
+    for (uint group = gl_GlobalInvocationID.x; group < (push.total >> STEPS); group += threads) {{
+        uint base = ((group >> low) << (low + STEPS)) | (group & low_mask);
+        ITEM items[GROUP];
+        for (uint t = 0u; t < GROUP; t++) {{
+            items[t] = Items(push.items + uint64_t(base + (t << low)) * ITEM_BYTES).v;
+        }}
+        // The stage's bit lies above every bit that varies in the group: one direction.
+        bool ascending = ascending_at(base, push.stage);
+        for (uint step = STEPS; step > 0u; step--) {{
+            uint bit = 1u << (step - 1u);
+            for (uint t = 0u; t < GROUP; t++) {{
+                if ((t & bit) == 0u) {{
+                    ITEM a = items[t];
+                    ITEM b = items[t | bit];
+                    if (item_less(b, a) == ascending) {{
+                        items[t] = b;
+                        items[t | bit] = a;
+                    }}
+                }}
+            }}
+        }}
+        for (uint t = 0u; t < GROUP; t++) {{
+            Items(push.items + uint64_t(base + (t << low)) * ITEM_BYTES).v = items[t];
         }}
     }}
 }}
@@ -347,4 +369,173 @@ void main() {{
         prelude = item_prelude(wide),
     );
     Some(shader)
+}
+
+/// Items per tile of the radix passes: 256 invocations holding 16 consecutive items each.
+pub(crate) const RADIX_TILE: u32 = 4096;
+
+/// Bits per radix digit (16 bins: counts pack two 16-bit fields per word).
+pub(crate) const RADIX_BITS: u32 = 4;
+
+/// GLSL shared by the radix kernels: each invocation loads its 16 consecutive items of a tile
+/// and counts their digits (of the key, the item's high word) in eight words of two 16-bit
+/// fields, noting each item's rank among its own earlier items of the same digit.
+const RADIX_PRELUDE: &str = "
+layout(local_size_x = 256) in;
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Items { uint64_t v; };
+layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Words { uint v; };
+const uint PER_INVOCATION = 16u;
+const uint NO_DIGIT = 16u;
+
+uint field(uint packed[8], uint digit) { return (packed[digit >> 1u] >> ((digit & 1u) * 16u)) & 0xFFFFu; }
+";
+
+/// Counts the digits at `shift` per tile: `counts[digit * tiles + tile]`.
+pub(crate) fn radix_count_shader() -> String {
+    format!(
+        "{RADIX_PRELUDE}
+layout(push_constant, scalar) uniform Push {{
+    uint64_t items;
+    uint64_t counts;
+    uint total;
+    uint tiles;
+    uint shift;
+}} push;
+shared uint tile_counts[16];
+
+void main() {{
+    for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
+        if (gl_LocalInvocationID.x < 16u) tile_counts[gl_LocalInvocationID.x] = 0u;
+        barrier();
+        uint packed[8] = uint[8](0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
+        uint first = tile * {RADIX_TILE}u + gl_LocalInvocationID.x * PER_INVOCATION;
+        for (uint i = 0u; i < PER_INVOCATION; i++) {{
+            if (first + i < push.total) {{
+                uint digit = uint(Items(push.items + uint64_t(first + i) * 8ul).v >> (32u + push.shift)) & 15u;
+                packed[digit >> 1u] += 1u << ((digit & 1u) * 16u);
+            }}
+        }}
+        for (uint digit = 0u; digit < 16u; digit++) {{
+            uint count = subgroupAdd(field(packed, digit));
+            if (subgroupElect() && count != 0u) atomicAdd(tile_counts[digit], count);
+        }}
+        barrier();
+        if (gl_LocalInvocationID.x < 16u) {{
+            Words(push.counts + uint64_t(gl_LocalInvocationID.x * push.tiles + tile) * 4ul).v =
+                tile_counts[gl_LocalInvocationID.x];
+        }}
+        barrier();
+    }}
+}}
+"
+    )
+}
+
+/// Replaces `entries` counts by their exclusive prefix sums, in one workgroup: blocks of 4,096
+/// counts (16 consecutive per invocation, loaded together), scanned in shared memory, each
+/// block carrying the previous blocks' total.
+pub(crate) fn radix_scan_shader() -> String {
+    format!(
+        "{RADIX_PRELUDE}
+layout(push_constant, scalar) uniform Push {{
+    uint64_t counts;
+    uint entries;
+}} push;
+shared uint partial[256];
+
+void main() {{
+    uint lane = gl_LocalInvocationID.x;
+    uint carry = 0u;
+    for (uint block = 0u; block < push.entries; block += 256u * PER_INVOCATION) {{
+        uint begin = block + lane * PER_INVOCATION;
+        uint values[PER_INVOCATION];
+        uint sum = 0u;
+        for (uint i = 0u; i < PER_INVOCATION; i++) {{
+            values[i] = (begin + i < push.entries) ? Words(push.counts + uint64_t(begin + i) * 4ul).v : 0u;
+            sum += values[i];
+        }}
+        partial[lane] = sum;
+        barrier();
+        for (uint offset = 1u; offset < 256u; offset <<= 1u) {{
+            uint value = partial[lane] + (lane >= offset ? partial[lane - offset] : 0u);
+            barrier();
+            partial[lane] = value;
+            barrier();
+        }}
+        uint running = carry + partial[lane] - sum;
+        carry += partial[255];
+        barrier();
+        for (uint i = 0u; i < PER_INVOCATION; i++) {{
+            if (begin + i < push.entries) Words(push.counts + uint64_t(begin + i) * 4ul).v = running;
+            running += values[i];
+        }}
+    }}
+}}
+"
+    )
+}
+
+/// Moves each item to its place for the digit at `shift`: the digit's scanned offset for the
+/// tile, plus the counts of that digit in earlier invocations of the tile (a shared-memory
+/// scan of the packed counts), plus its rank among the invocation's own items. Items keep
+/// their order within a digit: the pass is stable.
+pub(crate) fn radix_scatter_shader() -> String {
+    format!(
+        "{RADIX_PRELUDE}
+layout(push_constant, scalar) uniform Push {{
+    uint64_t source;
+    uint64_t destination;
+    uint64_t offsets;
+    uint total;
+    uint tiles;
+    uint shift;
+}} push;
+shared uint scanned[8][256];
+
+void main() {{
+    uint lane = gl_LocalInvocationID.x;
+    for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
+        uint packed[8] = uint[8](0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
+        uint64_t items[PER_INVOCATION];
+        uint digits[PER_INVOCATION];
+        uint ranks[PER_INVOCATION];
+        uint first = tile * {RADIX_TILE}u + lane * PER_INVOCATION;
+        for (uint i = 0u; i < PER_INVOCATION; i++) {{
+            digits[i] = NO_DIGIT;
+            ranks[i] = 0u;
+            if (first + i < push.total) {{
+                items[i] = Items(push.source + uint64_t(first + i) * 8ul).v;
+                uint digit = uint(items[i] >> (32u + push.shift)) & 15u;
+                digits[i] = digit;
+                ranks[i] = field(packed, digit);
+                packed[digit >> 1u] += 1u << ((digit & 1u) * 16u);
+            }}
+        }}
+        for (uint word = 0u; word < 8u; word++) scanned[word][lane] = packed[word];
+        barrier();
+        // Inclusive scan over the invocations (fields never carry: a tile has 4096 items).
+        for (uint offset = 1u; offset < 256u; offset <<= 1u) {{
+            uint values[8];
+            for (uint word = 0u; word < 8u; word++) {{
+                values[word] = scanned[word][lane] + (lane >= offset ? scanned[word][lane - offset] : 0u);
+            }}
+            barrier();
+            for (uint word = 0u; word < 8u; word++) scanned[word][lane] = values[word];
+            barrier();
+        }}
+        uint before[8];
+        for (uint word = 0u; word < 8u; word++) before[word] = scanned[word][lane] - packed[word];
+        for (uint i = 0u; i < PER_INVOCATION; i++) {{
+            uint digit = digits[i];
+            if (digit != NO_DIGIT) {{
+                uint base = Words(push.offsets + uint64_t(digit * push.tiles + tile) * 4ul).v;
+                uint place = base + field(before, digit) + ranks[i];
+                Items(push.destination + uint64_t(place) * 8ul).v = items[i];
+            }}
+        }}
+        barrier();
+    }}
+}}
+"
+    )
 }

@@ -239,3 +239,123 @@ fn the_comparison_rejects_wrong_transforms() {
     assert!(close(&inverse, &unscaled, 2e-6, magnitude).is_err());
     assert!(close(&inverse, &wrong_sign, 2e-6, magnitude).is_ok());
 }
+
+/// Rows longer than the four-step limit (2^20) run one radix-2 dispatch per stage: a
+/// complex exponential of frequency f transforms to n at bin f and zero elsewhere, and an
+/// impulse at position a to exp(-2 pi i a k / n).
+#[test]
+fn huge_rows_transform() {
+    let device = device();
+    let length = 1usize << 21;
+    let (frequency, position) = (12_345usize, 777usize);
+    let values: Vec<Complex64> = (0..length)
+        .map(|n| {
+            let angle = 2.0 * PI * ((frequency * n) % length) as f64 / length as f64;
+            Complex64::from_polar(1.0, angle) + if n == position { 1.0 } else { 0.0 }
+        })
+        .collect();
+    let input = Tensor::from_slice(&device, &[length], &values).unwrap();
+    let output = fft::fft(&input, Transform::Forward, None, 0)
+        .unwrap()
+        .to_vec::<Complex64>()
+        .unwrap();
+    let expected = |k: usize| {
+        let impulse = Complex64::from_polar(
+            1.0,
+            -2.0 * PI * ((position * k) % length) as f64 / length as f64,
+        );
+        impulse + if k == frequency { length as f64 } else { 0.0 }
+    };
+    let worst = (0..length)
+        .map(|k| (output[k] - expected(k)).norm())
+        .fold(0.0, f64::max);
+    assert!(worst < 1e-6, "largest error {worst}");
+    // Null arm: the same check against the wrong frequency fails.
+    assert!((output[frequency + 1] - (expected(frequency + 1) + length as f64)).norm() > 1.0);
+}
+
+fn close_reals(actual: &[f32], expected: &[f32]) {
+    assert_eq!(actual.len(), expected.len(), "{actual:?} vs {expected:?}");
+    for (got, want) in actual.iter().zip(expected) {
+        assert!((got - want).abs() < 1e-5, "{actual:?} vs {expected:?}");
+    }
+}
+
+/// rfft and irfft: Nx's documented examples, and irfft(rfft(x)) == x for odd and even
+/// lengths (Bluestein and powers of two) on either axis.
+#[test]
+fn real_transforms_match_nx() {
+    use nxvk_core::Complex32;
+    let device = device();
+    let signal = Tensor::from_slice(&device, &[6], &[1.0f32, 1.0, 1.0, 0.0, 1.0, 1.0]).unwrap();
+    let spectrum = fft::rfft(&signal, None, 0).unwrap();
+    let values = spectrum.to_vec::<Complex32>().unwrap();
+    let expected = [5.0, 1.0, -1.0, 1.0];
+    assert_eq!(values.len(), 4);
+    for (got, want) in values.iter().zip(expected) {
+        assert!(
+            (got - Complex32::new(want, 0.0)).norm() < 1e-5,
+            "{values:?}"
+        );
+    }
+    let pair = Tensor::from_slice(&device, &[2], &[1.0f32, 1.0]).unwrap();
+    let padded = fft::rfft(&pair, Some(4), 0)
+        .unwrap()
+        .to_vec::<Complex32>()
+        .unwrap();
+    let expected = [
+        Complex32::new(2.0, 0.0),
+        Complex32::new(1.0, -1.0),
+        Complex32::new(0.0, 0.0),
+    ];
+    for (got, want) in padded.iter().zip(expected) {
+        assert!((got - want).norm() < 1e-5, "{padded:?}");
+    }
+    let half = Tensor::from_slice(
+        &device,
+        &[2, 3],
+        &[
+            Complex32::new(2.0, 0.0),
+            Complex32::new(1.0, -1.0),
+            Complex32::new(0.0, 0.0),
+            Complex32::new(4.0, 0.0),
+            Complex32::new(0.0, 0.0),
+            Complex32::new(0.0, 0.0),
+        ],
+    )
+    .unwrap();
+    let back = fft::irfft(&half, None, 1).unwrap();
+    assert_eq!(back.shape(), &[2, 4]);
+    close_reals(
+        &back.to_vec::<f32>().unwrap(),
+        &[1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0],
+    );
+    let five = Tensor::from_slice(&device, &[4], &[5.0f32, 1.0, -1.0, 1.0]).unwrap();
+    close_reals(
+        &fft::irfft(&five, None, 0).unwrap().to_vec::<f32>().unwrap(),
+        &[1.0, 1.0, 1.0, 0.0, 1.0, 1.0],
+    );
+    let mut rng = SplitMix(21);
+    for (shape, axis, length) in [(vec![3, 7], 1, 7), (vec![8, 2], 0, 8), (vec![5, 3], 0, 5)] {
+        let (input, values) = make(DType::F64, &shape, &mut rng);
+        let spectrum = fft::rfft(&input, None, axis).unwrap();
+        let round_trip = fft::irfft(&spectrum, Some(length), axis).unwrap();
+        assert_eq!(round_trip.dtype(), DType::F64);
+        let got = round_trip.to_vec::<f64>().unwrap();
+        for (got, want) in got.iter().zip(&values) {
+            assert!(
+                (got - want.re).abs() < 1e-12,
+                "{shape:?} axis {axis}: {got} vs {want}"
+            );
+        }
+    }
+    assert!(fft::rfft(&half, None, 1).is_err());
+    assert!(
+        fft::irfft(
+            &pair.reshape(&[2]).unwrap().slice(&[0], &[1]).unwrap(),
+            None,
+            0
+        )
+        .is_err()
+    );
+}

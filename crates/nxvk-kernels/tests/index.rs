@@ -351,14 +351,35 @@ fn check_scatters(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), S
     };
     let mut update_shape = vec![n_rows];
     update_shape.extend(&window);
-    let (updates, update_values) = make_input(
-        &device,
-        update_dtype,
-        &update_shape,
-        ViewKind::Contiguous,
-        domain,
-        rng,
-    );
+    // Contiguous updates, sometimes a view that starts past its buffer's first element.
+    let (updates, update_values) = if rng.below(2) == 0 {
+        make_input(
+            &device,
+            update_dtype,
+            &update_shape,
+            ViewKind::Contiguous,
+            domain,
+            rng,
+        )
+    } else {
+        let mut longer = update_shape.clone();
+        longer[0] += 1;
+        let (base, values) = make_input(
+            &device,
+            update_dtype,
+            &longer,
+            ViewKind::Contiguous,
+            domain,
+            rng,
+        );
+        let mut starts = vec![0; longer.len()];
+        starts[0] = 1;
+        let skipped: usize = longer[1..].iter().product();
+        (
+            base.slice(&starts, &update_shape).unwrap(),
+            values[skipped..].to_vec(),
+        )
+    };
     let result_dtype = types::merge(dtype, update_dtype);
     let cast = |values: &[Value]| -> Vec<Value> {
         values

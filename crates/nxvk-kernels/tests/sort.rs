@@ -196,8 +196,8 @@ proptest! {
     }
 }
 
-/// Rows longer than the shared-memory block run the global steps of the network; odd lengths
-/// pad. One long row, and several rows on a leading axis.
+/// Rows longer than the shared-memory block run the global steps of the network (one to four
+/// per pass), or, for one row of keys up to 32 bits, the radix sort; odd lengths pad. One long row, and several rows on a leading axis.
 #[test]
 fn long_rows_sort() {
     let mut rng = SplitMix(7);
@@ -207,6 +207,10 @@ fn long_rows_sort() {
         (DType::F16, vec![1500, 2], 0),
         (DType::U8, vec![4099], 0),
         (DType::F64, vec![1 << 13], 0),
+        // Two rows padded to 2^16: network passes of four and of two global steps.
+        (DType::S32, vec![2, (1 << 15) + 3], 1),
+        // One row of 32-bit keys, padded to 2^16: the radix sort.
+        (DType::U32, vec![(1 << 15) + 3], 0),
     ] {
         for direction in [Direction::Ascending, Direction::Descending] {
             check(dtype, &shape, axis, direction, &mut rng).unwrap();
@@ -219,11 +223,14 @@ fn long_rows_sort() {
 #[test]
 fn equal_keys_keep_their_order() {
     let device = device();
-    let ties = Tensor::from_slice(&device, &[2000], &vec![1.5f32; 2000]).unwrap();
-    let identity: Vec<i32> = (0..2000).collect();
-    for direction in [Direction::Ascending, Direction::Descending] {
-        let positions = sort::argsort(&ties, 0, direction, DType::S32).unwrap();
-        assert_eq!(positions.to_vec::<i32>().unwrap(), identity);
+    // 2000 sorts by the network, 6000 by radix.
+    for length in [2000, 6000] {
+        let ties = Tensor::from_slice(&device, &[length], &vec![1.5f32; length]).unwrap();
+        let identity: Vec<i32> = (0..length as i32).collect();
+        for direction in [Direction::Ascending, Direction::Descending] {
+            let positions = sort::argsort(&ties, 0, direction, DType::S32).unwrap();
+            assert_eq!(positions.to_vec::<i32>().unwrap(), identity);
+        }
     }
     let mixed = Tensor::from_slice(
         &device,
@@ -285,5 +292,26 @@ fn the_comparison_rejects_unstable_orders() {
     assert_ne!(
         host_argsort(&floats, &[2], 0, Direction::Ascending),
         vec![0, 1]
+    );
+}
+
+/// A row of 2^20 + 1 keys: the radix scan spans several blocks of counts (each carrying the
+/// totals before it). Keys repeat (a range of 1000), so stability is checked too.
+#[test]
+fn a_million_keys_sort_stably() {
+    let device = device();
+    let length = (1 << 20) + 1;
+    let mut rng = SplitMix(99);
+    let keys: Vec<u32> = (0..length).map(|_| rng.below(1000) as u32).collect();
+    let input = Tensor::from_slice(&device, &[length], &keys).unwrap();
+    let positions = sort::argsort(&input, 0, Direction::Descending, DType::S32)
+        .unwrap()
+        .to_vec::<i32>()
+        .unwrap();
+    let mut expected: Vec<i32> = (0..length as i32).collect();
+    expected.sort_by_key(|&position| std::cmp::Reverse(keys[position as usize]));
+    assert!(
+        positions == expected,
+        "the GPU order differs from a stable host sort"
     );
 }
