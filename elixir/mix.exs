@@ -40,6 +40,6 @@ defmodule NxVulkan.MixProject do
   end
 
   def application do
-    [mod: {Nx.Vulkan.Application, []}, extra_applications: [:logger]]
+    [extra_applications: [:logger]]
   end
 end
