@@ -39,7 +39,11 @@ if Code.ensure_loaded?(Nx) do
               Nx.stack([b, b]),
               Nx.slice(a, [0, 1], [2, 2], strides: [1, 2]),
               Nx.put_slice(a, [1, 1], Nx.tensor([[9.0, 9.0]])),
-              Nx.reshape(Nx.transpose(a), {6})
+              Nx.reshape(Nx.transpose(a), {6}),
+              Nx.iota({2, 3, 4}, axis: 1),
+              Nx.iota({3, 5}, type: :f16),
+              Nx.iota({300}, type: :u8),
+              Nx.eye({2, 3, 4}, type: :bf16)
             ]
           end)
 
@@ -53,7 +57,11 @@ if Code.ensure_loaded?(Nx) do
           Nx.stack([host(b), host(b)]),
           Nx.slice(host(a), [0, 1], [2, 2], strides: [1, 2]),
           Nx.put_slice(host(a), [1, 1], Nx.tensor([[9.0, 9.0]], backend: Nx.BinaryBackend)),
-          Nx.reshape(Nx.transpose(host(a)), {6})
+          Nx.reshape(Nx.transpose(host(a)), {6}),
+          Nx.iota({2, 3, 4}, axis: 1, backend: Nx.BinaryBackend),
+          Nx.iota({3, 5}, type: :f16, backend: Nx.BinaryBackend),
+          Nx.iota({300}, type: :u8, backend: Nx.BinaryBackend),
+          Nx.eye({2, 3, 4}, type: :bf16, backend: Nx.BinaryBackend)
         ]
 
         assert taken == 0

@@ -56,6 +56,8 @@ if Code.ensure_loaded?(Nx) do
     @doc false
     def host_callbacks, do: @host_callbacks
 
+    @eight_bit_floats [{:f, 8}, {:f8_e4m3fn, 8}]
+
     ## Creation
 
     @impl true
@@ -91,11 +93,55 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    # iota and eye are composed from catalog kernels until nxvk-kernels has an iota kernel
+    # (then they become one NIF call each): an exact s64 counting sequence, viewed along the
+    # axis and cast to the output type as Nx.BinaryBackend converts integers. 8-bit floats,
+    # which the catalog cannot cast to, take the counted host fallback.
     @impl true
-    def eye(out, _backend_options), do: host_creation(:eye, out, [])
+    def iota(%T{type: type} = out, axis, _backend_options) when type in @eight_bit_floats,
+      do: host_creation(:iota, out, [axis])
 
+    def iota(%T{shape: shape, type: type} = out, nil, _backend_options) do
+      sequence = counting_sequence(Nx.size(shape))
+      put_ref(out, sequence |> reshape_to(shape) |> cast_to(type))
+    end
+
+    def iota(%T{shape: shape, type: type} = out, axis, _backend_options) do
+      sequence = counting_sequence(elem(shape, axis))
+      put_ref(out, unwrap!(NIF.broadcast(sequence, shape, [axis])) |> cast_to(type))
+    end
+
+    # Ones where the last two coordinates are equal: rows == columns, broadcast over the
+    # leading (batch) axes.
     @impl true
-    def iota(out, axis, _backend_options), do: host_creation(:iota, out, [axis])
+    def eye(%T{type: type} = out, _backend_options) when type in @eight_bit_floats,
+      do: host_creation(:eye, out, [])
+
+    def eye(%T{shape: shape, type: type} = out, _backend_options) do
+      rank = tuple_size(shape)
+      {rows, columns} = {elem(shape, rank - 2), elem(shape, rank - 1)}
+      square = {rows, columns}
+      row_index = unwrap!(NIF.broadcast(counting_sequence(rows), square, [0]))
+      column_index = unwrap!(NIF.broadcast(counting_sequence(columns), square, [1]))
+      diagonal = unwrap!(NIF.binary_op(:equal, row_index, column_index))
+      put_ref(out, unwrap!(NIF.broadcast(diagonal, shape, [rank - 2, rank - 1])) |> cast_to(type))
+    end
+
+    # 0, 1, ..., length - 1 as s64, by doubling: the sequence so far joined with itself plus
+    # its length (ceil(log2(length)) steps of two kernels each), then cut to length.
+    defp counting_sequence(length) do
+      zero = unwrap!(NIF.from_binary(<<0::signed-64-native>>, "s64", {1}))
+      double_until(zero, 1, length)
+    end
+
+    defp double_until(sequence, reached, length) when reached >= length,
+      do: unwrap!(NIF.slice(sequence, [0], [length]))
+
+    defp double_until(sequence, reached, length) do
+      offset = unwrap!(NIF.from_binary(<<reached::signed-64-native>>, "s64", {}))
+      shifted = unwrap!(NIF.binary_op(:add, sequence, offset))
+      double_until(unwrap!(NIF.concatenate([sequence, shifted], 0)), 2 * reached, length)
+    end
 
     @impl true
     def from_pointer(_pointer, _type, _shape, _backend_opts, _opts) do
@@ -114,10 +160,10 @@ if Code.ensure_loaded?(Nx) do
     @impl true
     def to_binary(%T{data: %__MODULE__{ref: ref}, type: {_, bits}}, limit) do
       binary = unwrap!(NIF.to_binary(ref))
-      # `limit` counts elements of the devectorized data, so compare bytes, not Nx.size/1.
-      limit_bytes = div(limit * bits + 7, 8)
-
-      if limit_bytes < byte_size(binary), do: binary_part(binary, 0, limit_bytes), else: binary
+      # `limit` counts elements of the devectorized data; sub-byte types end on a bit, not a
+      # byte, as Nx.BinaryBackend's binaries do.
+      <<data::bitstring-size(min(limit * bits, bit_size(binary))), _::bitstring>> = binary
+      data
     end
 
     # Device tensors are immutable (every op makes a new one), so a copy on this backend can
