@@ -6,7 +6,7 @@ if Code.ensure_loaded?(Nx) do
 
         Nx.default_backend(Nx.Vulkan.Backend)
 
-    Native (GPU) today: creation from binaries and constants, every view (reshape, squeeze,
+    Native (GPU) today: creation from binaries and constants, iota and eye, every view (reshape, squeeze,
     transpose, broadcast, unit-step slice), data movement (strided slice, pad, reverse,
     concatenate, stack, put_slice, batching), `as_type`, every element-wise op of nxvk's op
     table and the reductions (sum, product, reduce_max/min, all, any, argmax/argmin). The
