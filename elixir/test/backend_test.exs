@@ -93,6 +93,22 @@ if Code.ensure_loaded?(Nx) do
       assert error.message =~ "strict mode refuses"
     end
 
+    test "a process :raise scope also refuses the catalog's own fallbacks (complex add)" do
+      complex = Nx.tensor([Complex.new(1.0, 2.0), Complex.new(3.0, -1.0)])
+
+      Nx.Vulkan.with_strict(:allow, fn ->
+        assert_same(Nx.add(complex, complex), Nx.add(host(complex), host(complex)))
+
+        error =
+          assert_raise RuntimeError, fn ->
+            Nx.Vulkan.with_process_strict(:raise, fn -> Nx.add(complex, complex) end)
+          end
+
+        assert error.message =~ "add"
+        assert error.message =~ "c64"
+      end)
+    end
+
     # Null arm: the comparison above tells a wrong result apart.
     test "a perturbed result fails the comparison" do
       a = random({5}, :f32)

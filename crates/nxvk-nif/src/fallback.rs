@@ -94,3 +94,61 @@ fn host_fallback<'a>(
         }
     }))
 }
+
+rustler::atoms! { gpu, host }
+
+/// `op_path(kind, name, dtypes)`: where a catalog op on operands of `dtypes` runs on the
+/// default device, `:gpu` or `{:host, dtype}` (its counted fallback, under that dtype). `kind`
+/// is `:binary`, `:unary` or `:reduce`. The answer comes from nxvk-kernels' own planners, so a
+/// per-process strict scope can refuse a catalog fallback before the op runs.
+#[rustler::nif]
+fn op_path<'a>(
+    env: Env<'a>,
+    kind: Term<'a>,
+    name: Term<'a>,
+    dtypes: Vec<String>,
+) -> Reply<Term<'a>> {
+    use nxvk_kernels::ops::{Path, binary_path, unary_path};
+    use rustler::Encoder;
+    guarded("op_path", || {
+        let kind = decode_name(kind)?;
+        let name = decode_name(name)?;
+        let dtypes = dtypes
+            .iter()
+            .map(|dtype| decode_dtype("op_path", dtype))
+            .collect::<Reply<Vec<_>>>()?;
+        let context = crate::device::default_context()?;
+        let capabilities = context.capabilities();
+        let path = match (kind.as_str(), dtypes.as_slice()) {
+            ("binary", &[left, right]) => binary_path(
+                crate::ops::binary_op_named(&name)?,
+                left,
+                right,
+                capabilities,
+            )
+            .map_err(message)?,
+            ("unary", &[input]) => {
+                unary_path(crate::ops::unary_op_named(&name)?, input, capabilities)
+                    .map_err(message)?
+            }
+            ("reduce", &[input]) => {
+                let op = crate::reduce::reduce_op_named(&name)?;
+                if nxvk_kernels::reduce::runs_on_gpu(op, input, capabilities) {
+                    Path::Gpu
+                } else {
+                    Path::Fallback(input)
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "op_path: expected :binary with two dtypes, or :unary or :reduce with one; got {kind} with {}",
+                    dtypes.len()
+                ));
+            }
+        };
+        Ok(match path {
+            Path::Gpu => gpu().encode(env),
+            Path::Fallback(dtype) => (host(), dtype.name()).encode(env),
+        })
+    })
+}

@@ -307,6 +307,7 @@ if Code.ensure_loaded?(Nx) do
     for op <- Nx.Vulkan.Ops.binary() do
       @impl true
       def unquote(op)(out, left, right) do
+        check_catalog_path!(:binary, unquote(op), [left, right])
         result = unwrap!(NIF.binary_op(unquote(op), ref(left), ref(right)))
         put_ref(out, cast_to(result, out.type))
       end
@@ -319,6 +320,7 @@ if Code.ensure_loaded?(Nx) do
     for op <- Nx.Vulkan.Ops.unary() do
       @impl {op, 2} in @callbacks
       def unquote(op)(out, tensor) do
+        check_catalog_path!(:unary, unquote(op), [tensor])
         result = unwrap!(NIF.unary_op(unquote(op), ref(tensor)))
         put_ref(out, cast_to(result, out.type))
       end
@@ -331,6 +333,7 @@ if Code.ensure_loaded?(Nx) do
       def unquote(op)(out, tensor, opts) do
         {axes, keep_axes} = reduced_axes(unquote(op), opts)
         tie_break = opts[:tie_break] || :low
+        check_catalog_path!(:reduce, unquote(op), [tensor])
         result = unwrap!(NIF.reduce(unquote(op), ref(tensor), axes, keep_axes, tie_break))
         put_ref(out, result |> cast_to(out.type) |> reshape_to(out.shape))
       end
@@ -384,6 +387,15 @@ if Code.ensure_loaded?(Nx) do
       Nx.BinaryBackend
       |> Nx.with_default_backend(fn -> apply(Nx.BinaryBackend, op, [out | host_arguments]) end)
       |> from_host()
+    end
+
+    # A process strict scope also covers the catalog's own fallbacks (complex and sub-byte
+    # types, f64 transcendentals); without a scope this costs nothing.
+    defp check_catalog_path!(kind, op, operands) do
+      if Nx.Vulkan.process_strict() do
+        dtypes = Enum.map(operands, &dtype_name(&1.type))
+        Nx.Vulkan.check_catalog_path!(kind, op, dtypes, Enum.map(operands, & &1.shape))
+      end
     end
 
     defp out_type(%T{type: type}), do: type
