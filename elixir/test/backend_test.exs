@@ -23,6 +23,15 @@ if Code.ensure_loaded?(Nx) do
       assert Nx.to_binary(result) == Nx.to_binary(expected)
     end
 
+    test "every Nx.Backend callback is implemented" do
+      missing =
+        for {name, arity} <- Nx.Backend.behaviour_info(:callbacks),
+            not function_exported?(Nx.Vulkan.Backend, name, arity),
+            do: {name, arity}
+
+      assert missing == []
+    end
+
     test "native ops match Nx.BinaryBackend and take no host fallback" do
       Nx.Vulkan.with_strict(:raise, fn ->
         {a, b} = {Nx.tensor([[1.5, -2.0, 3.0], [0.5, 4.0, -1.0]]), Nx.tensor([2.0, -1.0, 0.5])}

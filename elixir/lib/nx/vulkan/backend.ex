@@ -53,9 +53,6 @@ if Code.ensure_loaded?(Nx) do
       ifft: 2
     ]
 
-    @doc false
-    def host_callbacks, do: @host_callbacks
-
     @eight_bit_floats [{:f, 8}, {:f8_e4m3fn, 8}]
 
     ## Creation
