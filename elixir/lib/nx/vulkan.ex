@@ -17,8 +17,10 @@ defmodule Nx.Vulkan do
       operand types take the catalog's fallback (asked of the NIF's `op_path/3` before the op
       runs, only while a process scope is set). The stricter of the two scopes wins.
 
-  Every fallback is counted by (op, dtype) in `counters/0`; `with_fallback_count/1` counts the
-  backend fallbacks taken by the calling process alone.
+  Every fallback is counted by (op, dtype) in `counters/0` (VM-wide). `with_fallback_count/1`
+  counts, for the calling process alone, the fallbacks that pass the backend's gate (callbacks
+  without a kernel); a catalog op's internal fallback (say, a complex add) shows only in
+  `counters/0`, since nxvk counts it inside the op.
   """
 
   require Logger
