@@ -106,8 +106,9 @@ rustler::atoms! { gpu, host }
 /// `op_path(kind, name, dtypes)`: where a catalog op on operands of `dtypes` runs on the
 /// default device, `:gpu` or `{:host, dtype}` (its counted fallback, under that dtype). `kind`
 /// is `:binary`, `:unary` or `:reduce`. The answer comes from nxvk-kernels' own planners, so a
-/// per-process strict scope can refuse a catalog fallback before the op runs.
-#[rustler::nif]
+/// per-process strict scope can refuse a catalog fallback before the op runs. Dirty: the
+/// first call of the VM may open the device.
+#[rustler::nif(schedule = "DirtyCpu")]
 fn op_path<'a>(
     env: Env<'a>,
     kind: Term<'a>,
