@@ -23,6 +23,15 @@ if Code.ensure_loaded?(Nx) do
       assert Nx.to_binary(result) == Nx.to_binary(expected)
     end
 
+    test "every Nx.Backend callback is implemented" do
+      missing =
+        for {name, arity} <- Nx.Backend.behaviour_info(:callbacks),
+            not function_exported?(Nx.Vulkan.Backend, name, arity),
+            do: {name, arity}
+
+      assert missing == []
+    end
+
     test "native ops match Nx.BinaryBackend and take no host fallback" do
       Nx.Vulkan.with_strict(:raise, fn ->
         {a, b} = {Nx.tensor([[1.5, -2.0, 3.0], [0.5, 4.0, -1.0]]), Nx.tensor([2.0, -1.0, 0.5])}
@@ -39,7 +48,11 @@ if Code.ensure_loaded?(Nx) do
               Nx.stack([b, b]),
               Nx.slice(a, [0, 1], [2, 2], strides: [1, 2]),
               Nx.put_slice(a, [1, 1], Nx.tensor([[9.0, 9.0]])),
-              Nx.reshape(Nx.transpose(a), {6})
+              Nx.reshape(Nx.transpose(a), {6}),
+              Nx.iota({2, 3, 4}, axis: 1),
+              Nx.iota({3, 5}, type: :f16),
+              Nx.iota({300}, type: :u8),
+              Nx.eye({2, 3, 4}, type: :bf16)
             ]
           end)
 
@@ -53,7 +66,11 @@ if Code.ensure_loaded?(Nx) do
           Nx.stack([host(b), host(b)]),
           Nx.slice(host(a), [0, 1], [2, 2], strides: [1, 2]),
           Nx.put_slice(host(a), [1, 1], Nx.tensor([[9.0, 9.0]], backend: Nx.BinaryBackend)),
-          Nx.reshape(Nx.transpose(host(a)), {6})
+          Nx.reshape(Nx.transpose(host(a)), {6}),
+          Nx.iota({2, 3, 4}, axis: 1, backend: Nx.BinaryBackend),
+          Nx.iota({3, 5}, type: :f16, backend: Nx.BinaryBackend),
+          Nx.iota({300}, type: :u8, backend: Nx.BinaryBackend),
+          Nx.eye({2, 3, 4}, type: :bf16, backend: Nx.BinaryBackend)
         ]
 
         assert taken == 0
@@ -83,6 +100,22 @@ if Code.ensure_loaded?(Nx) do
       assert error.message =~ "dot"
       assert error.message =~ "f32"
       assert error.message =~ "strict mode refuses"
+    end
+
+    test "a process :raise scope also refuses the catalog's own fallbacks (complex add)" do
+      complex = Nx.tensor([Complex.new(1.0, 2.0), Complex.new(3.0, -1.0)])
+
+      Nx.Vulkan.with_strict(:allow, fn ->
+        assert_same(Nx.add(complex, complex), Nx.add(host(complex), host(complex)))
+
+        error =
+          assert_raise RuntimeError, fn ->
+            Nx.Vulkan.with_process_strict(:raise, fn -> Nx.add(complex, complex) end)
+          end
+
+        assert error.message =~ "add"
+        assert error.message =~ "c64"
+      end)
     end
 
     # Null arm: the comparison above tells a wrong result apart.

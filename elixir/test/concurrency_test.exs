@@ -26,6 +26,12 @@ defmodule Nx.Vulkan.ConcurrencyTest do
       floats = ok!(NIF.as_type(result, "f32"))
       negated = ok!(NIF.unary_op(:negate, floats))
       ^expected = Enum.map(values!(negated), &(-trunc(&1)))
+
+      # A reduction and a data-movement kernel on the same data.
+      [total] = values!(ok!(NIF.reduce(:sum, result, nil, false, :low)))
+      ^total = Enum.sum(expected)
+      reversed = Enum.reverse(expected)
+      ^reversed = values!(ok!(NIF.reverse(result, [0])))
     end
 
     :ok

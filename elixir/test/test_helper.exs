@@ -99,3 +99,16 @@ defmodule NxVulkan.TestHelpers do
 end
 
 ExUnit.start()
+
+# NXVK_PRINT_FALLBACKS=1 prints the run's host-fallback counts by (op, dtype) at the end, for
+# docs/ELIXIR_RESULTS.md (ExUnit.after_suite/1 exists from Elixir 1.15).
+if System.get_env("NXVK_PRINT_FALLBACKS") && function_exported?(ExUnit, :after_suite, 1) do
+  ExUnit.after_suite(fn _results ->
+    counters = Nx.Vulkan.counters()
+    IO.puts("\nhost fallbacks: #{counters.host_fallbacks_total}")
+
+    for %{op: op, dtype: dtype, count: count} <-
+          Enum.sort_by(counters.host_fallbacks, &(-&1.count)),
+        do: IO.puts("  #{op} #{dtype} #{count}")
+  end)
+end

@@ -10,14 +10,20 @@
 //! interned once each (a leaked string per distinct name): the set is bounded by the Nx
 //! callbacks the backend names, and a name must look like one (a short snake_case word).
 //! A process's `:warn` is left to the Elixir side, which logs through Logger.
+//!
+//! `op_path/3` tells Elixir where a catalog op would run, so a process scope can also refuse
+//! the fallbacks the catalog takes inside an op (complex, sub-byte, f64 transcendentals).
 
-use crate::device::default_device;
+use crate::device::{default_context, default_device};
+use crate::ops::{binary_op_named, unary_op_named};
+use crate::reduce::reduce_op_named;
 use crate::reply::{Done, Reply, guarded, message};
 use crate::tensor::decode_dtype;
 use crate::terms::{decode_indices, decode_name};
 use nxvk_core::{Error, Strict};
+use nxvk_kernels::ops::{Path, binary_path, unary_path};
 use parking_lot::Mutex;
-use rustler::{Env, Term};
+use rustler::{Encoder, Env, Term};
 use std::collections::BTreeSet;
 
 static INTERNED_OP_NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
@@ -93,4 +99,56 @@ fn host_fallback<'a>(
             Some(Strict::Warn | Strict::Allow) | None => Ok(()),
         }
     }))
+}
+
+rustler::atoms! { gpu, host }
+
+/// `op_path(kind, name, dtypes)`: where a catalog op on operands of `dtypes` runs on the
+/// default device, `:gpu` or `{:host, dtype}` (its counted fallback, under that dtype). `kind`
+/// is `:binary`, `:unary` or `:reduce`. The answer comes from nxvk-kernels' own planners, so a
+/// per-process strict scope can refuse a catalog fallback before the op runs. Dirty: the
+/// first call of the VM may open the device.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn op_path<'a>(
+    env: Env<'a>,
+    kind: Term<'a>,
+    name: Term<'a>,
+    dtypes: Vec<String>,
+) -> Reply<Term<'a>> {
+    guarded("op_path", || {
+        let kind = decode_name(kind)?;
+        let name = decode_name(name)?;
+        let dtypes = dtypes
+            .iter()
+            .map(|dtype| decode_dtype("op_path", dtype))
+            .collect::<Reply<Vec<_>>>()?;
+        let context = default_context()?;
+        let capabilities = context.capabilities();
+        let path = match (kind.as_str(), dtypes.as_slice()) {
+            ("binary", &[left, right]) => {
+                binary_path(binary_op_named(&name)?, left, right, capabilities).map_err(message)?
+            }
+            ("unary", &[input]) => {
+                unary_path(unary_op_named(&name)?, input, capabilities).map_err(message)?
+            }
+            ("reduce", &[input]) => {
+                let op = reduce_op_named(&name)?;
+                if nxvk_kernels::reduce::runs_on_gpu(op, input, capabilities) {
+                    Path::Gpu
+                } else {
+                    Path::Fallback(input)
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "op_path: expected :binary with two dtypes, or :unary or :reduce with one; got {kind} with {}",
+                    dtypes.len()
+                ));
+            }
+        };
+        Ok(match path {
+            Path::Gpu => gpu().encode(env),
+            Path::Fallback(dtype) => (host(), dtype.name()).encode(env),
+        })
+    })
 }

@@ -9,7 +9,7 @@ use crate::terms::decode_name;
 use nxvk_kernels::{BinaryOp, UnaryOp};
 use rustler::{Env, Term};
 
-fn binary_op_named(name: &str) -> Reply<BinaryOp> {
+pub fn binary_op_named(name: &str) -> Reply<BinaryOp> {
     BinaryOp::ALL
         .iter()
         .copied()
@@ -17,7 +17,7 @@ fn binary_op_named(name: &str) -> Reply<BinaryOp> {
         .ok_or_else(|| format!("binary_op: unknown binary op `{name}`"))
 }
 
-fn unary_op_named(name: &str) -> Reply<UnaryOp> {
+pub fn unary_op_named(name: &str) -> Reply<UnaryOp> {
     UnaryOp::ALL
         .iter()
         .copied()

@@ -11,7 +11,7 @@ use rustler::{Env, Term};
 
 rustler::atoms! { low, high }
 
-fn reduce_op_named(name: &str) -> Reply<ReduceOp> {
+pub fn reduce_op_named(name: &str) -> Reply<ReduceOp> {
     ReduceOp::ALL
         .iter()
         .copied()

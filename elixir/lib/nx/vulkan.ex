@@ -12,11 +12,15 @@ defmodule Nx.Vulkan do
     * VM-wide (`set_strict/1`, `with_strict/2`, env `NXVK_STRICT`): nxvk's own setting, which
       every host fallback obeys, including those inside the kernel catalog (complex and
       sub-byte types, f64 transcendentals).
-    * Per BEAM process (`with_process_strict/2`): obeyed by the fallbacks `Nx.Vulkan.Backend`
-      takes for callbacks without a kernel. The stricter of the two scopes wins.
+    * Per BEAM process (`with_process_strict/2`): obeyed by every fallback `Nx.Vulkan.Backend`
+      takes in that process, both for callbacks without a kernel and for catalog ops whose
+      operand types take the catalog's fallback (asked of the NIF's `op_path/3` before the op
+      runs, only while a process scope is set). The stricter of the two scopes wins.
 
-  Every fallback is counted by (op, dtype) in `counters/0`; `with_fallback_count/1` counts the
-  backend fallbacks taken by the calling process alone.
+  Every fallback is counted by (op, dtype) in `counters/0` (VM-wide). `with_fallback_count/1`
+  counts, for the calling process alone, the fallbacks that pass the backend's gate (callbacks
+  without a kernel); a catalog op's internal fallback (say, a complex add) shows only in
+  `counters/0`, since nxvk counts it inside the op.
   """
 
   require Logger
@@ -113,13 +117,33 @@ defmodule Nx.Vulkan do
     unwrap!(Nx.Vulkan.NIF.host_fallback(op, dtype, shapes, mode))
     Process.put(@process_fallbacks_key, Process.get(@process_fallbacks_key, 0) + 1)
 
-    if mode == :warn do
-      warned = Process.get(@process_warned_key, MapSet.new())
+    if mode == :warn, do: warn_once(op, dtype), else: :ok
+  end
 
-      unless MapSet.member?(warned, {op, dtype}) do
-        Process.put(@process_warned_key, MapSet.put(warned, {op, dtype}))
-        Logger.warning("nxvk: #{op} on #{dtype} runs on the host (no GPU path)")
-      end
+  @doc false
+  # Before a catalog op (kind :binary, :unary or :reduce) in a process with a strict scope:
+  # when the catalog would take its host fallback, :raise refuses it here (through the gate,
+  # which counts the refusal) and :warn logs it (the catalog counts the fallback it takes).
+  def check_catalog_path!(kind, op, dtypes, shapes) do
+    case process_strict() do
+      mode when mode in [:raise, :warn] ->
+        case unwrap!(Nx.Vulkan.NIF.op_path(kind, op, dtypes)) do
+          :gpu -> :ok
+          {:host, dtype} when mode == :raise -> host_fallback!(op, dtype, shapes)
+          {:host, dtype} -> warn_once(op, dtype)
+        end
+
+      _allow_or_none ->
+        :ok
+    end
+  end
+
+  defp warn_once(op, dtype) do
+    warned = Process.get(@process_warned_key, MapSet.new())
+
+    unless MapSet.member?(warned, {op, dtype}) do
+      Process.put(@process_warned_key, MapSet.put(warned, {op, dtype}))
+      Logger.warning("nxvk: #{op} on #{dtype} runs on the host (no GPU path)")
     end
 
     :ok

@@ -6,7 +6,7 @@ if Code.ensure_loaded?(Nx) do
 
         Nx.default_backend(Nx.Vulkan.Backend)
 
-    Native (GPU) today: creation from binaries and constants, every view (reshape, squeeze,
+    Native (GPU) today: creation from binaries and constants, iota and eye, every view (reshape, squeeze,
     transpose, broadcast, unit-step slice), data movement (strided slice, pad, reverse,
     concatenate, stack, put_slice, batching), `as_type`, every element-wise op of nxvk's op
     table and the reductions (sum, product, reduce_max/min, all, any, argmax/argmin). The
@@ -53,8 +53,7 @@ if Code.ensure_loaded?(Nx) do
       ifft: 2
     ]
 
-    @doc false
-    def host_callbacks, do: @host_callbacks
+    @eight_bit_floats [{:f, 8}, {:f8_e4m3fn, 8}]
 
     ## Creation
 
@@ -91,11 +90,55 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    # iota and eye are composed from catalog kernels until nxvk-kernels has an iota kernel
+    # (then they become one NIF call each): an exact s64 counting sequence, viewed along the
+    # axis and cast to the output type as Nx.BinaryBackend converts integers. 8-bit floats,
+    # which the catalog cannot cast to, take the counted host fallback.
     @impl true
-    def eye(out, _backend_options), do: host_creation(:eye, out, [])
+    def iota(%T{type: type} = out, axis, _backend_options) when type in @eight_bit_floats,
+      do: host_creation(:iota, out, [axis])
 
+    def iota(%T{shape: shape, type: type} = out, nil, _backend_options) do
+      sequence = counting_sequence(Nx.size(shape))
+      put_ref(out, sequence |> reshape_to(shape) |> cast_to(type))
+    end
+
+    def iota(%T{shape: shape, type: type} = out, axis, _backend_options) do
+      sequence = counting_sequence(elem(shape, axis))
+      put_ref(out, unwrap!(NIF.broadcast(sequence, shape, [axis])) |> cast_to(type))
+    end
+
+    # Ones where the last two coordinates are equal: rows == columns, broadcast over the
+    # leading (batch) axes.
     @impl true
-    def iota(out, axis, _backend_options), do: host_creation(:iota, out, [axis])
+    def eye(%T{type: type} = out, _backend_options) when type in @eight_bit_floats,
+      do: host_creation(:eye, out, [])
+
+    def eye(%T{shape: shape, type: type} = out, _backend_options) do
+      rank = tuple_size(shape)
+      {rows, columns} = {elem(shape, rank - 2), elem(shape, rank - 1)}
+      square = {rows, columns}
+      row_index = unwrap!(NIF.broadcast(counting_sequence(rows), square, [0]))
+      column_index = unwrap!(NIF.broadcast(counting_sequence(columns), square, [1]))
+      diagonal = unwrap!(NIF.binary_op(:equal, row_index, column_index))
+      put_ref(out, unwrap!(NIF.broadcast(diagonal, shape, [rank - 2, rank - 1])) |> cast_to(type))
+    end
+
+    # 0, 1, ..., length - 1 as s64, by doubling: the sequence so far joined with itself plus
+    # its length (ceil(log2(length)) steps of two kernels each), then cut to length.
+    defp counting_sequence(length) do
+      zero = unwrap!(NIF.from_binary(<<0::signed-64-native>>, "s64", {1}))
+      double_until(zero, 1, length)
+    end
+
+    defp double_until(sequence, reached, length) when reached >= length,
+      do: unwrap!(NIF.slice(sequence, [0], [length]))
+
+    defp double_until(sequence, reached, length) do
+      offset = unwrap!(NIF.from_binary(<<reached::signed-64-native>>, "s64", {}))
+      shifted = unwrap!(NIF.binary_op(:add, sequence, offset))
+      double_until(unwrap!(NIF.concatenate([sequence, shifted], 0)), 2 * reached, length)
+    end
 
     @impl true
     def from_pointer(_pointer, _type, _shape, _backend_opts, _opts) do
@@ -114,10 +157,10 @@ if Code.ensure_loaded?(Nx) do
     @impl true
     def to_binary(%T{data: %__MODULE__{ref: ref}, type: {_, bits}}, limit) do
       binary = unwrap!(NIF.to_binary(ref))
-      # `limit` counts elements of the devectorized data, so compare bytes, not Nx.size/1.
-      limit_bytes = div(limit * bits + 7, 8)
-
-      if limit_bytes < byte_size(binary), do: binary_part(binary, 0, limit_bytes), else: binary
+      # `limit` counts elements of the devectorized data; sub-byte types end on a bit, not a
+      # byte, as Nx.BinaryBackend's binaries do.
+      <<data::bitstring-size(min(limit * bits, bit_size(binary))), _::bitstring>> = binary
+      data
     end
 
     # Device tensors are immutable (every op makes a new one), so a copy on this backend can
@@ -261,6 +304,7 @@ if Code.ensure_loaded?(Nx) do
     for op <- Nx.Vulkan.Ops.binary() do
       @impl true
       def unquote(op)(out, left, right) do
+        check_catalog_path!(:binary, unquote(op), [left, right])
         result = unwrap!(NIF.binary_op(unquote(op), ref(left), ref(right)))
         put_ref(out, cast_to(result, out.type))
       end
@@ -273,6 +317,7 @@ if Code.ensure_loaded?(Nx) do
     for op <- Nx.Vulkan.Ops.unary() do
       @impl {op, 2} in @callbacks
       def unquote(op)(out, tensor) do
+        check_catalog_path!(:unary, unquote(op), [tensor])
         result = unwrap!(NIF.unary_op(unquote(op), ref(tensor)))
         put_ref(out, cast_to(result, out.type))
       end
@@ -285,6 +330,7 @@ if Code.ensure_loaded?(Nx) do
       def unquote(op)(out, tensor, opts) do
         {axes, keep_axes} = reduced_axes(unquote(op), opts)
         tie_break = opts[:tie_break] || :low
+        check_catalog_path!(:reduce, unquote(op), [tensor])
         result = unwrap!(NIF.reduce(unquote(op), ref(tensor), axes, keep_axes, tie_break))
         put_ref(out, result |> cast_to(out.type) |> reshape_to(out.shape))
       end
@@ -338,6 +384,15 @@ if Code.ensure_loaded?(Nx) do
       Nx.BinaryBackend
       |> Nx.with_default_backend(fn -> apply(Nx.BinaryBackend, op, [out | host_arguments]) end)
       |> from_host()
+    end
+
+    # A process strict scope also covers the catalog's own fallbacks (complex and sub-byte
+    # types, f64 transcendentals); without a scope this costs nothing.
+    defp check_catalog_path!(kind, op, operands) do
+      if Nx.Vulkan.process_strict() do
+        dtypes = Enum.map(operands, &dtype_name(&1.type))
+        Nx.Vulkan.check_catalog_path!(kind, op, dtypes, Enum.map(operands, & &1.shape))
+      end
     end
 
     defp out_type(%T{type: type}), do: type

@@ -9,8 +9,8 @@ if Code.ensure_loaded?(Nx) do
     Today a compiled plan is `Nx.Defn.Evaluator`'s: the traced expression evaluated node by
     node with `Nx.Vulkan.Backend` as the backend (inputs moved to the device first), so every
     node runs as the eager op does, native or through the counted host fallback. Plans are
-    cached per key in `Nx.Vulkan.PlanCache`, so a function is traced once per input shape and
-    type. The fused path (the expression encoded into nxvk-fusion's IR, planned into fused
+    cached per key in `Nx.Vulkan.PlanCache` (per process, see there why), so a function is
+    traced once per input shape and type in each process. The fused path (the expression encoded into nxvk-fusion's IR, planned into fused
     kernels) replaces the evaluator inside `plan/4` once the NIF decodes that IR.
     """
 

@@ -49,6 +49,7 @@ defmodule Nx.Vulkan.NIF do
 
   # --- Host fallback gate (counted; refused under strict mode) ---
   def host_fallback(_op, _dtype, _shapes, _process_mode), do: :erlang.nif_error(:nif_not_loaded)
+  def op_path(_kind, _name, _dtypes), do: :erlang.nif_error(:nif_not_loaded)
 
   # --- Devices, counters, strict mode ---
   def devices, do: :erlang.nif_error(:nif_not_loaded)

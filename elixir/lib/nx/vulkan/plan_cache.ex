@@ -3,44 +3,42 @@ defmodule Nx.Vulkan.PlanCache do
   Compiled plans of `Nx.Vulkan.Compiler`, by key: the defn key, the input templates (shapes,
   types, names) and the compiler options that change the plan.
 
-  A public ETS table read without a process hop; this process only owns it. Two processes
-  compiling the same key at once may both build the plan: the first stored wins and both are
-  correct, which is cheaper than serialising every compile through one process. The table is
-  emptied when it reaches `@max_plans` entries, so programs that trace unboundedly many keys
-  cannot grow it without bound.
+  The cache lives in the calling process (its process dictionary), not in ETS or another
+  process: today's plans are `Nx.Defn.Evaluator` closures over expression graphs whose
+  subtrees are heavily shared, and any copy out of the process heap (ETS, persistent_term,
+  a message) flattens the sharing. Measured: the plan of a gradient through `Nx.LinAlg.svd`
+  is about 6e9 words flat, and storing it in ETS took the VM down. Plans that are NIF
+  resources (the fused path) can move to a shared table.
+
+  A process keeps at most `@max_plans` plans; past that it forgets them all, so a program
+  that traces unboundedly many keys cannot grow it without bound.
   """
 
-  use GenServer
-
-  @table __MODULE__
-  @max_plans 4_096
-
-  @doc false
-  def start_link(_options), do: GenServer.start_link(__MODULE__, :ok, name: __MODULE__)
+  @plans_key {__MODULE__, :plans}
+  @max_plans 256
 
   @doc "The plan stored under `key`, building and storing it with `build` when absent."
   def fetch(key, build) when is_function(build, 0) do
-    case :ets.lookup(@table, key) do
-      [{^key, plan}] ->
+    plans = Process.get(@plans_key, %{})
+
+    case plans do
+      %{^key => plan} ->
         plan
 
-      [] ->
+      %{} ->
         plan = build.()
-        if :ets.info(@table, :size) >= @max_plans, do: :ets.delete_all_objects(@table)
-        :ets.insert_new(@table, {key, plan})
+        plans = if map_size(plans) >= @max_plans, do: %{}, else: plans
+        Process.put(@plans_key, Map.put(plans, key, plan))
         plan
     end
   end
 
-  @doc "The number of plans stored."
-  def size, do: :ets.info(@table, :size)
+  @doc "The number of plans the calling process holds."
+  def size, do: map_size(Process.get(@plans_key, %{}))
 
-  @doc "Forgets every stored plan."
-  def clear, do: :ets.delete_all_objects(@table)
-
-  @impl true
-  def init(:ok) do
-    :ets.new(@table, [:set, :public, :named_table, read_concurrency: true])
-    {:ok, nil}
+  @doc "Forgets the calling process's plans."
+  def clear do
+    Process.delete(@plans_key)
+    :ok
   end
 end

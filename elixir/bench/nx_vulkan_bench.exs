@@ -1,0 +1,115 @@
+# Elixir-side benchmark workloads of nx_vulkan: what a user of Nx.Vulkan.Backend sees, NIF and
+# BEAM overheads included. Prints one JSON line per workload in the format of
+# ../shared/peers/README.md, named `NAME@elixir` after the peer workload NAME it mirrors.
+#
+#   NX_PATH=... mix run bench/nx_vulkan_bench.exs [--only a,b] [--quick]
+#
+# --quick shrinks the large workloads (for lavapipe) and renames them by size. Wall-clock
+# medians, like the peer's `wall_time`: a workload that ends on the device synchronises.
+
+defmodule NxVulkanBench do
+  import Bitwise
+
+  def run(argv) do
+    {options, _, _} = OptionParser.parse(argv, strict: [only: :string, quick: :boolean])
+    quick = Keyword.get(options, :quick, false)
+    only = options |> Keyword.get(:only, "") |> String.split(",", trim: true)
+    Nx.default_backend(Nx.Vulkan.Backend)
+    IO.puts(:stderr, json(%{device: Nx.Vulkan.device_info().summary}))
+
+    for {name, {workload, unit, better}} <- workloads(quick), only == [] or name in only do
+      record =
+        try do
+          %{name: name, value: Float.round(workload.() * 1.0, 4), unit: unit, better: better}
+        rescue
+          error -> %{name: name, error: error |> Exception.message() |> String.slice(0, 300)}
+        end
+
+      IO.puts(json(Map.put(record, :impl, "nx_vulkan")))
+    end
+  end
+
+  # A flat map of strings and numbers as a JSON object (Elixir 1.17 has no JSON module).
+  defp json(map) do
+    fields =
+      for {key, value} <- map do
+        encoded =
+          if is_binary(value),
+            do: inspect(value, printable_limit: :infinity),
+            else: to_string(value)
+
+        ~s("#{key}": #{encoded})
+      end
+
+    "{" <> Enum.join(fields, ", ") <> "}"
+  end
+
+  defp workloads(quick) do
+    large = if quick, do: 1 <<< 20, else: 1 <<< 28
+    suffix = if quick, do: "1M", else: "256M"
+
+    [
+      {"small_roundtrip_us@elixir", {&small_roundtrip/0, "us", "lower"}},
+      {"small_op_chain_us@elixir", {&small_op_chain/0, "us/op", "lower"}},
+      {"add_f32_#{suffix}@elixir", {fn -> add(large) end, "GB/s", "higher"}},
+      {"sum_f32_#{suffix}@elixir", {fn -> sum(large) end, "GB/s", "higher"}},
+      {"softmax_f32_#{suffix}@elixir_jit", {fn -> softmax(large) end, "ms", "lower"}}
+    ]
+  end
+
+  defp random(size) do
+    Nx.iota({size}, type: :f32) |> Nx.multiply(1.0e-6) |> Nx.sin()
+  end
+
+  # Median seconds of `fun`, which must synchronise itself.
+  defp wall_time(fun, warm, reps) do
+    for _ <- 1..warm, do: fun.()
+
+    times =
+      for _ <- 1..reps do
+        {microseconds, _} = :timer.tc(fun)
+        microseconds / 1.0e6
+      end
+
+    times |> Enum.sort() |> Enum.at(div(reps, 2))
+  end
+
+  defp small_roundtrip do
+    x = random(1024)
+    wall_time(fn -> x |> Nx.sigmoid() |> Nx.to_binary() end, 20, 200) * 1.0e6
+  end
+
+  defp small_op_chain do
+    x = random(1024)
+
+    chain = fn ->
+      Enum.reduce(1..1000, x, fn _, y -> Nx.sigmoid(y) end)
+      Nx.Vulkan.synchronize()
+    end
+
+    wall_time(chain, 1, 5) / 1000 * 1.0e6
+  end
+
+  defp add(size) do
+    {a, b} = {random(size), random(size)}
+    seconds = wall_time(fn -> Nx.add(a, b) && Nx.Vulkan.synchronize() end, 3, 20)
+    3 * 4 * size / seconds / 1.0e9
+  end
+
+  defp sum(size) do
+    a = random(size)
+    seconds = wall_time(fn -> Nx.sum(a) && Nx.Vulkan.synchronize() end, 3, 20)
+    4 * size / seconds / 1.0e9
+  end
+
+  defp softmax(size) do
+    a = random(size)
+
+    softmax =
+      Nx.Defn.jit(&Nx.divide(Nx.exp(&1), Nx.sum(Nx.exp(&1))), compiler: Nx.Vulkan.Compiler)
+
+    wall_time(fn -> softmax.(a) && Nx.Vulkan.synchronize() end, 3, 20) * 1.0e3
+  end
+end
+
+NxVulkanBench.run(System.argv())
