@@ -7,6 +7,9 @@
 //!   sides move the same three streams.
 //! - `softmax_f32_8Kx8K`: softmax over the last axis of f32[8192, 8192] as one plan (a max
 //!   reduction, a sum reduction with the exp as its prologue, an elementwise divide).
+//! - `mlp_step_f32_b256`: one SGD step (forward, softmax cross-entropy, gradients by
+//!   `nxvk_fusion::gradients`, update) of an MLP 784-1024-1024-10 with ReLU on a batch of 256,
+//!   as one plan (the demo's model code), GPU time; like the torch peer's `w_mlp`.
 //! - `small_op_chain_us@plan`: 1000 dependent sigmoids on f32[1024] as one plan and one sync,
 //!   wall time per op (the plan is compiled before timing, as a cached plan would be).
 //!
@@ -14,6 +17,12 @@
 //! warm-up, which brings the GPU's clocks up). `--quick` runs smaller sizes under the same
 //! names (the `cse` race passes `--only chain_f32_256M,softmax_f32_8Kx8K -- --quick`), so
 //! lavapipe can run it; its figures are for regressions only.
+
+// The demo's model code, so the benchmark times the same graphs the demo trains; the bench
+// uses only the MLP, hence `dead_code`.
+#[path = "demo/model.rs"]
+#[allow(dead_code)]
+mod model;
 
 use nxvk_core::{Context, DType, Device, Result, Tensor};
 use nxvk_fusion::{Graph, GraphBuilder, PlanCache};
@@ -43,11 +52,16 @@ fn main() {
 
     let chain_elements = if quick { 1 << 22 } else { 1 << 28 };
     let softmax_side = if quick { 1 << 10 } else { 1 << 13 };
+    let mlp_batch = if quick { 16 } else { 256 };
     let workloads: Vec<(&str, Workload)> = vec![
         ("chain_f32_256M", Box::new(move |b| b.chain(chain_elements))),
         (
             "softmax_f32_8Kx8K",
             Box::new(move |b| b.softmax(softmax_side)),
+        ),
+        (
+            "mlp_step_f32_b256",
+            Box::new(move |b| b.mlp_step(mlp_batch)),
         ),
         ("small_op_chain_us@plan", Box::new(|b| b.small_op_chain())),
     ];
@@ -171,6 +185,27 @@ impl Bench {
         let graph = builder.finish(&[out])?;
         let x = self.tensor(&[side, side], 3)?;
         Ok(Record::milliseconds(self.plan_median(&graph, &[&x])?))
+    }
+
+    /// One training step of the MLP 784-1024-1024-10 on `batch` rows, learning rate 0.01.
+    fn mlp_step(&self, batch: usize) -> Result<Record> {
+        let network = model::mlp(batch, &[784, 1024, 1024, 10]);
+        let graph = model::training_step(&network)?;
+        let mut inputs = network
+            .parameter_shapes
+            .iter()
+            .enumerate()
+            .map(|(index, shape)| self.tensor(shape, 10 + index as u64))
+            .collect::<Result<Vec<_>>>()?;
+        inputs.push(self.tensor(&network.input_shape, 5)?);
+        let mut targets = vec![0.0f32; batch * 10];
+        for row in 0..batch {
+            targets[row * 10 + row % 10] = 1.0;
+        }
+        inputs.push(Tensor::from_slice(&self.device, &[batch, 10], &targets)?);
+        inputs.push(Tensor::from_slice(&self.device, &[], &[0.01f32])?);
+        let inputs: Vec<&Tensor> = inputs.iter().collect();
+        Ok(Record::milliseconds(self.plan_median(&graph, &inputs)?))
     }
 
     /// 1000 dependent sigmoids on f32[1024] as one plan, one sync: wall time per op.

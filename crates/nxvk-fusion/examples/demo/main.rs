@@ -29,7 +29,8 @@ use model::{Architecture, Network};
 
 const BATCH: usize = 64;
 const LEARNING_RATE: f32 = 0.1;
-const HIDDEN: usize = 128;
+/// The MLP's layer widths: pixels, one hidden layer, classes.
+const MLP_WIDTHS: [usize; 3] = [PIXELS, 128, CLASSES];
 /// Test accuracy the CNN must reach, or the demo fails (the MLP's is reported only).
 const ACCURACY_GOAL: f64 = 0.95;
 
@@ -87,7 +88,7 @@ fn run() -> Result<()> {
 
     let mut curves = Vec::new();
     let mut shortfalls = Vec::new();
-    for network in [model::mlp(BATCH, HIDDEN), model::cnn(BATCH)] {
+    for network in [model::mlp(BATCH, &MLP_WIDTHS), model::cnn(BATCH, CLASSES)] {
         let (curve, accuracy) = train_network(&plans, &network, &train, &test, arguments.epochs)?;
         println!(
             "{}: final test accuracy {:.2}%",
@@ -305,7 +306,10 @@ fn check_first_step(
     };
     let batch_inputs = array(&network.input_shape, inputs);
     let expected = match network.architecture {
-        Architecture::Mlp => reference::mlp_step(&[dense(0), dense(2)], &batch_inputs, labels),
+        Architecture::Mlp => {
+            let layers: Vec<reference::Dense> = (0..shapes.len()).step_by(2).map(dense).collect();
+            reference::mlp_step(&layers, &batch_inputs, labels)
+        }
         Architecture::Cnn => {
             let conv = |index: usize, stride: usize| reference::Conv {
                 kernel: parameter(index),

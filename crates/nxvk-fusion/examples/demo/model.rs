@@ -1,12 +1,9 @@
 //! The demo's networks as graphs: one training-step graph (forward, loss, gradients by
 //! `nxvk_fusion::gradients`, SGD update) and one prediction graph per network.
 
-use anyhow::Result;
-use nxvk_core::DType;
+use nxvk_core::{DType, Error, Result};
 use nxvk_fusion::{DotAxes, Graph, GraphBuilder, NodeId, STOP_GRAD, gradients};
 use nxvk_kernels::{BinaryOp, ConvOptions, ReduceOp, TieBreak, UnaryOp};
-
-use crate::digits::{CLASSES, PIXELS};
 
 /// Which network a [`Network`] is (the CPU reference of the first step differs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,18 +23,18 @@ pub struct Network {
     forward: fn(&mut GraphBuilder, NodeId, &[NodeId]) -> Result<NodeId>,
 }
 
-/// A multilayer perceptron 64 -> `hidden` -> 10 with ReLU.
-pub fn mlp(batch: usize, hidden: usize) -> Network {
+/// A multilayer perceptron with ReLU between layers; `widths` are the input width, the hidden
+/// widths and the number of classes (the demo's is [64, 128, 10]).
+pub fn mlp(batch: usize, widths: &[usize]) -> Network {
+    let parameter_shapes = widths
+        .windows(2)
+        .flat_map(|pair| [vec![pair[0], pair[1]], vec![pair[1]]])
+        .collect();
     Network {
         name: "mlp",
         architecture: Architecture::Mlp,
-        parameter_shapes: vec![
-            vec![PIXELS, hidden],
-            vec![hidden],
-            vec![hidden, CLASSES],
-            vec![CLASSES],
-        ],
-        input_shape: vec![batch, PIXELS],
+        parameter_shapes,
+        input_shape: vec![batch, widths[0]],
         forward: mlp_forward,
     }
 }
@@ -59,18 +56,29 @@ fn dense(
             batch_right: vec![],
         },
     )?;
-    Ok(builder.binary(BinaryOp::Add, product, bias)?)
+    builder.binary(BinaryOp::Add, product, bias)
 }
 
 fn relu(builder: &mut GraphBuilder, input: NodeId) -> Result<NodeId> {
     let zero = builder.constant(DType::F32, 0.0)?;
-    Ok(builder.binary(BinaryOp::Max, input, zero)?)
+    builder.binary(BinaryOp::Max, input, zero)
 }
 
 fn mlp_forward(builder: &mut GraphBuilder, input: NodeId, parameters: &[NodeId]) -> Result<NodeId> {
-    let hidden = dense(builder, input, parameters[0], parameters[1])?;
-    let hidden = relu(builder, hidden)?;
-    dense(builder, hidden, parameters[2], parameters[3])
+    let layers = parameters.len() / 2;
+    let mut value = input;
+    for layer in 0..layers {
+        value = dense(
+            builder,
+            value,
+            parameters[2 * layer],
+            parameters[2 * layer + 1],
+        )?;
+        if layer + 1 < layers {
+            value = relu(builder, value)?;
+        }
+    }
+    Ok(value)
 }
 
 /// Filters of the CNN's two convolutions.
@@ -79,8 +87,9 @@ pub const CNN_FILTERS: [usize; 2] = [8, 16];
 pub const CNN_STRIDES: [usize; 2] = [1, 2];
 
 /// A LeNet-style CNN: conv 3x3 (8 filters) + ReLU, conv 3x3 stride 2 (16 filters) + ReLU,
-/// then a dense layer from the 16x4x4 features to the 10 classes.
-pub fn cnn(batch: usize) -> Network {
+/// then a dense layer from the 16x4x4 features to `classes` classes, on 8x8 single-channel
+/// images.
+pub fn cnn(batch: usize, classes: usize) -> Network {
     let [first, second] = CNN_FILTERS;
     Network {
         name: "cnn",
@@ -90,11 +99,31 @@ pub fn cnn(batch: usize) -> Network {
             vec![first],
             vec![second, first, 3, 3],
             vec![second],
-            vec![second * 16, CLASSES],
-            vec![CLASSES],
+            vec![second * 16, classes],
+            vec![classes],
         ],
         input_shape: vec![batch, 1, 8, 8],
         forward: cnn_forward,
+    }
+}
+
+impl Network {
+    /// The number of classes: the width of the last bias.
+    pub fn classes(&self) -> usize {
+        self.parameter_shapes.last().map_or(0, |shape| shape[0])
+    }
+}
+
+/// The shape of tensor node `id`.
+fn shape_of(builder: &GraphBuilder, id: NodeId) -> Result<Vec<usize>> {
+    match builder.type_of(id).and_then(|ty| ty.tensor()) {
+        Some(tensor) => Ok(tensor.shape.clone()),
+        None => Err(Error::BadOperands {
+            op: "demo model",
+            shapes: Vec::new(),
+            dtypes: Vec::new(),
+            detail: format!("node {} is not a tensor", id.index()),
+        }),
     }
 }
 
@@ -112,10 +141,7 @@ fn conv_relu(
         ..ConvOptions::default()
     };
     let output = builder.conv(input, kernel, options)?;
-    let shape = match builder.type_of(output).and_then(|ty| ty.tensor()) {
-        Some(tensor) => tensor.shape.clone(),
-        None => anyhow::bail!("conv produced no tensor"),
-    };
+    let shape = shape_of(builder, output)?;
     let bias = builder.broadcast(bias, &shape, &[1])?;
     let biased = builder.binary(BinaryOp::Add, output, bias)?;
     relu(builder, biased)
@@ -124,10 +150,7 @@ fn conv_relu(
 fn cnn_forward(builder: &mut GraphBuilder, input: NodeId, parameters: &[NodeId]) -> Result<NodeId> {
     let first = conv_relu(builder, input, parameters[0], parameters[1], CNN_STRIDES[0])?;
     let second = conv_relu(builder, first, parameters[2], parameters[3], CNN_STRIDES[1])?;
-    let batch = match builder.type_of(input).and_then(|ty| ty.tensor()) {
-        Some(tensor) => tensor.shape[0],
-        None => anyhow::bail!("the input is not a tensor"),
-    };
+    let batch = shape_of(builder, input)?[0];
     let features = builder.reshape(second, &[batch, CNN_FILTERS[1] * 16])?;
     dense(builder, features, parameters[4], parameters[5])
 }
@@ -150,7 +173,7 @@ fn cross_entropy(
     let picked = builder.binary(BinaryOp::Multiply, targets, log_probabilities)?;
     let total = builder.reduce(ReduceOp::Sum, picked, None, false, TieBreak::Low)?;
     let scale = builder.constant(DType::F32, -1.0 / batch as f64)?;
-    Ok(builder.binary(BinaryOp::Multiply, total, scale)?)
+    builder.binary(BinaryOp::Multiply, total, scale)
 }
 
 /// The training step: inputs are the parameters, a batch of inputs, its one-hot targets and
@@ -162,10 +185,10 @@ pub fn training_step(network: &Network) -> Result<Graph> {
         .parameter_shapes
         .iter()
         .map(|shape| builder.parameter(DType::F32, shape))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>>>()?;
     let batch = network.input_shape[0];
     let input = builder.parameter(DType::F32, &network.input_shape)?;
-    let targets = builder.parameter(DType::F32, &[batch, CLASSES])?;
+    let targets = builder.parameter(DType::F32, &[batch, network.classes()])?;
     let learning_rate = builder.parameter(DType::F32, &[])?;
     let logits = (network.forward)(&mut builder, input, &parameters)?;
     let loss = cross_entropy(&mut builder, logits, targets, batch)?;
@@ -176,7 +199,7 @@ pub fn training_step(network: &Network) -> Result<Graph> {
         let step = builder.binary(BinaryOp::Multiply, gradient, learning_rate)?;
         outputs.push(builder.binary(BinaryOp::Subtract, parameter, step)?);
     }
-    Ok(builder.finish(&outputs)?)
+    builder.finish(&outputs)
 }
 
 /// The prediction graph for `batch` rows: inputs are the parameters and the rows; the output
@@ -187,11 +210,11 @@ pub fn prediction(network: &Network, batch: usize) -> Result<Graph> {
         .parameter_shapes
         .iter()
         .map(|shape| builder.parameter(DType::F32, shape))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>>>()?;
     let mut input_shape = network.input_shape.clone();
     input_shape[0] = batch;
     let input = builder.parameter(DType::F32, &input_shape)?;
     let logits = (network.forward)(&mut builder, input, &parameters)?;
     let classes = builder.reduce(ReduceOp::ArgMax, logits, Some(&[1]), false, TieBreak::Low)?;
-    Ok(builder.finish(&[classes])?)
+    builder.finish(&[classes])
 }

@@ -128,25 +128,36 @@ pub struct StepReference {
     pub gradients: Vec<Array>,
 }
 
-/// The MLP `x -> relu(x W1 + b1) -> W2 + b2` on `inputs[b][features]`.
-pub fn mlp_step(layers: &[Dense; 2], inputs: &Array, labels: &[usize]) -> StepReference {
-    let mut pre_hidden = matmul(inputs, &layers[0].weight);
-    add_row(&mut pre_hidden, &layers[0].bias);
-    let hidden = relu(&pre_hidden);
-    let mut logits = matmul(&hidden, &layers[1].weight);
-    add_row(&mut logits, &layers[1].bias);
-    let (loss, logits_gradient) = cross_entropy(&logits, labels);
-
-    let weight_2 = matmul(&transpose(&hidden), &logits_gradient);
-    let bias_2 = column_sums(&logits_gradient);
-    let hidden_gradient = matmul(&logits_gradient, &transpose(&layers[1].weight));
-    let pre_hidden_gradient = relu_backward(&hidden_gradient, &pre_hidden);
-    let weight_1 = matmul(&transpose(inputs), &pre_hidden_gradient);
-    let bias_1 = column_sums(&pre_hidden_gradient);
-    StepReference {
-        loss,
-        gradients: vec![weight_1, bias_1, weight_2, bias_2],
+/// The MLP `x -> relu(x W1 + b1) -> ... -> x Wn + bn` on `inputs[b][features]`.
+pub fn mlp_step(layers: &[Dense], inputs: &Array, labels: &[usize]) -> StepReference {
+    // Forward, keeping each layer's input and pre-activation.
+    let mut layer_inputs = Vec::new();
+    let mut pre_activations = Vec::new();
+    let mut value = inputs.clone();
+    for (index, layer) in layers.iter().enumerate() {
+        let mut pre = matmul(&value, &layer.weight);
+        add_row(&mut pre, &layer.bias);
+        layer_inputs.push(value);
+        value = if index + 1 < layers.len() {
+            relu(&pre)
+        } else {
+            pre.clone()
+        };
+        pre_activations.push(pre);
     }
+    let (loss, mut gradient) = cross_entropy(&value, labels);
+    // Backward, last layer first.
+    let mut gradients = Vec::new();
+    for (index, layer) in layers.iter().enumerate().rev() {
+        if index + 1 < layers.len() {
+            gradient = relu_backward(&gradient, &pre_activations[index]);
+        }
+        gradients.push(column_sums(&gradient));
+        gradients.push(matmul(&transpose(&layer_inputs[index]), &gradient));
+        gradient = matmul(&gradient, &transpose(&layer.weight));
+    }
+    gradients.reverse();
+    StepReference { loss, gradients }
 }
 
 /// A 2-D convolution's geometry (NCHW input, OIHW kernel, square stride and padding).
