@@ -32,6 +32,7 @@ fn main() {
         "src/reduce_codegen.rs",
         "src/movement_codegen.rs",
         "src/glsl_helpers.glsl",
+        "src/glsl_f64_math.glsl",
         "build.rs",
     ] {
         println!("cargo:rerun-if-changed={source}");

@@ -25,6 +25,10 @@ pub const INLINE_WORDS: usize = 22;
 
 const HELPERS: &str = include_str!("glsl_helpers.glsl");
 
+/// f64 transcendentals (range reduction, polynomials, double-double), for float kernels only:
+/// f64 ops call them directly and f32 pow goes through f64.
+const F64_MATH: &str = include_str!("glsl_f64_math.glsl");
+
 /// The GLSL type values of `elem` are computed in: integers narrower than 32 bits widen (and
 /// wrap when stored), f16 and bf16 compute in f32.
 pub const fn compute_type(elem: Elem) -> &'static str {
@@ -192,6 +196,9 @@ fn elementwise_shader(inputs: &[Elem], output: Elem, function: &str, extra: &str
     let mut shader = String::from(FLOAT_CONTROLS);
     shader.push_str(&type_defines(inputs[0]));
     shader.push_str(BF16_HELPERS);
+    shader.push_str("#if IS_FLOAT\n");
+    shader.push_str(F64_MATH);
+    shader.push_str("#endif\n");
     shader.push_str(HELPERS);
     shader.push_str(extra);
     let second = inputs.get(1).copied().unwrap_or(inputs[0]);

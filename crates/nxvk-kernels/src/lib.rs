@@ -21,10 +21,13 @@
 //! have no host fallback yet: a dtype without a kernel is an `Unsupported` error, never a
 //! silently different path.
 //!
-//! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64 (f64 transcendentals excepted);
+//! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64, f64 transcendentals included
+//! (`glsl_f64_math.glsl`: range reduction, polynomials and double-double arithmetic, held to
+//! the ulp bounds of [`accuracy`]; `cargo run -p nxvk-kernels --example ulp` measures them);
 //! complex and sub-byte integers take the host fallback, 8-bit floats are unsupported. See
 //! `fallback_allowlist.txt` and `cargo run -p nxvk-kernels --example coverage`.
 
+pub mod accuracy;
 pub mod catalog;
 mod codegen;
 pub mod coverage;
