@@ -100,6 +100,8 @@ fn main() {
         })
         .collect();
 
+    creation_and_select_kernels(out_dir, &mut generated, &mut all);
+
     let table = |rows: &[[Option<String>; 12]]| {
         let mut text = String::from("[\n");
         for row in rows {
@@ -236,4 +238,46 @@ fn compile(
     );
     all.push(constant.clone());
     constant
+}
+
+/// Iota/eye kernels per dtype and select kernels per element size (`codegen.rs`), with their
+/// lookup tables.
+fn creation_and_select_kernels(out_dir: &Path, generated: &mut String, all: &mut Vec<String>) {
+    let iota: Vec<String> = Elem::ALL
+        .iter()
+        .map(|&elem| {
+            let name = codegen::iota_kernel_name(elem);
+            compile(out_dir, &name, &codegen::iota_shader(elem), generated, all)
+        })
+        .collect();
+    let select: Vec<String> = codegen::SELECT_ELEMS
+        .iter()
+        .map(|&elem| {
+            let name = codegen::select_kernel_name(elem);
+            compile(
+                out_dir,
+                &name,
+                &codegen::select_shader(elem),
+                generated,
+                all,
+            )
+        })
+        .collect();
+    let references = |constants: &[String]| {
+        constants
+            .iter()
+            .map(|constant| format!("&{constant}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(
+        generated,
+        "\n/// Iota and eye kernels by [`Elem::index`].\npub(crate) static IOTA_KERNELS: [&CatalogKernel; 12] = [{}];",
+        references(&iota)
+    );
+    let _ = writeln!(
+        generated,
+        "\n/// Select kernels by element size (1, 2, 4 and 8 bytes).\npub(crate) static SELECT_KERNELS: [&CatalogKernel; 4] = [{}];",
+        references(&select)
+    );
 }

@@ -31,6 +31,7 @@ pub mod accuracy;
 pub mod catalog;
 mod codegen;
 pub mod coverage;
+pub mod creation;
 mod fallback;
 mod launch;
 pub mod movement;
@@ -40,10 +41,14 @@ pub mod ops;
 pub mod reduce;
 mod reduce_codegen;
 pub mod reference;
+pub mod select;
 pub mod types;
 
 pub use catalog::{CatalogKernel, binary_kernel, cast_kernel, dtype_of, elem_of, unary_kernel};
-pub use codegen::{cast_shader, op_shader};
+pub use codegen::{
+    cast_shader, iota_kernel_name, iota_shader, op_shader, select_kernel_name, select_shader,
+};
+pub use creation::{bitcast, eye, full, iota};
 pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};
 pub use launch::set_output_poison;
 pub use movement_codegen::{copy_kernel_name, copy_shader};
@@ -51,3 +56,4 @@ pub use op_table::{Accepts, BinaryOp, Elem, OpSpec, ResultRule, UnaryOp};
 pub use ops::{Path, as_type, binary, unary};
 pub use reduce::{Accumulation, ReduceOp, ReduceOptions, TieBreak, reduce};
 pub use reduce_codegen::{reduce_kernel_name, reduce_shader};
+pub use select::{clip, select};
