@@ -25,9 +25,22 @@ pub const INLINE_WORDS: usize = 22;
 
 const HELPERS: &str = include_str!("glsl_helpers.glsl");
 
-/// f64 transcendentals (range reduction, polynomials, double-double), for float kernels only:
-/// f64 ops call them directly and f32 pow goes through f64.
+/// f64 transcendentals (range reduction, polynomials, double-double): f64 ops call them
+/// directly, and the f32 helpers in [`F64_ROUNDED_HELPERS`] round their results.
 const F64_MATH: &str = include_str!("glsl_f64_math.glsl");
+
+/// The f32 helpers of `glsl_helpers.glsl` that compute in f64 (compiled only under
+/// `NX_F64_MATH`).
+const F64_ROUNDED_HELPERS: [&str; 5] = ["nx_pow(", "nx_sin(", "nx_cos(", "nx_tan(", "nx_cbrt("];
+
+/// True when `function` needs the f64 library. Only those kernels include it: its constant
+/// tables would otherwise put the Float64 capability (and 8 KB) into every float kernel.
+fn needs_f64_math(function: &str) -> bool {
+    function.contains("_f64(")
+        || F64_ROUNDED_HELPERS
+            .iter()
+            .any(|helper| function.contains(helper))
+}
 
 /// The GLSL type values of `elem` are computed in: integers narrower than 32 bits widen (and
 /// wrap when stored), f16 and bf16 compute in f32.
@@ -196,9 +209,10 @@ fn elementwise_shader(inputs: &[Elem], output: Elem, function: &str, extra: &str
     let mut shader = String::from(FLOAT_CONTROLS);
     shader.push_str(&type_defines(inputs[0]));
     shader.push_str(BF16_HELPERS);
-    shader.push_str("#if IS_FLOAT\n");
-    shader.push_str(F64_MATH);
-    shader.push_str("#endif\n");
+    if needs_f64_math(function) {
+        shader.push_str("#define NX_F64_MATH 1\n");
+        shader.push_str(F64_MATH);
+    }
     shader.push_str(HELPERS);
     shader.push_str(extra);
     let second = inputs.get(1).copied().unwrap_or(inputs[0]);

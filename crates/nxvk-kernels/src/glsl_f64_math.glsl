@@ -7,8 +7,9 @@
 // libm are in docs/CAPABILITIES.md (`cargo run -p nxvk-kernels --example ulp`).
 //
 // `precise` keeps error-free transformations (two_sum, two_prod) from being fused into FMAs
-// or regrouped, which would silently drop their error terms. Included for every float kernel:
-// f32 pow calls nx_pow64.
+// or regrouped, which would silently drop their error terms. Included (with NX_F64_MATH
+// defined) only in the kernels that call it: f64 transcendentals and the f32 helpers that
+// round an f64 result (codegen.rs, F64_ROUNDED_HELPERS).
 
 // --- double-double arithmetic: a dvec2 (head, tail) stands for head + tail ---
 
@@ -169,6 +170,21 @@ double nx_expm1_f64(double x) {
     double scale = nx_pow2_f64(int(k));
     precise double result = scale * expm1_r + (scale - 1.0lf);
     return result;
+}
+
+// e^x - 1 as a double-double for |x| <= 2 (about 2^-60 relative): the Taylor series below
+// 0.7, else 2^k expm1(r) + (2^k - 1) summed exactly.
+dvec2 nx_expm1_dd_f64(double x) {
+    if (abs(x) < 0.7lf) return nx_fast_two_sum(x, nx_expm1_taylor_tail_f64(x));
+    double k = round(x * NX_INV_LN2);
+    precise double reduced = x - k * NX_LN2_HEAD32;
+    dvec2 r = nx_two_sum(reduced, -k * NX_LN2_TAIL32);
+    double tail = nx_expm1_taylor_tail_f64(r.x);
+    precise double small = tail + r.y * (1.0lf + r.x + tail);
+    double scale = nx_pow2_f64(int(k));
+    dvec2 head = nx_two_sum(scale - 1.0lf, scale * r.x);
+    precise double rest = head.y + scale * small;
+    return nx_fast_two_sum(head.x, rest);
 }
 
 double nx_sigmoid_f64(double x) { return 1.0lf / (1.0lf + nx_exp_f64(-x)); }
@@ -593,18 +609,11 @@ double nx_tanh_f64(double x) {
     double result;
     if (ax < 2.7755575615628914e-17lf) {
         result = ax;
-    } else if (ax < 0.35lf) {
-        // t / (t + 2) with t = e^(2|x|) - 1 = 2|x| + tail kept as a double-double (2|x| is
-        // exact), divided once: a rounded t cost tanh 3 ulps here.
-        double twice = 2.0lf * ax;
-        dvec2 t = nx_fast_two_sum(twice, nx_expm1_taylor_tail_f64(twice));
-        dvec2 denominator = nx_dd_add(t, dvec2(2.0lf, 0.0lf));
-        result = nx_dd_div(t, denominator);
     } else if (ax < 1.0lf) {
-        // e^(2|x|) - 1 rather than fdlibm's e^(-2|x|) - 1: the quotient is then less sensitive
-        // to the error of t (by 2 / (t + 2) <= 1).
-        double t = nx_expm1_f64(2.0lf * ax);
-        result = t / (t + 2.0lf);
+        // t / (t + 2) with t = e^(2|x|) - 1 as a double-double, divided once: fdlibm's
+        // rounded t cost 3 ulps here.
+        dvec2 t = nx_expm1_dd_f64(2.0lf * ax);
+        result = nx_dd_div(t, nx_dd_add(t, dvec2(2.0lf, 0.0lf)));
     } else if (ax < 22.0lf) {
         double t = nx_expm1_f64(2.0lf * ax);
         result = 1.0lf - 2.0lf / (t + 2.0lf);

@@ -309,12 +309,14 @@ float nx_cosh(float x) {
     return nx_exp_half_large(ax);
 }
 
+#ifdef NX_F64_MATH
 // sin, cos and tan through the f64 ones (glsl_f64_math.glsl: Payne-Hanek reduction for large
 // |x|), rounded once. Drivers' sin is an absolute-error approximation (the H200's missed
 // sin(-56) by 5e-6), and an f32 Cody-Waite reduction fails past |x| of about 1e6.
 float nx_sin(float x) { return float(nx_sin_f64(double(x))); }
 float nx_cos(float x) { return float(nx_cos_f64(double(x))); }
 float nx_tan(float x) { return float(nx_tan_f64(double(x))); }
+#endif
 
 float nx_asinh(float x) {
     if (isnan(x) || isinf(x)) return x;
@@ -372,9 +374,11 @@ float nx_acos(float x) {
     return nx_atan2(sqrt((1.0 - x) * (1.0 + x)), x);
 }
 
+#ifdef NX_F64_MATH
 // C99 pow through the f64 one (glsl_f64_math.glsl), rounded once: the driver's pow is
 // exp2(y log2 x), whose error grows with |y log2 x| (58 ulp measured on lavapipe).
 float nx_pow(float x, float y) { return float(nx_pow_f64(double(x), double(y))); }
+#endif
 
 // erfc by Numerical Recipes' Chebyshev fit (fractional error below 1.2e-7).
 float nx_erfc_positive(float z) {
@@ -443,7 +447,9 @@ float nx_erf_inv(float x) {
     return p * x;
 }
 
+#ifdef NX_F64_MATH
 // cbrt through the f64 one, rounded once (the driver's log2 flushes subnormal inputs).
 float nx_cbrt(float x) { return float(nx_cbrt_f64(double(x))); }
+#endif
 #endif
 #endif
