@@ -20,6 +20,10 @@ mod reduce_codegen;
 #[allow(dead_code)]
 mod movement_codegen;
 
+#[path = "src/scan_codegen.rs"]
+#[allow(dead_code)]
+mod scan_codegen;
+
 use op_table::{BinaryOp, Elem, OpSpec, UnaryOp};
 use reduce_codegen::{Accumulation, ReduceOp};
 use std::fmt::Write as _;
@@ -31,6 +35,7 @@ fn main() {
         "src/codegen.rs",
         "src/reduce_codegen.rs",
         "src/movement_codegen.rs",
+        "src/scan_codegen.rs",
         "src/glsl_helpers.glsl",
         "src/glsl_f64_math.glsl",
         "build.rs",
@@ -100,7 +105,7 @@ fn main() {
         })
         .collect();
 
-    creation_and_select_kernels(out_dir, &mut generated, &mut all);
+    creation_select_and_scan_kernels(out_dir, &mut generated, &mut all);
 
     let table = |rows: &[[Option<String>; 12]]| {
         let mut text = String::from("[\n");
@@ -240,9 +245,9 @@ fn compile(
     constant
 }
 
-/// Iota/eye kernels per dtype and select kernels per element size (`codegen.rs`), with their
-/// lookup tables.
-fn creation_and_select_kernels(out_dir: &Path, generated: &mut String, all: &mut Vec<String>) {
+/// Iota/eye kernels per dtype and select kernels per element size (`codegen.rs`), and the
+/// two scan passes per op and dtype (`scan_codegen.rs`), with their lookup tables.
+fn creation_select_and_scan_kernels(out_dir: &Path, generated: &mut String, all: &mut Vec<String>) {
     let iota: Vec<String> = Elem::ALL
         .iter()
         .map(|&elem| {
@@ -280,4 +285,25 @@ fn creation_and_select_kernels(out_dir: &Path, generated: &mut String, all: &mut
         "\n/// Select kernels by element size (1, 2, 4 and 8 bytes).\npub(crate) static SELECT_KERNELS: [&CatalogKernel; 4] = [{}];",
         references(&select)
     );
+    for (carry, table) in [(false, "SCAN_KERNELS"), (true, "SCAN_CARRY_KERNELS")] {
+        let rows: Vec<String> = scan_codegen::ScanOp::ALL
+            .iter()
+            .map(|&op| {
+                let row: Vec<String> = Elem::ALL
+                    .iter()
+                    .map(|&elem| {
+                        let name = scan_codegen::scan_kernel_name(op, elem, carry);
+                        let glsl = scan_codegen::scan_shader(op, elem, carry);
+                        compile(out_dir, &name, &glsl, generated, all)
+                    })
+                    .collect();
+                format!("    [{}],", references(&row))
+            })
+            .collect();
+        let _ = writeln!(
+            generated,
+            "\n/// Scan kernels (carry pass: {carry}) by `ScanOp::index` and [`Elem::index`].\npub(crate) static {table}: [[&CatalogKernel; 12]; 4] = [\n{}\n];",
+            rows.join("\n")
+        );
+    }
 }

@@ -54,6 +54,16 @@ pub fn select_kernel(bytes: usize) -> Option<&'static CatalogKernel> {
         .map(|slot| SELECT_KERNELS[slot])
 }
 
+/// The block kernel (`carry == false`) or the carry kernel of a scan on `elem`.
+pub fn scan_kernel(op: crate::scan::ScanOp, elem: Elem, carry: bool) -> &'static CatalogKernel {
+    let table = if carry {
+        &SCAN_CARRY_KERNELS
+    } else {
+        &SCAN_KERNELS
+    };
+    table[op.index()][elem.index()]
+}
+
 /// The catalog's element type for an Nx dtype; `None` for complex, sub-byte and 8-bit floats.
 pub const fn elem_of(dtype: DType) -> Option<Elem> {
     Some(match dtype {

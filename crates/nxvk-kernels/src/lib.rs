@@ -15,9 +15,12 @@
 //! f64 is never computed in f32.
 //!
 //! Beside the generated elementwise catalog, hand-written templates cover reductions
-//! ([`reduce`](mod@reduce): sum, product, reduce_max/min, all, any, argmax/argmin over any axes of any view)
-//! and data movement ([`movement`]: materialised views, reverse, strided slice, pad,
-//! concatenate, stack, put_slice), compiled at build time like the rest of the catalog. They
+//! ([`reduce`](mod@reduce): sum, product, reduce_max/min, all, any, argmax/argmin over any axes of any view),
+//! data movement ([`movement`]: materialised views, reverse, strided slice, pad,
+//! concatenate, stack, put_slice), scans ([`scan`]: the cumulative ops over any axis, either
+//! direction, as block scans with carry passes), creation ([`creation`]: iota, eye, full,
+//! bitcast) and [`select`](mod@select) (select, clip), compiled at build time like the rest of the
+//! catalog. They
 //! have no host fallback yet: a dtype without a kernel is an `Unsupported` error, never a
 //! silently different path.
 //!
@@ -41,6 +44,8 @@ pub mod ops;
 pub mod reduce;
 mod reduce_codegen;
 pub mod reference;
+pub mod scan;
+mod scan_codegen;
 pub mod select;
 pub mod types;
 
@@ -56,4 +61,8 @@ pub use op_table::{Accepts, BinaryOp, Elem, OpSpec, ResultRule, UnaryOp};
 pub use ops::{Path, as_type, binary, unary};
 pub use reduce::{Accumulation, ReduceOp, ReduceOptions, TieBreak, reduce};
 pub use reduce_codegen::{reduce_kernel_name, reduce_shader};
+pub use scan::{
+    ScanOp, cumulative, cumulative_max, cumulative_min, cumulative_product, cumulative_sum,
+};
+pub use scan_codegen::{scan_kernel_name, scan_shader};
 pub use select::{clip, select};

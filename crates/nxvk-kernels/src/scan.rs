@@ -1,0 +1,184 @@
+//! Nx's cumulative ops (`cumulative_sum`, `cumulative_product`, `cumulative_min`,
+//! `cumulative_max`) over any axis, forward or reversed (Nx's `reverse: true`), as parallel
+//! scans on the GPU (see `scan_codegen.rs` for the kernels).
+//!
+//! The result has the input's type and shape; integers wrap, f16 and bf16 combine in f32 and
+//! round each stored value, min and max follow Nx's NaN rules. The input is made contiguous
+//! first (a copy only when it is a strided view). A scan line longer than one block leaves a
+//! carry per block, which is scanned by the same kernels (recursively) and combined back.
+//!
+//! Complex, sub-byte and 8-bit float inputs are `Unsupported` (no host fallback yet).
+
+use crate::catalog::{elem_of, scan_kernel};
+use crate::launch::{MAX_ELEMENTS, poison_output};
+use crate::movement::contiguous;
+pub use crate::scan_codegen::ScanOp;
+use crate::scan_codegen::{SCAN_BLOCK, SCAN_PUSH_CONSTANT_BYTES, SCAN_WORKGROUP_SIZE};
+use nxvk_core::{BufferAccess, Device, Error, Result, Tensor};
+use std::sync::Arc;
+
+fn bad(op: ScanOp, input: &Tensor, detail: String) -> Error {
+    Error::BadOperands {
+        op: op.name(),
+        shapes: vec![input.shape().to_vec()],
+        dtypes: vec![input.dtype()],
+        detail,
+    }
+}
+
+/// A scan over contiguous data: `lines` lines of `length` elements, `inner` apart, walked
+/// from the end when `reverse`.
+#[derive(Debug, Clone, Copy)]
+struct Lines {
+    length: usize,
+    inner: usize,
+    lines: usize,
+    reverse: bool,
+}
+
+impl Lines {
+    fn blocks(self) -> usize {
+        self.length.div_ceil(SCAN_BLOCK as usize)
+    }
+}
+
+fn dispatch(
+    device: &Arc<Device>,
+    kernel: &crate::catalog::CatalogKernel,
+    addresses: [u64; 3],
+    lines: Lines,
+    groups: u64,
+    accesses: &[BufferAccess<'_>],
+) -> Result<()> {
+    let mut push = Vec::with_capacity(SCAN_PUSH_CONSTANT_BYTES);
+    for address in addresses {
+        push.extend_from_slice(&address.to_le_bytes());
+    }
+    // Every count is at most the element count, checked to fit 32 bits.
+    for word in [
+        lines.length,
+        lines.inner,
+        lines.lines,
+        lines.blocks(),
+        usize::from(lines.reverse),
+    ] {
+        push.extend_from_slice(&(word as u32).to_le_bytes());
+    }
+    let loaded = kernel.load(device)?;
+    let groups = groups.clamp(1, u64::from(device.capabilities().max_workgroup_count[0])) as u32;
+    device.dispatch(&loaded, [groups, 1, 1], &push, accesses)
+}
+
+/// Scans contiguous `input` into a fresh tensor of its shape.
+fn scan_lines(
+    op: ScanOp,
+    elem: crate::op_table::Elem,
+    input: &Tensor,
+    lines: Lines,
+) -> Result<Tensor> {
+    let device = input.device();
+    let output = Tensor::empty(device, input.dtype(), input.shape())?;
+    let blocks = lines.blocks();
+    let carries = Tensor::empty(device, input.dtype(), &[lines.lines, blocks])?;
+    let address = |tensor: &Tensor| {
+        tensor
+            .device_address()
+            .expect("native dtypes have addresses")
+    };
+    let addresses = [address(input), address(&output), address(&carries)];
+    poison_output(output.buffer())?;
+    dispatch(
+        device,
+        scan_kernel(op, elem, false),
+        addresses,
+        lines,
+        (lines.lines * blocks) as u64,
+        &[
+            BufferAccess::Read(input.buffer()),
+            BufferAccess::Write(output.buffer()),
+            BufferAccess::Write(carries.buffer()),
+        ],
+    )?;
+    if blocks > 1 {
+        // The carries are in scan order already: scan them forward, then combine.
+        let carry_lines = Lines {
+            length: blocks,
+            inner: 1,
+            lines: lines.lines,
+            reverse: false,
+        };
+        let scanned = scan_lines(op, elem, &carries, carry_lines)?;
+        let n_elements = (lines.lines * lines.length) as u64;
+        dispatch(
+            device,
+            scan_kernel(op, elem, true),
+            [address(&output), address(&output), address(&scanned)],
+            lines,
+            n_elements.div_ceil(u64::from(SCAN_WORKGROUP_SIZE)),
+            &[
+                BufferAccess::Read(scanned.buffer()),
+                BufferAccess::Write(output.buffer()),
+            ],
+        )?;
+    }
+    Ok(output)
+}
+
+/// Nx's cumulative `op` along `axis`, from the end when `reverse`.
+pub fn cumulative(op: ScanOp, input: &Tensor, axis: usize, reverse: bool) -> Result<Tensor> {
+    let shape = input.shape();
+    if axis >= shape.len() {
+        return Err(bad(
+            op,
+            input,
+            format!("axis {axis} is out of range for rank {}", shape.len()),
+        ));
+    }
+    let dtype = input.dtype();
+    let elem = elem_of(dtype).ok_or_else(|| Error::Unsupported {
+        op: op.name(),
+        dtype,
+        detail: "scans run on native dtypes only (no complex, sub-byte or 8-bit float kernels)"
+            .into(),
+    })?;
+    let n_elements = input.n_elements();
+    if n_elements == 0 {
+        return Tensor::empty(input.device(), dtype, shape);
+    }
+    if n_elements > MAX_ELEMENTS {
+        return Err(bad(
+            op,
+            input,
+            format!("{n_elements} elements exceed the kernels' 32-bit index arithmetic"),
+        ));
+    }
+    let length = shape[axis];
+    let inner: usize = shape[axis + 1..].iter().product();
+    let lines = Lines {
+        length,
+        inner,
+        lines: n_elements / length,
+        reverse,
+    };
+    scan_lines(op, elem, &contiguous(input)?, lines)
+}
+
+/// Nx's `cumulative_sum(input, axis: axis, reverse: reverse)`.
+pub fn cumulative_sum(input: &Tensor, axis: usize, reverse: bool) -> Result<Tensor> {
+    cumulative(ScanOp::Sum, input, axis, reverse)
+}
+
+/// Nx's `cumulative_product(input, axis: axis, reverse: reverse)`.
+pub fn cumulative_product(input: &Tensor, axis: usize, reverse: bool) -> Result<Tensor> {
+    cumulative(ScanOp::Product, input, axis, reverse)
+}
+
+/// Nx's `cumulative_min(input, axis: axis, reverse: reverse)`.
+pub fn cumulative_min(input: &Tensor, axis: usize, reverse: bool) -> Result<Tensor> {
+    cumulative(ScanOp::Min, input, axis, reverse)
+}
+
+/// Nx's `cumulative_max(input, axis: axis, reverse: reverse)`.
+pub fn cumulative_max(input: &Tensor, axis: usize, reverse: bool) -> Result<Tensor> {
+    cumulative(ScanOp::Max, input, axis, reverse)
+}
