@@ -285,25 +285,27 @@ fn creation_select_and_scan_kernels(out_dir: &Path, generated: &mut String, all:
         "\n/// Select kernels by element size (1, 2, 4 and 8 bytes).\npub(crate) static SELECT_KERNELS: [&CatalogKernel; 4] = [{}];",
         references(&select)
     );
-    for (carry, table) in [(false, "SCAN_KERNELS"), (true, "SCAN_CARRY_KERNELS")] {
+    let mut pass_tables = Vec::new();
+    for pass in scan_codegen::ScanPass::ALL {
         let rows: Vec<String> = scan_codegen::ScanOp::ALL
             .iter()
             .map(|&op| {
                 let row: Vec<String> = Elem::ALL
                     .iter()
                     .map(|&elem| {
-                        let name = scan_codegen::scan_kernel_name(op, elem, carry);
-                        let glsl = scan_codegen::scan_shader(op, elem, carry);
+                        let name = scan_codegen::scan_kernel_name(op, elem, pass);
+                        let glsl = scan_codegen::scan_shader(op, elem, pass);
                         compile(out_dir, &name, &glsl, generated, all)
                     })
                     .collect();
-                format!("    [{}],", references(&row))
+                format!("        [{}],", references(&row))
             })
             .collect();
-        let _ = writeln!(
-            generated,
-            "\n/// Scan kernels (carry pass: {carry}) by `ScanOp::index` and [`Elem::index`].\npub(crate) static {table}: [[&CatalogKernel; 12]; 4] = [\n{}\n];",
-            rows.join("\n")
-        );
+        pass_tables.push(format!("    [\n{}\n    ],", rows.join("\n")));
     }
+    let _ = writeln!(
+        generated,
+        "\n/// Scan kernels by `ScanPass::index`, `ScanOp::index` and [`Elem::index`].\npub(crate) static SCAN_KERNELS: [[[&CatalogKernel; 12]; 4]; 3] = [\n{}\n];",
+        pass_tables.join("\n")
+    );
 }

@@ -54,14 +54,13 @@ pub fn select_kernel(bytes: usize) -> Option<&'static CatalogKernel> {
         .map(|slot| SELECT_KERNELS[slot])
 }
 
-/// The block kernel (`carry == false`) or the carry kernel of a scan on `elem`.
-pub fn scan_kernel(op: crate::scan::ScanOp, elem: Elem, carry: bool) -> &'static CatalogKernel {
-    let table = if carry {
-        &SCAN_CARRY_KERNELS
-    } else {
-        &SCAN_KERNELS
-    };
-    table[op.index()][elem.index()]
+/// The kernel of scan pass `pass` for `op` on `elem`.
+pub fn scan_kernel(
+    op: crate::scan::ScanOp,
+    elem: Elem,
+    pass: crate::scan_codegen::ScanPass,
+) -> &'static CatalogKernel {
+    SCAN_KERNELS[pass.index()][op.index()][elem.index()]
 }
 
 /// The catalog's element type for an Nx dtype; `None` for complex, sub-byte and 8-bit floats.

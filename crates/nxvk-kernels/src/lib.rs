@@ -64,5 +64,5 @@ pub use reduce_codegen::{reduce_kernel_name, reduce_shader};
 pub use scan::{
     ScanOp, cumulative, cumulative_max, cumulative_min, cumulative_product, cumulative_sum,
 };
-pub use scan_codegen::{scan_kernel_name, scan_shader};
+pub use scan_codegen::{ScanPass, scan_kernel_name, scan_shader};
 pub use select::{clip, select};

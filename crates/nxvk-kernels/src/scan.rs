@@ -4,16 +4,20 @@
 //!
 //! The result has the input's type and shape; integers wrap, f16 and bf16 combine in f32 and
 //! round each stored value, min and max follow Nx's NaN rules. The input is made contiguous
-//! first (a copy only when it is a strided view). A scan line longer than one block leaves a
-//! carry per block, which is scanned by the same kernels (recursively) and combined back.
+//! first (a copy only when it is a strided view). Short lines are scanned by one invocation
+//! each; a longer line is scanned in blocks, leaving a carry per block, which is scanned by
+//! the same kernels (recursively) and combined back. Long lines across an inner axis are
+//! transposed to rows first and back after, so that blocks read contiguous memory.
 //!
 //! Complex, sub-byte and 8-bit float inputs are `Unsupported` (no host fallback yet).
 
 use crate::catalog::{elem_of, scan_kernel};
 use crate::launch::{MAX_ELEMENTS, poison_output};
-use crate::movement::contiguous;
+use crate::movement::{contiguous, transpose};
 pub use crate::scan_codegen::ScanOp;
-use crate::scan_codegen::{SCAN_BLOCK, SCAN_PUSH_CONSTANT_BYTES, SCAN_WORKGROUP_SIZE};
+use crate::scan_codegen::{
+    SCAN_BLOCK, SCAN_LINE_MAX, SCAN_PUSH_CONSTANT_BYTES, SCAN_WORKGROUP_SIZE, ScanPass,
+};
 use nxvk_core::{BufferAccess, Device, Error, Result, Tensor};
 use std::sync::Arc;
 
@@ -78,6 +82,26 @@ fn scan_lines(
 ) -> Result<Tensor> {
     let device = input.device();
     let output = Tensor::empty(device, input.dtype(), input.shape())?;
+    let address = |tensor: &Tensor| {
+        tensor
+            .device_address()
+            .expect("native dtypes have addresses")
+    };
+    if lines.length <= SCAN_LINE_MAX as usize {
+        poison_output(output.buffer())?;
+        dispatch(
+            device,
+            scan_kernel(op, elem, ScanPass::Lines),
+            [address(input), address(&output), 0],
+            lines,
+            (lines.lines as u64).div_ceil(u64::from(SCAN_WORKGROUP_SIZE)),
+            &[
+                BufferAccess::Read(input.buffer()),
+                BufferAccess::Write(output.buffer()),
+            ],
+        )?;
+        return Ok(output);
+    }
     let blocks = lines.blocks();
     let carries = Tensor::empty(device, input.dtype(), &[lines.lines, blocks])?;
     let address = |tensor: &Tensor| {
@@ -89,7 +113,7 @@ fn scan_lines(
     poison_output(output.buffer())?;
     dispatch(
         device,
-        scan_kernel(op, elem, false),
+        scan_kernel(op, elem, ScanPass::Blocks),
         addresses,
         lines,
         (lines.lines * blocks) as u64,
@@ -111,7 +135,7 @@ fn scan_lines(
         let n_elements = (lines.lines * lines.length) as u64;
         dispatch(
             device,
-            scan_kernel(op, elem, true),
+            scan_kernel(op, elem, ScanPass::Carry),
             [address(&output), address(&output), address(&scanned)],
             lines,
             n_elements.div_ceil(u64::from(SCAN_WORKGROUP_SIZE)),
@@ -154,6 +178,19 @@ pub fn cumulative(op: ScanOp, input: &Tensor, axis: usize, reverse: bool) -> Res
     }
     let length = shape[axis];
     let inner: usize = shape[axis + 1..].iter().product();
+    if inner > 1 && length > SCAN_LINE_MAX as usize {
+        // Long lines across an inner axis: a block would read elements `inner` apart, so scan
+        // them as rows (contiguous, coalesced) between two transposes.
+        let rank = shape.len();
+        let mut axis_last: Vec<usize> = (0..rank).filter(|&other| other != axis).collect();
+        axis_last.push(axis);
+        let mut inverse = vec![0; rank];
+        for (position, &original) in axis_last.iter().enumerate() {
+            inverse[original] = position;
+        }
+        let scanned = cumulative(op, &transpose(input, &axis_last)?, rank - 1, reverse)?;
+        return transpose(&scanned, &inverse);
+    }
     let lines = Lines {
         length,
         inner,

@@ -1,7 +1,8 @@
 //! GLSL for the catalog's scans (Nx's cumulative_sum, cumulative_product, cumulative_min and
-//! cumulative_max), one template for every op and dtype, in two kernels.
+//! cumulative_max), one template for every op and dtype, in three kernels.
 //!
-//! The block kernel scans blocks of [`SCAN_BLOCK`] consecutive elements of a scan line: each
+//! Lines of up to [`SCAN_LINE_MAX`] elements are scanned by one invocation each. For longer
+//! lines, the block kernel scans blocks of [`SCAN_BLOCK`] consecutive elements: each
 //! of the 256 invocations scans [`SCAN_ITEMS`] elements sequentially, a shared-memory
 //! Hillis-Steele scan (8 steps) combines the invocations' totals, and every element gets its
 //! invocation's prefix; each block's total goes to a carries buffer. A line longer than one
@@ -78,20 +79,71 @@ impl ScanOp {
     }
 }
 
-/// Kernel name of a scan pass: `scan_<op>_<dtype>` (blocks) or `scan_carry_<op>_<dtype>`.
-pub fn scan_kernel_name(op: ScanOp, elem: Elem, carry: bool) -> String {
-    let pass = if carry { "scan_carry" } else { "scan" };
-    let short = op.name().trim_start_matches("cumulative_");
-    format!("{pass}_{short}_{}", elem.name())
+/// Lines up to this length are scanned by one invocation each ([`ScanPass::Lines`]): short
+/// lines would leave most of a block's workgroup idle, and neighbouring invocations then
+/// read neighbouring elements whenever the scanned axis is not the last.
+pub const SCAN_LINE_MAX: u32 = 64;
+
+/// The kernels of a scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScanPass {
+    /// One invocation scans one whole (short) line sequentially.
+    Lines,
+    /// A workgroup scans one block of a long line and writes the block's total.
+    Blocks,
+    /// Combines each element of a long line with the scanned totals of the blocks before it.
+    Carry,
 }
 
-/// The block kernel (`carry == false`) or the carry kernel of `op` on `elem`.
-pub fn scan_shader(op: ScanOp, elem: Elem, carry: bool) -> String {
+impl ScanPass {
+    pub const ALL: [ScanPass; 3] = [ScanPass::Lines, ScanPass::Blocks, ScanPass::Carry];
+
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    const fn prefix(self) -> &'static str {
+        match self {
+            ScanPass::Lines => "scan_lines",
+            ScanPass::Blocks => "scan",
+            ScanPass::Carry => "scan_carry",
+        }
+    }
+}
+
+/// Kernel name of a scan pass: `scan_lines_<op>_<dtype>`, `scan_<op>_<dtype>` (blocks) or
+/// `scan_carry_<op>_<dtype>`.
+pub fn scan_kernel_name(op: ScanOp, elem: Elem, pass: ScanPass) -> String {
+    let short = op.name().trim_start_matches("cumulative_");
+    format!("{}_{short}_{}", pass.prefix(), elem.name())
+}
+
+/// The kernel of `pass` for `op` on `elem`.
+pub fn scan_shader(op: ScanOp, elem: Elem, pass: ScanPass) -> String {
     let mut shader = String::from(FLOAT_CONTROLS);
     shader.push_str(BF16_HELPERS);
     let bytes = storage_bytes(elem);
     let compute = compute_type(elem);
-    let body = if carry {
+    let body = if pass == ScanPass::Lines {
+        format!(
+            "
+void main() {{
+    uint threads = gl_NumWorkGroups.x * {SCAN_WORKGROUP_SIZE}u;
+    for (uint line = gl_GlobalInvocationID.x; line < push.lines; line += threads) {{
+        T running = T(0);
+        for (uint position = 0u; position < push.line_length; position++) {{
+            uint64_t at = nx_element(line, position);
+            T value = {value_load};
+            running = (position == 0u) ? value : nx_combine(running, value);
+            Element(push.output0 + at * {bytes}ul).v = {stored};
+        }}
+    }}
+}}
+",
+            value_load = load(elem, &format!("Element(push.input0 + at * {bytes}ul).v")),
+            stored = store(elem, "running"),
+        )
+    } else if pass == ScanPass::Carry {
         format!(
             "
 // Combines every element of blocks 1.. with the scanned total of the blocks before it.
