@@ -65,12 +65,18 @@ for a, b in [(2.0, 3.0), (3.0, 4.5), (4.5, 7.0), (7.0, 12.0), (12.0, 28.0)]:
     report(f"erfc u[{a},{b}]", check(c, g, -1, 1, n=400))
     rows.append(c)
     params.append((a, m, 1 / h))
-print("const double NX_ERFC_COEFFICIENTS[%d] = double[](" % (15 * len(rows)))
-print(",\n".join("    " + literal(r) for r in rows))
-print(");")
-print("const dvec3 NX_ERFC_INTERVALS[%d] = dvec3[](" % len(params))
-print(",\n".join(f"    dvec3({a!r}lf, {m!r}lf, {ih!r}lf)" for a, m, ih in params))
-print(");")
+def horner_text(coefficients):
+    text = repr(coefficients[-1]) + "lf"
+    for c in reversed(coefficients[:-1]):
+        text = f"{c!r}lf + t * ({text})"
+    return text
+
+
+print("const double NX_ERFC_EDGES[10] = double[](" + ", ".join(f"{a!r}lf" for a, _, _ in params) + ", 28.0lf);")
+for i, (a, m, ih) in enumerate(params):
+    print(f"        case {i}: t = ({'x' if i < 4 else 'u'} - {m!r}lf) * {ih!r}lf; break;")
+for i, r in enumerate(rows):
+    print(f"        case {i}: return {horner_text(r)};")
 
 R = lambda z: mp.erf(mp.sqrt(z)) / mp.sqrt(z) - 1
 c = fit(R, mp.mpf("1e-30"), mp.mpf(1), 13, weight=lambda z: 1 / (1 + R(z)))
