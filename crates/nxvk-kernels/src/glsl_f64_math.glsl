@@ -295,14 +295,54 @@ const double NX_COS_SERIES[9] = double[](
     1.0lf / 24.0lf, -1.0lf / 720.0lf, 1.0lf / 40320.0lf, -1.0lf / 3628800.0lf,
     1.0lf / 479001600.0lf, -1.0lf / 87178291200.0lf, 1.0lf / 20922789888000.0lf,
     -1.0lf / 6402373705728000.0lf, 1.0lf / 2432902008176640000.0lf);
-// 2/pi in 32-bit words after the binary point, for Payne-Hanek reduction up to |x| = 2^1024.
-const uint NX_TWO_OVER_PI_WORDS[40] = uint[](
-    0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u, 0xDB629599u, 0x3C439041u, 0xFE5163ABu,
-    0xDEBBC561u, 0xB7246E3Au, 0x424DD2E0u, 0x06492EEAu, 0x09D1921Cu, 0xFE1DEB1Cu, 0xB129A73Eu,
-    0xE88235F5u, 0x2EBB4484u, 0xE99C7026u, 0xB45F7E41u, 0x3991D639u, 0x835339F4u, 0x9C845F8Bu,
-    0xBDF9283Bu, 0x1FF897FFu, 0xDE05980Fu, 0xEF2F118Bu, 0x5A0A6D1Fu, 0x6D367ECFu, 0x27CB09B7u,
-    0x4F463F66u, 0x9E5FEA2Du, 0x7527BAC7u, 0xEBE5F17Bu, 0x3D0739F7u, 0x8A5292EAu, 0x6BFB5FB1u,
-    0x1F8D5D08u, 0x56033046u, 0xFC7B6BABu, 0xF0CFBC20u, 0x9AF4361Du);
+// 2/pi in 32-bit words after the binary point, for Payne-Hanek reduction up to |x| = 2^1024
+// (a switch, not an array: an array indexed at run time is copied into every invocation's
+// private memory by some drivers, even on paths that never reach it).
+uint nx_two_over_pi_word(int index) {
+    switch (index) {
+    case 0: return 0xA2F9836Eu;
+    case 1: return 0x4E441529u;
+    case 2: return 0xFC2757D1u;
+    case 3: return 0xF534DDC0u;
+    case 4: return 0xDB629599u;
+    case 5: return 0x3C439041u;
+    case 6: return 0xFE5163ABu;
+    case 7: return 0xDEBBC561u;
+    case 8: return 0xB7246E3Au;
+    case 9: return 0x424DD2E0u;
+    case 10: return 0x06492EEAu;
+    case 11: return 0x09D1921Cu;
+    case 12: return 0xFE1DEB1Cu;
+    case 13: return 0xB129A73Eu;
+    case 14: return 0xE88235F5u;
+    case 15: return 0x2EBB4484u;
+    case 16: return 0xE99C7026u;
+    case 17: return 0xB45F7E41u;
+    case 18: return 0x3991D639u;
+    case 19: return 0x835339F4u;
+    case 20: return 0x9C845F8Bu;
+    case 21: return 0xBDF9283Bu;
+    case 22: return 0x1FF897FFu;
+    case 23: return 0xDE05980Fu;
+    case 24: return 0xEF2F118Bu;
+    case 25: return 0x5A0A6D1Fu;
+    case 26: return 0x6D367ECFu;
+    case 27: return 0x27CB09B7u;
+    case 28: return 0x4F463F66u;
+    case 29: return 0x9E5FEA2Du;
+    case 30: return 0x7527BAC7u;
+    case 31: return 0xEBE5F17Bu;
+    case 32: return 0x3D0739F7u;
+    case 33: return 0x8A5292EAu;
+    case 34: return 0x6BFB5FB1u;
+    case 35: return 0x1F8D5D08u;
+    case 36: return 0x56033046u;
+    case 37: return 0xFC7B6BABu;
+    case 38: return 0xF0CFBC20u;
+    case 39: return 0x9AF4361Du;
+    }
+    return 0u;
+}
 
 // |x| < 2^19 pi/2: x - k pi/2 with four exact products, accumulated in double-double.
 dvec2 nx_reduce_medium_f64(double x, out int quadrant) {
@@ -339,7 +379,7 @@ dvec2 nx_reduce_large_f64(double x, out int quadrant) {
     uint limbs[9];
     uint64_t carry = 0ul;
     for (int k = 0; k < 7; k++) {
-        uint64_t product = uint64_t(NX_TWO_OVER_PI_WORDS[first + 6 - k]) * uint64_t(significand_low) + carry;
+        uint64_t product = uint64_t(nx_two_over_pi_word(first + 6 - k)) * uint64_t(significand_low) + carry;
         limbs[k] = uint(product);
         carry = product >> 32;
     }
@@ -347,7 +387,7 @@ dvec2 nx_reduce_large_f64(double x, out int quadrant) {
     limbs[8] = 0u;
     carry = 0ul;
     for (int k = 0; k < 7; k++) {
-        uint64_t product = uint64_t(NX_TWO_OVER_PI_WORDS[first + 6 - k]) * uint64_t(significand_high)
+        uint64_t product = uint64_t(nx_two_over_pi_word(first + 6 - k)) * uint64_t(significand_high)
             + uint64_t(limbs[k + 1]) + carry;
         limbs[k + 1] = uint(product);
         carry = product >> 32;

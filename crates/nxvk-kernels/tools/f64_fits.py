@@ -113,4 +113,5 @@ for _ in range(40):
     w = int(mp.floor(f))
     words.append(w)
     f -= w
-print("NX_TWO_OVER_PI_WORDS:", ", ".join(f"0x{w:08X}u" for w in words))
+for index, word in enumerate(words):
+    print(f"    case {index}: return 0x{word:08X}u;")
