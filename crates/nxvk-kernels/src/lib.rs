@@ -15,14 +15,14 @@
 //! f64 is never computed in f32.
 //!
 //! Beside the generated elementwise catalog, hand-written templates cover reductions
-//! ([`reduce`](mod@reduce): sum, product, reduce_max/min, all, any, argmax/argmin over any axes of any view),
-//! data movement ([`movement`]: materialised views, reverse, strided slice, pad,
-//! concatenate, stack, put_slice), scans ([`scan`]: the cumulative ops over any axis, either
-//! direction, as block scans with carry passes), creation ([`creation`]: iota, eye, full,
-//! bitcast) and [`select`](mod@select) (select, clip), compiled at build time like the rest of the
-//! catalog. They
-//! have no host fallback yet: a dtype without a kernel is an `Unsupported` error, never a
-//! silently different path.
+//! ([`reduce`](mod@reduce): sum, product, reduce_max/min, all, any, argmax/argmin over any
+//! axes of any view), data movement ([`movement`]: materialised views, reverse, strided
+//! slice, pad, concatenate, stack, put_slice), scans ([`scan`]: the cumulative ops over any
+//! axis, either direction, as block scans with carry passes), creation ([`creation`]: iota,
+//! eye, full, bitcast) and [`select`](mod@select) (select, clip), compiled at build time like
+//! the rest of the catalog. Apart from select (whose complex and sub-byte results take the
+//! counted fallback) they have no host fallback yet: a dtype without a kernel is an
+//! `Unsupported` error, never a silently different path.
 //!
 //! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64, f64 transcendentals included
 //! (`glsl_f64_math.glsl`: range reduction, polynomials and double-double arithmetic, held to
