@@ -53,9 +53,10 @@ impl MeasuredOp {
 /// in f32 and round once more), as measured (see the module docs).
 pub fn ulp_bound(name: &str, dtype: DType) -> u64 {
     if dtype == DType::F64 {
+        // erfc and erf_inv: the reference (the libm crate's erfc) is itself off by up to 2.5
+        // ulps (erfc(1.4183207571919654): nxvk 0.48 ulp from the true value, libm 2.5).
         return match name {
-            "erfc" => 4,
-            "erf_inv" => 3,
+            "erfc" | "erf_inv" => 3,
             _ => 2,
         };
     }

@@ -130,21 +130,29 @@ double nx_expm1_taylor_f64(double r) {
     return result;
 }
 
-// e^(head + tail): x = k ln2 + r with |r| <= ln2 / 2 carried as a double-double, then
-// e^r = (1 + r) + (Taylor tail + r_tail e^r) with 1 + r exact (two_sum), so the result is
-// rounded about once, and an exact scaling by 2^k.
+// e^(head + tail) = 2^k (v.x + v.y) for v returned here: x = k ln2 + r with |r| <= ln2 / 2
+// carried as a double-double, then e^r = (1 + r) + (Taylor tail + r_tail e^r) with 1 + r
+// exact (two_sum). For finite head within [-745.2, 709.8].
+dvec2 nx_exp_reduced_f64(double head, double tail, out int k) {
+    double multiple = round(head * NX_INV_LN2);
+    precise double reduced = head - multiple * NX_LN2_HEAD32;
+    dvec2 r = nx_two_sum(reduced, tail - multiple * NX_LN2_TAIL32);
+    double series_tail = nx_expm1_taylor_tail_f64(r.x);
+    dvec2 one_plus_r = nx_two_sum(1.0lf, r.x);
+    precise double rest = one_plus_r.y + (series_tail + r.y * (1.0lf + r.x + series_tail));
+    k = int(multiple);
+    return dvec2(one_plus_r.x, rest);
+}
+
+// e^(head + tail), rounded about once, then scaled exactly by 2^k.
 double nx_exp_dd_f64(double head, double tail) {
     if (isnan(head)) return head;
     if (head > 709.8lf) return nx_infinity_f64();
     if (head < -745.2lf) return 0.0lf;
-    double k = round(head * NX_INV_LN2);
-    precise double reduced = head - k * NX_LN2_HEAD32;
-    dvec2 r = nx_two_sum(reduced, tail - k * NX_LN2_TAIL32);
-    double series_tail = nx_expm1_taylor_tail_f64(r.x);
-    dvec2 one_plus_r = nx_two_sum(1.0lf, r.x);
-    precise double value = one_plus_r.x
-        + (one_plus_r.y + (series_tail + r.y * (1.0lf + r.x + series_tail)));
-    return nx_scale_f64(value, int(k));
+    int k;
+    dvec2 value = nx_exp_reduced_f64(head, tail, k);
+    precise double rounded = value.x + value.y;
+    return nx_scale_f64(rounded, k);
 }
 
 double nx_exp_f64(double x) { return nx_exp_dd_f64(x, 0.0lf); }
@@ -725,21 +733,23 @@ const double NX_ERF_FIT[14] = double[](
 // Interval i covers [NX_ERFC_EDGES[i], NX_ERFC_EDGES[i + 1]).
 const double NX_ERFC_EDGES[10] = double[](0.5lf, 0.75lf, 1.0lf, 1.5lf, 2.0lf, 3.0lf, 4.5lf, 7.0lf, 12.0lf, 28.0lf);
 
-// The fit of interval `interval` at t (a switch of literal polynomials: an array indexed by a
-// computed interval is copied into every invocation's private memory by some drivers).
-double nx_erfc_fit_f64(int interval, double t) {
+// The fit of interval `interval` at t as a double-double: the leading coefficient carries
+// its tail (its rounding alone was worth half an ulp). A switch of literal polynomials: an
+// array indexed by a computed interval is copied into every invocation's private memory by
+// some drivers.
+dvec2 nx_erfc_fit_f64(int interval, double t) {
     switch (interval) {
-        case 0: return 0.5568138808733625lf + t * (-0.05404522700047618lf + t * (0.004477933529234088lf + t * (-0.0003297454099406848lf + t * (2.2103175621333307e-05lf + t * (-1.370184573962642e-06lf + t * (7.943881641416562e-08lf + t * (-4.343707552956019e-09lf + t * (2.2546983847602196e-10lf + t * (-1.1167911298181238e-11lf + t * (5.300946347798394e-13lf + t * (-2.4196843056750244e-14lf + t * (1.0653799413375564e-15lf + t * (-4.564347611299937e-17lf + t * (1.879897921764654e-18lf))))))))))))));
-        case 1: return 0.464311583202669lf + t * (-0.03947923706135523lf + t * (0.002936826933955975lf + t * (-0.00019709842212149375lf + t * (1.2165140461761865e-05lf + t * (-6.996402430572626e-07lf + t * (3.7852389376880105e-08lf + t * (-1.9405067741533332e-09lf + t * (9.480016389758194e-11lf + t * (-4.433700188894416e-12lf + t * (1.9926332264192764e-13lf + t * (-8.632991081214358e-15lf + t * (3.61538314467681e-16lf + t * (-1.4752302109690108e-17lf + t * (5.8017270848675985e-19lf))))))))))))));
-        case 2: return 0.3678229164523611lf + t * (-0.052205468991152464lf + t * (0.006674723218537425lf + t * (-0.0007846605374360513lf + t * (8.598189160491182e-05lf + t * (-8.868776985335347e-06lf + t * (8.674584724635459e-07lf + t * (-8.091936803900322e-08lf + t * (7.232212993365224e-09lf + t * (-6.216436592267704e-10lf + t * (5.1549973915513075e-11lf + t * (-4.134421410241077e-12lf + t * (3.215798103569128e-13lf + t * (-2.4784179069403753e-14lf + t * (1.813635882662503e-15lf))))))))))))));
-        case 3: return 0.2849722347374364lf + t * (-0.0327440863786213lf + t * (0.0034852268804429543lf + t * (-0.0003478124256466921lf + t * (3.28293719036284e-05lf + t * (-2.95017055803795e-06lf + t * (2.537120416121745e-07lf + t * (-2.0967611879521562e-08lf + t * (1.6709180983128784e-09lf + t * (-1.2876652650357456e-10lf + t * (9.619412007253868e-12lf + t * (-6.979896572485734e-13lf + t * (4.929763748127008e-14lf + t * (-3.4505810792349548e-15lf + t * (2.310762178425826e-16lf))))))))))))));
-        case 4: return 0.5230854290703457lf + t * (-0.013034206111943442lf + t * (0.0008041563021039013lf + t * (-7.086638643863606e-05lf + t * (7.682216726680778e-06lf + t * (-9.576496559470923e-07lf + t * (1.3224889235403342e-07lf + t * (-1.976748484480983e-08lf + t * (3.1484852100963687e-09lf + t * (-5.286019777094172e-10lf + t * (9.27471928905392e-11lf + t * (-1.6733478681215263e-11lf + t * (3.1439519535114565e-12lf + t * (-7.208548344628267e-13lf + t * (1.4564547025437287e-13lf))))))))))))));
-        case 5: return 0.5438449975492358lf + t * (-0.007076022257683785lf + t * (0.0002466543675503965lf + t * (-1.2989360081201048e-05lf + t * (8.779413138800096e-07lf + t * (-7.056335275615394e-08lf + t * (6.457008033140124e-09lf + t * (-6.542978688485962e-10lf + t * (7.203652900545308e-11lf + t * (-8.499928872148157e-12lf + t * (1.0638124810024467e-12lf + t * (-1.3970970112880775e-13lf + t * (1.9223031461535826e-14lf + t * (-3.0137005358471762e-15lf + t * (4.520272015468522e-16lf))))))))))))));
-        case 6: return 0.5548208316420972lf + t * (-0.0037072846493560368lf + t * (7.00847781632076e-05lf + t * (-2.0918207717957507e-06lf + t * (8.311599715960441e-08lf + t * (-4.050768584281398e-09lf + t * (2.3084554229642302e-10lf + t * (-1.491147805004021e-11lf + t * (1.0682982268880042e-12lf + t * (-8.354217877785336e-14lf + t * (7.044921133918668e-15lf + t * (-6.341246190947673e-16lf + t * (6.052661715592182e-17lf + t * (-6.365390673665087e-18lf + t * (6.751916919159918e-19lf))))))))))))));
-        case 7: return 0.5604081305985252lf + t * (-0.0018248665844681758lf + t * (1.7379936926223892e-05lf + t * (-2.692009581938418e-07lf + t * (5.701112044699404e-09lf + t * (-1.5172296729642778e-10lf + t * (4.8269408458796156e-12lf + t * (-1.776296642669182e-13lf + t * (7.386756175169635e-15lf + t * (-3.411569734127742e-16lf + t * (1.7266569481336203e-17lf + t * (-9.47446320785461e-19lf + t * (5.588901404148448e-20lf + t * (-3.5825379383615315e-21lf + t * (2.400847530616838e-22lf))))))))))))));
-        case 8: return 0.5630372556268788lf + t * (-0.0007898786415749685lf + t * (3.2977431435785685e-06lf + t * (-2.2765391029159868e-08lf + t * (2.1830042699311724e-10lf + t * (-2.670611538872106e-12lf + t * (3.962664481800903e-14lf + t * (-6.896392270023401e-16lf + t * (1.3745108041395872e-17lf + t * (-3.081846692441597e-19lf + t * (7.666411418592187e-21lf + t * (-2.0925855852731512e-22lf + t * (6.2110433735272136e-24lf + t * (-1.9990748965009914e-25lf + t * (6.874164274488729e-27lf))))))))))))));
+        case 0: return nx_fast_two_sum(0.5568138808733625lf, 2.821567250254186e-17lf + t * (-0.05404522700047618lf + t * (0.004477933529234088lf + t * (-0.0003297454099406848lf + t * (2.2103175621333307e-05lf + t * (-1.370184573962642e-06lf + t * (7.943881641416562e-08lf + t * (-4.343707552956019e-09lf + t * (2.2546983847602196e-10lf + t * (-1.1167911298181238e-11lf + t * (5.300946347798394e-13lf + t * (-2.4196843056750244e-14lf + t * (1.0653799413375564e-15lf + t * (-4.564347611299937e-17lf + t * (1.879897921764654e-18lf)))))))))))))));
+        case 1: return nx_fast_two_sum(0.464311583202669lf, -1.8519637187645937e-17lf + t * (-0.03947923706135523lf + t * (0.002936826933955975lf + t * (-0.00019709842212149375lf + t * (1.2165140461761865e-05lf + t * (-6.996402430572626e-07lf + t * (3.7852389376880105e-08lf + t * (-1.9405067741533332e-09lf + t * (9.480016389758194e-11lf + t * (-4.433700188894416e-12lf + t * (1.9926332264192764e-13lf + t * (-8.632991081214358e-15lf + t * (3.61538314467681e-16lf + t * (-1.4752302109690108e-17lf + t * (5.8017270848675985e-19lf)))))))))))))));
+        case 2: return nx_fast_two_sum(0.3678229164523611lf, 1.3958542977159086e-19lf + t * (-0.052205468991152464lf + t * (0.006674723218537425lf + t * (-0.0007846605374360513lf + t * (8.598189160491182e-05lf + t * (-8.868776985335347e-06lf + t * (8.674584724635459e-07lf + t * (-8.091936803900322e-08lf + t * (7.232212993365224e-09lf + t * (-6.216436592267704e-10lf + t * (5.1549973915513075e-11lf + t * (-4.134421410241077e-12lf + t * (3.215798103569128e-13lf + t * (-2.4784179069403753e-14lf + t * (1.813635882662503e-15lf)))))))))))))));
+        case 3: return nx_fast_two_sum(0.2849722347374364lf, 8.539889529548676e-18lf + t * (-0.0327440863786213lf + t * (0.0034852268804429543lf + t * (-0.0003478124256466921lf + t * (3.28293719036284e-05lf + t * (-2.95017055803795e-06lf + t * (2.537120416121745e-07lf + t * (-2.0967611879521562e-08lf + t * (1.6709180983128784e-09lf + t * (-1.2876652650357456e-10lf + t * (9.619412007253868e-12lf + t * (-6.979896572485734e-13lf + t * (4.929763748127008e-14lf + t * (-3.4505810792349548e-15lf + t * (2.310762178425826e-16lf)))))))))))))));
+        case 4: return nx_fast_two_sum(0.5230854290703457lf, 1.342617712365315e-17lf + t * (-0.013034206111943442lf + t * (0.0008041563021039013lf + t * (-7.086638643863606e-05lf + t * (7.682216726680778e-06lf + t * (-9.576496559470923e-07lf + t * (1.3224889235403342e-07lf + t * (-1.976748484480983e-08lf + t * (3.1484852100963687e-09lf + t * (-5.286019777094172e-10lf + t * (9.27471928905392e-11lf + t * (-1.6733478681215263e-11lf + t * (3.1439519535114565e-12lf + t * (-7.208548344628267e-13lf + t * (1.4564547025437287e-13lf)))))))))))))));
+        case 5: return nx_fast_two_sum(0.5438449975492358lf, 2.5303812580690992e-17lf + t * (-0.007076022257683785lf + t * (0.0002466543675503965lf + t * (-1.2989360081201048e-05lf + t * (8.779413138800096e-07lf + t * (-7.056335275615394e-08lf + t * (6.457008033140124e-09lf + t * (-6.542978688485962e-10lf + t * (7.203652900545308e-11lf + t * (-8.499928872148157e-12lf + t * (1.0638124810024467e-12lf + t * (-1.3970970112880775e-13lf + t * (1.9223031461535826e-14lf + t * (-3.0137005358471762e-15lf + t * (4.520272015468522e-16lf)))))))))))))));
+        case 6: return nx_fast_two_sum(0.5548208316420972lf, -2.545623192811589e-17lf + t * (-0.0037072846493560368lf + t * (7.00847781632076e-05lf + t * (-2.0918207717957507e-06lf + t * (8.311599715960441e-08lf + t * (-4.050768584281398e-09lf + t * (2.3084554229642302e-10lf + t * (-1.491147805004021e-11lf + t * (1.0682982268880042e-12lf + t * (-8.354217877785336e-14lf + t * (7.044921133918668e-15lf + t * (-6.341246190947673e-16lf + t * (6.052661715592182e-17lf + t * (-6.365390673665087e-18lf + t * (6.751916919159918e-19lf)))))))))))))));
+        case 7: return nx_fast_two_sum(0.5604081305985252lf, -4.480916379031146e-18lf + t * (-0.0018248665844681758lf + t * (1.7379936926223892e-05lf + t * (-2.692009581938418e-07lf + t * (5.701112044699404e-09lf + t * (-1.5172296729642778e-10lf + t * (4.8269408458796156e-12lf + t * (-1.776296642669182e-13lf + t * (7.386756175169635e-15lf + t * (-3.411569734127742e-16lf + t * (1.7266569481336203e-17lf + t * (-9.47446320785461e-19lf + t * (5.588901404148448e-20lf + t * (-3.5825379383615315e-21lf + t * (2.400847530616838e-22lf)))))))))))))));
+        case 8: return nx_fast_two_sum(0.5630372556268788lf, 1.9363453113873763e-17lf + t * (-0.0007898786415749685lf + t * (3.2977431435785685e-06lf + t * (-2.2765391029159868e-08lf + t * (2.1830042699311724e-10lf + t * (-2.670611538872106e-12lf + t * (3.962664481800903e-14lf + t * (-6.896392270023401e-16lf + t * (1.3745108041395872e-17lf + t * (-3.081846692441597e-19lf + t * (7.666411418592187e-21lf + t * (-2.0925855852731512e-22lf + t * (6.2110433735272136e-24lf + t * (-1.9990748965009914e-25lf + t * (6.874164274488729e-27lf)))))))))))))));
     }
-    return 0.0lf;
+    return dvec2(0.0lf);
 }
 
 
@@ -771,10 +781,23 @@ double nx_erfc_positive_f64(double x) {
         case 7: t = (u - 0.013676303854875284lf) * 148.54736842105262lf; break;
         case 8: t = (u - 0.004109977324263038lf) * 352.8lf; break;
     }
-    double p = nx_erfc_fit_f64(interval, t);
-    if (interval >= 4) p /= x;
+    dvec2 p = nx_erfc_fit_f64(interval, t);
+    if (interval >= 4) {
+        // p / x as a double-double.
+        double quotient = p.x / x;
+        dvec2 product = nx_two_prod(quotient, x);
+        precise double tail = (((p.x - product.x) - product.y) + p.y) / x;
+        p = nx_fast_two_sum(quotient, tail);
+    }
     dvec2 square = nx_two_prod(x, x);
-    return nx_exp_dd_f64(-square.x, -square.y) * p;
+    if (x > 26.0lf) {
+        // A subnormal result: round e^(-x^2) on its own, where the scaling rounds anyway.
+        return nx_exp_dd_f64(-square.x, -square.y) * (p.x + p.y);
+    }
+    // e^(-x^2) p rounded once: the unrounded e^r times p, then the exact scaling by 2^k.
+    int k;
+    dvec2 e = nx_exp_reduced_f64(-square.x, -square.y, k);
+    return nx_scale_f64(nx_dd_mul(e, p).x, k);
 }
 
 double nx_erf_f64(double x) {
