@@ -5,8 +5,9 @@
 //! materialises its broadcast with the strided copy kernel. `bitcast` is a view: the same
 //! bits under another dtype of the same width.
 //!
-//! Dtypes without catalog kernels (complex, sub-byte, 8-bit floats) are `Unsupported` for iota
-//! and eye; a result of more elements than the kernels' 32-bit indices handle is `BadOperands`.
+//! Complex and sub-byte iota and eye are made in a native type and converted by `as_type`
+//! (whose host fallback for those types is counted); 8-bit floats are `Unsupported`. A result
+//! of more elements than the kernels' 32-bit indices handle is `BadOperands`.
 
 use crate::catalog::{elem_of, iota_kernel};
 use crate::codegen::{IOTA_PUSH_CONSTANT_BYTES, WORKGROUP_SIZE};
@@ -32,13 +33,28 @@ fn run_iota(
     device: &Arc<Device>,
     dtype: DType,
     shape: &[usize],
-    (inner, size, diagonal): (usize, usize, bool),
+    pattern: (usize, usize, bool),
 ) -> Result<Tensor> {
-    let elem = elem_of(dtype).ok_or_else(|| Error::Unsupported {
-        op,
-        dtype,
-        detail: "no kernel writes this dtype yet (complex, sub-byte and 8-bit floats)".into(),
-    })?;
+    let Some(elem) = elem_of(dtype) else {
+        // Complex and sub-byte results: made in a native type holding the same values, then
+        // converted by `as_type` (its counted fallback for these types).
+        let carrier = match dtype {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            DType::S2 | DType::S4 => DType::S8,
+            DType::U2 | DType::U4 => DType::U8,
+            _ => {
+                return Err(Error::Unsupported {
+                    op,
+                    dtype,
+                    detail: "8-bit floats have no kernels yet".into(),
+                });
+            }
+        };
+        let values = run_iota(op, device, carrier, shape, pattern)?;
+        return crate::ops::as_type(&values, dtype);
+    };
+    let (inner, size, diagonal) = pattern;
     let output = Tensor::empty(device, dtype, shape)?;
     let n_elements = output.n_elements();
     if n_elements == 0 {

@@ -215,13 +215,13 @@ fn creation_and_select_errors_name_op_shapes_and_dtypes() {
         matches!(error, Error::BadOperands { op: "eye", .. }),
         "{error}"
     );
-    let error = iota(&device, DType::C64, &[2], None).unwrap_err();
+    let error = iota(&device, DType::F8E5M2, &[2], None).unwrap_err();
     assert!(
         matches!(
             error,
             Error::Unsupported {
                 op: "iota",
-                dtype: DType::C64,
+                dtype: DType::F8E5M2,
                 ..
             }
         ),
@@ -262,4 +262,25 @@ fn select_on_complex_takes_the_counted_fallback() {
         ]
     );
     assert_eq!(fallbacks("select", DType::C64), before + 1);
+}
+
+#[test]
+fn complex_and_sub_byte_iota_go_through_a_counted_as_type() {
+    let device = device();
+    let before = fallbacks("as_type", DType::C64);
+    let complex = iota(&device, DType::C64, &[2, 2], Some(1)).unwrap();
+    assert_eq!(complex.dtype(), DType::C64);
+    assert_eq!(
+        complex.to_vec::<Complex32>().unwrap(),
+        [0.0f32, 1.0, 0.0, 1.0]
+            .iter()
+            .map(|&re| Complex32::new(re, 0.0))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(fallbacks("as_type", DType::C64), before + 1);
+    let packed = eye(&device, DType::S4, &[3, 3]).unwrap();
+    let expected: Vec<Value> = (0..9)
+        .map(|index| Value::Int(i128::from(index % 4 == 0)))
+        .collect();
+    assert_eq!(read(&packed), expected);
 }
