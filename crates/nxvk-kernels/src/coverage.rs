@@ -152,8 +152,12 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
                     Cell::Undefined
                 } else if native(dtype) {
                     Cell::Gpu
-                } else {
+                } else if is_f8(dtype) {
                     Cell::Unsupported
+                } else {
+                    Cell::Fallback {
+                        allowlisted: is_allowlisted(op.name(), dtype),
+                    }
                 };
                 (dtype, cell)
             })

@@ -9,16 +9,19 @@
 //! the same kernels (recursively) and combined back. Long lines across an inner axis are
 //! transposed to rows first and back after, so that blocks read contiguous memory.
 //!
-//! Complex, sub-byte and 8-bit float inputs are `Unsupported` (no host fallback yet).
+//! Complex and sub-byte inputs take the counted host fallback (a sequential scan of the host
+//! reference); complex min and max are errors, as in Nx; 8-bit floats are `Unsupported`.
 
 use crate::catalog::{elem_of, scan_kernel};
 use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::movement::{contiguous, transpose};
+use crate::op_table::BinaryOp;
+use crate::reference;
 pub use crate::scan_codegen::ScanOp;
 use crate::scan_codegen::{
     SCAN_BLOCK, SCAN_LINE_MAX, SCAN_PUSH_CONSTANT_BYTES, SCAN_WORKGROUP_SIZE, ScanPass,
 };
-use nxvk_core::{BufferAccess, Device, Error, Result, Tensor};
+use nxvk_core::{BufferAccess, DType, Device, Error, Result, Tensor};
 use std::sync::Arc;
 
 fn bad(op: ScanOp, input: &Tensor, detail: String) -> Error {
@@ -159,16 +162,16 @@ pub fn cumulative(op: ScanOp, input: &Tensor, axis: usize, reverse: bool) -> Res
         ));
     }
     let dtype = input.dtype();
-    let elem = elem_of(dtype).ok_or_else(|| Error::Unsupported {
-        op: op.name(),
-        dtype,
-        detail: "scans run on native dtypes only (no complex, sub-byte or 8-bit float kernels)"
-            .into(),
-    })?;
+    if dtype.is_complex() && matches!(op, ScanOp::Min | ScanOp::Max) {
+        return Err(bad(op, input, "Nx does not order complex numbers".into()));
+    }
     let n_elements = input.n_elements();
     if n_elements == 0 {
         return Tensor::empty(input.device(), dtype, shape);
     }
+    let Some(elem) = elem_of(dtype) else {
+        return scan_on_host(op, input, axis, reverse);
+    };
     if n_elements > MAX_ELEMENTS {
         return Err(bad(
             op,
@@ -198,6 +201,47 @@ pub fn cumulative(op: ScanOp, input: &Tensor, axis: usize, reverse: bool) -> Res
         reverse,
     };
     scan_lines(op, elem, &contiguous(input)?, lines)
+}
+
+/// The counted host fallback for complex and sub-byte inputs: a sequential scan of the host
+/// reference's op (8-bit floats have no host values: `Unsupported`).
+fn scan_on_host(op: ScanOp, input: &Tensor, axis: usize, reverse: bool) -> Result<Tensor> {
+    let dtype = input.dtype();
+    let device = input.device();
+    let shape = input.shape();
+    let unsupported = || Error::Unsupported {
+        op: op.name(),
+        dtype,
+        detail: "8-bit floats have no kernels or host values yet".into(),
+    };
+    if matches!(dtype, DType::F8E5M2 | DType::F8E4M3FN) {
+        return Err(unsupported());
+    }
+    device.host_fallback(op.name(), dtype, &[shape])?;
+    let mut values = reference::decode(dtype, &contiguous(input)?.to_bytes()?, input.n_elements())
+        .ok_or_else(unsupported)?;
+    let combine = match op {
+        ScanOp::Sum => BinaryOp::Add,
+        ScanOp::Product => BinaryOp::Multiply,
+        ScanOp::Min => BinaryOp::Min,
+        ScanOp::Max => BinaryOp::Max,
+    };
+    let length = shape[axis];
+    let inner: usize = shape[axis + 1..].iter().product();
+    for line in 0..values.len() / length {
+        let (outer, within) = (line / inner, line % inner);
+        let index = |step: usize| {
+            let along = if reverse { length - 1 - step } else { step };
+            (outer * length + along) * inner + within
+        };
+        for step in 1..length {
+            let combined =
+                reference::binary(combine, dtype, values[index(step - 1)], values[index(step)])
+                    .ok_or_else(unsupported)?;
+            values[index(step)] = reference::round_to(combined, dtype);
+        }
+    }
+    Tensor::from_bytes(device, dtype, shape, &reference::encode(dtype, &values))
 }
 
 /// Nx's `cumulative_sum(input, axis: axis, reverse: reverse)`.

@@ -206,13 +206,24 @@ fn scan_errors_name_op_shapes_and_dtypes() {
     assert!(cumulative(ScanOp::Max, &scalar, 0, false).is_err());
     let complex =
         Tensor::from_slice(&device, &[2], &[nxvk_core::Complex32::new(1.0, 0.0); 2]).unwrap();
-    let error = cumulative(ScanOp::Product, &complex, 0, false).unwrap_err();
+    let error = cumulative(ScanOp::Max, &complex, 0, false).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::BadOperands {
+                op: "cumulative_max",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let f8 = Tensor::from_bytes(&device, DType::F8E5M2, &[2], &[0, 0]).unwrap();
+    let error = cumulative(ScanOp::Sum, &f8, 0, false).unwrap_err();
     assert!(
         matches!(
             error,
             Error::Unsupported {
-                op: "cumulative_product",
-                dtype: DType::C64,
+                op: "cumulative_sum",
                 ..
             }
         ),
@@ -223,4 +234,33 @@ fn scan_errors_name_op_shapes_and_dtypes() {
         cumulative(ScanOp::Sum, &empty, 1, true).unwrap().shape(),
         &[0, 3]
     );
+}
+
+#[test]
+fn complex_and_sub_byte_scans_take_the_counted_fallback() {
+    use nxvk_core::Complex32;
+    let device = device();
+    let before = fallbacks("cumulative_product", DType::C64);
+    let values = [
+        Complex32::new(1.0, 1.0),
+        Complex32::new(0.0, 2.0),
+        Complex32::new(3.0, 0.0),
+    ];
+    let complex = Tensor::from_slice(&device, &[3], &values).unwrap();
+    let result = cumulative(ScanOp::Product, &complex, 0, true).unwrap();
+    // Reversed: [v0 v1 v2, v1 v2, v2].
+    let expected = vec![
+        values[0] * values[1] * values[2],
+        values[1] * values[2],
+        values[2],
+    ];
+    assert_eq!(result.to_vec::<Complex32>().unwrap(), expected);
+    assert_eq!(fallbacks("cumulative_product", DType::C64), before + 1);
+    // s4 sums wrap in 4 bits: 7 + 7 = -2.
+    let packed = Tensor::from_bytes(&device, DType::S4, &[2], &[0x77]).unwrap();
+    let sums = cumulative(ScanOp::Sum, &packed, 0, false).unwrap();
+    assert_eq!(read(&sums), vec![Value::Int(7), Value::Int(-2)]);
+    // Null arm: the forward product differs from the reversed one.
+    let forward = cumulative(ScanOp::Product, &complex, 0, false).unwrap();
+    assert_ne!(forward.to_vec::<Complex32>().unwrap(), expected);
 }
