@@ -24,6 +24,10 @@ mod reduce_codegen;
 #[allow(dead_code)]
 mod movement_codegen;
 
+#[path = "src/scan_codegen.rs"]
+#[allow(dead_code)]
+mod scan_codegen;
+
 use op_table::{BinaryOp, Elem, OpSpec, UnaryOp};
 use reduce_codegen::{Accumulation, ReduceOp};
 use std::fmt::Write as _;
@@ -36,7 +40,9 @@ fn main() {
         "src/dense_codegen.rs",
         "src/reduce_codegen.rs",
         "src/movement_codegen.rs",
+        "src/scan_codegen.rs",
         "src/glsl_helpers.glsl",
+        "src/glsl_f64_math.glsl",
         "build.rs",
     ] {
         println!("cargo:rerun-if-changed={source}");
@@ -109,6 +115,8 @@ fn main() {
             )
         })
         .collect();
+
+    creation_select_and_scan_kernels(out_dir, &mut generated, &mut all);
 
     let table = |rows: &[[Option<String>; 12]]| {
         let mut text = String::from("[\n");
@@ -286,4 +294,69 @@ fn compile(
     );
     all.push(constant.clone());
     constant
+}
+
+/// Iota/eye kernels per dtype and select kernels per element size (`codegen.rs`), and the
+/// two scan passes per op and dtype (`scan_codegen.rs`), with their lookup tables.
+fn creation_select_and_scan_kernels(out_dir: &Path, generated: &mut String, all: &mut Vec<String>) {
+    let iota: Vec<String> = Elem::ALL
+        .iter()
+        .map(|&elem| {
+            let name = codegen::iota_kernel_name(elem);
+            compile(out_dir, &name, &codegen::iota_shader(elem), generated, all)
+        })
+        .collect();
+    let select: Vec<String> = codegen::SELECT_ELEMS
+        .iter()
+        .map(|&elem| {
+            let name = codegen::select_kernel_name(elem);
+            compile(
+                out_dir,
+                &name,
+                &codegen::select_shader(elem),
+                generated,
+                all,
+            )
+        })
+        .collect();
+    let references = |constants: &[String]| {
+        constants
+            .iter()
+            .map(|constant| format!("&{constant}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(
+        generated,
+        "\n/// Iota and eye kernels by [`Elem::index`].\npub(crate) static IOTA_KERNELS: [&CatalogKernel; 12] = [{}];",
+        references(&iota)
+    );
+    let _ = writeln!(
+        generated,
+        "\n/// Select kernels by element size (1, 2, 4 and 8 bytes).\npub(crate) static SELECT_KERNELS: [&CatalogKernel; 4] = [{}];",
+        references(&select)
+    );
+    let mut pass_tables = Vec::new();
+    for pass in scan_codegen::ScanPass::ALL {
+        let rows: Vec<String> = scan_codegen::ScanOp::ALL
+            .iter()
+            .map(|&op| {
+                let row: Vec<String> = Elem::ALL
+                    .iter()
+                    .map(|&elem| {
+                        let name = scan_codegen::scan_kernel_name(op, elem, pass);
+                        let glsl = scan_codegen::scan_shader(op, elem, pass);
+                        compile(out_dir, &name, &glsl, generated, all)
+                    })
+                    .collect();
+                format!("        [{}],", references(&row))
+            })
+            .collect();
+        pass_tables.push(format!("    [\n{}\n    ],", rows.join("\n")));
+    }
+    let _ = writeln!(
+        generated,
+        "\n/// Scan kernels by `ScanPass::index`, `ScanOp::index` and [`Elem::index`].\npub(crate) static SCAN_KERNELS: [[[&CatalogKernel; 12]; 4]; 3] = [\n{}\n];",
+        pass_tables.join("\n")
+    );
 }

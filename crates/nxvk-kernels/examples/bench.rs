@@ -11,7 +11,9 @@
 use nxvk_core::{BufferAccess, Context, DType, Device, Result, Tensor};
 use nxvk_kernels::fft::{self, Transform};
 use nxvk_kernels::sort::{self, Direction};
-use nxvk_kernels::{ConvOptions, TieBreak, conv, dot, index, movement, ops, reduce};
+use nxvk_kernels::{
+    ConvOptions, TieBreak, UnaryOp, conv, cumulative_sum, dot, index, movement, ops, reduce, select,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -193,6 +195,34 @@ fn main() {
         (
             format!("download_f32_{big_label}"),
             Box::new(move |b| b.download(big)),
+        ),
+        (
+            format!("exp_f64_{half_label}"),
+            Box::new(move |b| b.unary(UnaryOp::Exp, DType::F64, half)),
+        ),
+        (
+            format!("sin_f64_{half_label}"),
+            Box::new(move |b| b.unary(UnaryOp::Sin, DType::F64, half)),
+        ),
+        (
+            format!("erf_f64_{half_label}"),
+            Box::new(move |b| b.unary(UnaryOp::Erf, DType::F64, half)),
+        ),
+        (
+            format!("pow_f32_{half_label}"),
+            Box::new(move |b| b.pow_f32(half)),
+        ),
+        (
+            format!("cumsum_f32_{big_label}"),
+            Box::new(move |b| b.cumulative_sum(&[big], 0)),
+        ),
+        (
+            format!("cumsum_rows_f32_{side_label}"),
+            Box::new(move |b| b.cumulative_sum(&[side, side], 1)),
+        ),
+        (
+            format!("select_f32_{half_label}"),
+            Box::new(move |b| b.select(half)),
         ),
     ];
     for (name, workload) in workloads {
@@ -407,6 +437,48 @@ impl Bench {
             3.0 * elements as f64 * 4.0,
             time,
         ))
+    }
+
+    /// A unary op on `dtype`, as bytes read and written per second.
+    fn unary(&self, op: UnaryOp, dtype: DType, elements: usize) -> Result<Record> {
+        let x = self.tensor(&[elements], dtype)?;
+        let time = self.gpu_median(|| ops::unary(op, &x).map(drop))?;
+        let bytes = 2.0 * elements as f64 * dtype.byte_size().unwrap_or(4) as f64;
+        Ok(Record::gigabytes_per_second(bytes, time))
+    }
+
+    /// f32 pow (computed in f64 and rounded once) on two operands.
+    fn pow_f32(&self, elements: usize) -> Result<Record> {
+        let x = ops::abs(&self.tensor(&[elements], DType::F32)?)?;
+        let y = self.tensor(&[elements], DType::F32)?;
+        let time = self.gpu_median(|| ops::pow(&x, &y).map(drop))?;
+        Ok(Record::gigabytes_per_second(
+            3.0 * elements as f64 * 4.0,
+            time,
+        ))
+    }
+
+    /// Nx's cumulative_sum along `axis` of an f32 tensor of `shape`.
+    fn cumulative_sum(&self, shape: &[usize], axis: usize) -> Result<Record> {
+        let x = self.tensor(shape, DType::F32)?;
+        let time = self.gpu_median(|| cumulative_sum(&x, axis, false).map(drop))?;
+        let elements: usize = shape.iter().product();
+        Ok(Record::gigabytes_per_second(
+            2.0 * elements as f64 * 4.0,
+            time,
+        ))
+    }
+
+    /// Nx's select with a u8 predicate and two f32 branches (bytes: predicate, one branch,
+    /// output).
+    fn select(&self, elements: usize) -> Result<Record> {
+        let values = self.tensor(&[elements], DType::F32)?;
+        // The values are uniform in [0, 1): about half the predicate is true.
+        let half = Tensor::from_slice(&self.device, &[], &[0.5f32])?;
+        let predicate = ops::greater(&values, &half)?;
+        let other = ops::negate(&values)?;
+        let time = self.gpu_median(|| select(&predicate, &values, &other).map(drop))?;
+        Ok(Record::gigabytes_per_second(9.0 * elements as f64, time))
     }
 
     fn sum(&self, dtype: DType, elements: usize) -> Result<Record> {

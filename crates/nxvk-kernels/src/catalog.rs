@@ -41,6 +41,28 @@ pub fn cast_kernel(from: Elem, to: Elem) -> Option<&'static CatalogKernel> {
     CAST_KERNELS[from.index()][to.index()]
 }
 
+/// The iota/eye kernel writing `elem`.
+pub fn iota_kernel(elem: Elem) -> &'static CatalogKernel {
+    IOTA_KERNELS[elem.index()]
+}
+
+/// The select kernel moving elements of `bytes` bytes (1, 2, 4 or 8).
+pub fn select_kernel(bytes: usize) -> Option<&'static CatalogKernel> {
+    crate::codegen::SELECT_ELEMS
+        .iter()
+        .position(|elem| elem.bits() as usize == bytes * 8)
+        .map(|slot| SELECT_KERNELS[slot])
+}
+
+/// The kernel of scan pass `pass` for `op` on `elem`.
+pub fn scan_kernel(
+    op: crate::scan::ScanOp,
+    elem: Elem,
+    pass: crate::scan_codegen::ScanPass,
+) -> &'static CatalogKernel {
+    SCAN_KERNELS[pass.index()][op.index()][elem.index()]
+}
+
 /// The catalog's element type for an Nx dtype; `None` for complex, sub-byte and 8-bit floats.
 pub const fn elem_of(dtype: DType) -> Option<Elem> {
     Some(match dtype {

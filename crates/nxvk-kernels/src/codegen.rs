@@ -26,6 +26,23 @@ pub const INLINE_WORDS: usize = 22;
 /// The helpers the op table's expressions call, written against the macros of [`type_defines`].
 pub const HELPERS: &str = include_str!("glsl_helpers.glsl");
 
+/// f64 transcendentals (range reduction, polynomials, double-double): f64 ops call them
+/// directly, and the f32 helpers in [`F64_ROUNDED_HELPERS`] round their results.
+const F64_MATH: &str = include_str!("glsl_f64_math.glsl");
+
+/// The f32 helpers of `glsl_helpers.glsl` that compute in f64 (compiled only under
+/// `NX_F64_MATH`).
+const F64_ROUNDED_HELPERS: [&str; 5] = ["nx_pow(", "nx_sin(", "nx_cos(", "nx_tan(", "nx_cbrt("];
+
+/// True when `function` needs the f64 library. Only those kernels include it: its constant
+/// tables would otherwise put the Float64 capability (and 8 KB) into every float kernel.
+fn needs_f64_math(function: &str) -> bool {
+    function.contains("_f64(")
+        || F64_ROUNDED_HELPERS
+            .iter()
+            .any(|helper| function.contains(helper))
+}
+
 /// The GLSL type values of `elem` are computed in: integers narrower than 32 bits widen (and
 /// wrap when stored), f16 and bf16 compute in f32.
 pub const fn compute_type(elem: Elem) -> &'static str {
@@ -190,10 +207,14 @@ fn integer_limits(elem: Elem) -> (&'static str, &'static str) {
 
 /// Everything an elementwise shader on compute type `input` needs before its own declarations:
 /// float controls, the type macros, the helpers and `extra` (shared with `dense_codegen.rs`).
-pub(crate) fn elementwise_prelude(input: Elem, extra: &str) -> String {
+pub(crate) fn elementwise_prelude(input: Elem, function: &str, extra: &str) -> String {
     let mut prelude = String::from(FLOAT_CONTROLS);
     prelude.push_str(&type_defines(input));
     prelude.push_str(BF16_HELPERS);
+    if needs_f64_math(function) {
+        prelude.push_str("#define NX_F64_MATH 1\n");
+        prelude.push_str(F64_MATH);
+    }
     prelude.push_str(HELPERS);
     prelude.push_str(extra);
     prelude
@@ -203,7 +224,7 @@ pub(crate) fn elementwise_prelude(input: Elem, extra: &str) -> String {
 /// type macros follow `inputs[0]`), `function` defines `nx_apply` over them, and its result is
 /// stored as `output`.
 fn elementwise_shader(inputs: &[Elem], output: Elem, function: &str, extra: &str) -> String {
-    let mut shader = elementwise_prelude(inputs[0], extra);
+    let mut shader = elementwise_prelude(inputs[0], function, extra);
     let second = inputs.get(1).copied().unwrap_or(inputs[0]);
     let _ = write!(
         shader,
@@ -348,4 +369,121 @@ pub fn cast_function(from: Elem, to: Elem) -> (String, &'static str) {
             "",
         )
     }
+}
+
+/// Kernel name of iota and eye on `elem` (`iota_f32`).
+pub fn iota_kernel_name(elem: Elem) -> String {
+    format!("iota_{}", elem.name())
+}
+
+/// Bytes of the iota kernel's push constants: output address, count, inner, size, diagonal.
+pub const IOTA_PUSH_CONSTANT_BYTES: usize = 24;
+
+/// Iota and eye in one kernel: element `index` holds its coordinate `(index / inner) % size`
+/// along one axis (flat iota: inner 1, size the element count) or, with `diagonal` set, 1
+/// where that coordinate equals `index % inner` (eye's last two axes: inner is the column
+/// count) and 0 elsewhere. Values are converted as Nx's `as_type` of an integer would be.
+pub fn iota_shader(elem: Elem) -> String {
+    let mut shader = String::from(BF16_HELPERS);
+    let _ = write!(
+        shader,
+        "
+layout(local_size_x = {WORKGROUP_SIZE}) in;
+layout(buffer_reference, scalar, buffer_reference_align = {bytes}) writeonly buffer Output {{ {storage} v; }};
+layout(push_constant, scalar) uniform Push {{
+    uint64_t output0;
+    uint count;
+    uint inner;
+    uint size;
+    uint diagonal;
+}} push;
+
+void main() {{
+    uint threads = gl_NumWorkGroups.x * {WORKGROUP_SIZE}u;
+    for (uint index = gl_GlobalInvocationID.x; index < push.count; index += threads) {{
+        uint coordinate = (index / push.inner) % push.size;
+        uint value = (push.diagonal != 0u) ? uint(coordinate == index % push.inner) : coordinate;
+        Output(push.output0 + uint64_t(index) * {bytes}ul).v = {stored};
+    }}
+}}
+",
+        bytes = storage_bytes(elem),
+        storage = storage_type(elem),
+        stored = store(elem, &format!("{}(value)", compute_type(elem))),
+    );
+    shader
+}
+
+/// The unsigned types whose bits the select kernels move, one per element size: select
+/// never looks at the values it picks.
+pub const SELECT_ELEMS: [Elem; 4] = [Elem::U8, Elem::U16, Elem::U32, Elem::U64];
+
+/// Kernel name of select on elements of `elem`'s size (`select_32`).
+pub fn select_kernel_name(elem: Elem) -> String {
+    format!("select_{}", elem.bits())
+}
+
+/// Bytes of the select kernel's push constants: four addresses (predicate, on_true,
+/// on_false, output), the parameter block's address, count and rank.
+pub const SELECT_PUSH_CONSTANT_BYTES: usize = 48;
+
+/// Byte offset of the parameter block's address in the select kernel's push constants.
+pub const SELECT_PARAMS_ADDRESS_OFFSET: usize = 32;
+
+/// Nx's select on a u8 predicate (non-zero picks `on_true`): operands addressed linearly
+/// (`rank == 0`) or through shape and three stride lists in a parameter block (broadcasting
+/// by zero strides, any view). Only the chosen operand is read.
+pub fn select_shader(elem: Elem) -> String {
+    let mut shader = String::new();
+    let _ = write!(
+        shader,
+        "
+layout(local_size_x = {WORKGROUP_SIZE}) in;
+layout(buffer_reference, scalar, buffer_reference_align = 1) readonly buffer Predicate {{ uint8_t v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {bytes}) readonly buffer Value {{ {storage} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {bytes}) writeonly buffer Output {{ {storage} v; }};
+layout(buffer_reference, scalar) readonly buffer Params {{ uint v[]; }};
+layout(push_constant, scalar) uniform Push {{
+    uint64_t predicate;
+    uint64_t on_true;
+    uint64_t on_false;
+    uint64_t output0;
+    Params params;
+    uint count;
+    uint rank;
+}} push;
+
+// Parameter words: shape, then the strides of the predicate, on_true and on_false.
+void main() {{
+    uint threads = gl_NumWorkGroups.x * {WORKGROUP_SIZE}u;
+    for (uint index = gl_GlobalInvocationID.x; index < push.count; index += threads) {{
+        uint predicate_index = index;
+        uint true_index = index;
+        uint false_index = index;
+        if (push.rank != 0u) {{
+            uint rest = index;
+            predicate_index = 0u;
+            true_index = 0u;
+            false_index = 0u;
+            for (uint axis = push.rank; axis > 0u; axis--) {{
+                uint size = push.params.v[axis - 1u];
+                uint coordinate = rest % size;
+                rest /= size;
+                predicate_index += coordinate * push.params.v[push.rank + axis - 1u];
+                true_index += coordinate * push.params.v[2u * push.rank + axis - 1u];
+                false_index += coordinate * push.params.v[3u * push.rank + axis - 1u];
+            }}
+        }}
+        bool chosen = Predicate(push.predicate + uint64_t(predicate_index)).v != uint8_t(0);
+        uint64_t source = chosen
+            ? push.on_true + uint64_t(true_index) * {bytes}ul
+            : push.on_false + uint64_t(false_index) * {bytes}ul;
+        Output(push.output0 + uint64_t(index) * {bytes}ul).v = Value(source).v;
+    }}
+}}
+",
+        bytes = storage_bytes(elem),
+        storage = storage_type(elem),
+    );
+    shader
 }

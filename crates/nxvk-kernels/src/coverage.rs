@@ -1,11 +1,13 @@
 //! The op x dtype coverage matrix (gpu / fallback / unsupported), read from the op table and
-//! the catalog (elementwise ops, reductions, data movement, dot and conv), for the `coverage` example and
-//! CI's strict check.
+//! the catalog (elementwise ops, reductions, data movement, scans, creation, select and clip,
+//! dot and conv), for the `coverage` example and CI's strict check.
 
+use crate::catalog::{device_supports, elem_of};
 use crate::fallback::is_allowlisted;
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::ops::{Path, binary_path, unary_path};
 use crate::reduce::{self, ReduceOp};
+use crate::scan::ScanOp;
 use crate::{conv, dot, movement};
 use nxvk_core::{Capabilities, DType};
 
@@ -137,6 +139,62 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
             })
             .collect(),
     });
+    let native =
+        |dtype: DType| elem_of(dtype).is_some_and(|elem| device_supports(capabilities, elem));
+    let is_f8 = |dtype: DType| matches!(dtype, DType::F8E5M2 | DType::F8E4M3FN);
+    let scans = ScanOp::ALL.iter().map(move |&op| Row {
+        op: op.name(),
+        arity: 1,
+        cells: DType::ALL
+            .into_iter()
+            .map(|dtype| {
+                let cell = if dtype.is_complex() && matches!(op, ScanOp::Min | ScanOp::Max) {
+                    Cell::Undefined
+                } else if native(dtype) {
+                    Cell::Gpu
+                } else if is_f8(dtype) {
+                    Cell::Unsupported
+                } else {
+                    Cell::Fallback {
+                        allowlisted: is_allowlisted(op.name(), dtype),
+                    }
+                };
+                (dtype, cell)
+            })
+            .collect(),
+    });
+    // iota and eye convert complex and sub-byte results with `as_type`; select falls back
+    // under its own name; clip is max then min.
+    let creation_and_select = ["iota", "eye", "select", "clip"].map(|op| Row {
+        op,
+        arity: if op == "select" { 3 } else { 1 },
+        cells: DType::ALL
+            .into_iter()
+            .map(|dtype| {
+                let cell = if op == "clip" {
+                    if dtype.is_complex() {
+                        Cell::Undefined
+                    } else {
+                        cell(
+                            op,
+                            dtype,
+                            binary_path(BinaryOp::Max, dtype, dtype, capabilities),
+                        )
+                    }
+                } else if native(dtype) {
+                    Cell::Gpu
+                } else if is_f8(dtype) {
+                    Cell::Unsupported
+                } else {
+                    let counted = if op == "select" { op } else { "as_type" };
+                    Cell::Fallback {
+                        allowlisted: is_allowlisted(counted, dtype),
+                    }
+                };
+                (dtype, cell)
+            })
+            .collect(),
+    });
     // GEMM-based ops, by the dtype of both operands: GPU where the result type has a kernel,
     // otherwise unsupported (they have no host path).
     let gemm_row = |op: &'static str, result: fn(DType, DType) -> DType| Row {
@@ -162,6 +220,8 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
         .chain(unary)
         .chain(reductions)
         .chain(movement)
+        .chain(scans)
+        .chain(creation_and_select)
         .chain(gemm)
         .collect()
 }

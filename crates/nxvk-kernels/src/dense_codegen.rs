@@ -61,7 +61,7 @@ const fn packet_type(elem: Elem) -> &'static str {
 /// one (exactly when `codegen::op_shader` has one).
 pub fn dense_op_shader(spec: &OpSpec, arity: usize, elem: Elem) -> Option<String> {
     let (function, output) = op_function(spec, arity, elem)?;
-    let mut shader = elementwise_prelude(elem, "");
+    let mut shader = elementwise_prelude(elem, &function, "");
     // One element's value, exactly as the generic template computes it.
     let component = |access_a: &str, access_b: &str| {
         let a = load(elem, access_a);

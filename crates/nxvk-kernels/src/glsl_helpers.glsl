@@ -309,56 +309,14 @@ float nx_cosh(float x) {
     return nx_exp_half_large(ax);
 }
 
-// sin, cos and tan: x = k pi/2 + r with a three-part Cody-Waite reduction in f64 (good for
-// |x| below about 1e6), then Taylor polynomials in f64 on |r| <= pi/4 and one rounding to f32.
-// Drivers' sin is an absolute-error approximation (the H200's missed sin(-56) by 5e-6).
-double nx_reduce_quarter(float x, out int quadrant) {
-    double wide = double(x);
-    double k = round(wide * 0.63661977236758134308lf);
-    quadrant = int(k - 4.0lf * floor(k * 0.25lf));
-    return ((wide - k * 1.5707963267341256lf) - k * 6.077100506506192e-11lf)
-        - k * 2.0222662487959506e-21lf;
-}
-
-double nx_sin_poly(double r) {
-    double r2 = r * r;
-    return r + r * r2 * (-1.0lf / 6.0lf + r2 * (1.0lf / 120.0lf + r2 * (-1.0lf / 5040.0lf
-        + r2 * (1.0lf / 362880.0lf + r2 * (-1.0lf / 39916800.0lf + r2 * (1.0lf / 6227020800.0lf
-        + r2 * (-1.0lf / 1307674368000.0lf)))))));
-}
-
-double nx_cos_poly(double r) {
-    double r2 = r * r;
-    return 1.0lf + r2 * (-0.5lf + r2 * (1.0lf / 24.0lf + r2 * (-1.0lf / 720.0lf
-        + r2 * (1.0lf / 40320.0lf + r2 * (-1.0lf / 3628800.0lf + r2 * (1.0lf / 479001600.0lf
-        + r2 * (-1.0lf / 87178291200.0lf + r2 * (1.0lf / 20922789888000.0lf))))))));
-}
-
-float nx_sin(float x) {
-    if (isinf(x) || isnan(x)) return NX_NAN;
-    int quadrant;
-    double r = nx_reduce_quarter(x, quadrant);
-    double value = (quadrant & 1) == 0 ? nx_sin_poly(r) : nx_cos_poly(r);
-    // sin(0) and sin(-0) keep their sign.
-    return x == 0.0 ? x : float(quadrant >= 2 ? -value : value);
-}
-
-float nx_cos(float x) {
-    if (isinf(x) || isnan(x)) return NX_NAN;
-    int quadrant;
-    double r = nx_reduce_quarter(x, quadrant);
-    double value = (quadrant & 1) == 0 ? nx_cos_poly(r) : nx_sin_poly(r);
-    return float((quadrant == 1 || quadrant == 2) ? -value : value);
-}
-
-float nx_tan(float x) {
-    if (isinf(x) || isnan(x)) return NX_NAN;
-    int quadrant;
-    double r = nx_reduce_quarter(x, quadrant);
-    double s = nx_sin_poly(r);
-    double c = nx_cos_poly(r);
-    return x == 0.0 ? x : float((quadrant & 1) == 0 ? s / c : -c / s);
-}
+#ifdef NX_F64_MATH
+// sin, cos and tan through the f64 ones (glsl_f64_math.glsl: Payne-Hanek reduction for large
+// |x|), rounded once. Drivers' sin is an absolute-error approximation (the H200's missed
+// sin(-56) by 5e-6), and an f32 Cody-Waite reduction fails past |x| of about 1e6.
+float nx_sin(float x) { return float(nx_sin_f64(double(x))); }
+float nx_cos(float x) { return float(nx_cos_f64(double(x))); }
+float nx_tan(float x) { return float(nx_tan_f64(double(x))); }
+#endif
 
 float nx_asinh(float x) {
     if (isnan(x) || isinf(x)) return x;
@@ -416,28 +374,11 @@ float nx_acos(float x) {
     return nx_atan2(sqrt((1.0 - x) * (1.0 + x)), x);
 }
 
-// C99 pow, special cases included (GLSL leaves x < 0 and x == 0 undefined).
-float nx_pow(float x, float y) {
-    if (y == 0.0 || x == 1.0) return 1.0;
-    if (isnan(x) || isnan(y)) return x + y;
-    float ax = abs(x);
-    if (isinf(y)) {
-        if (ax == 1.0) return 1.0;
-        return ((ax > 1.0) == (y > 0.0)) ? NX_INFINITY : 0.0;
-    }
-    bool y_integer = floor(y) == y;
-    bool y_odd = y_integer && abs(y) < 16777216.0 && fract(0.5 * y) != 0.0;
-    float magnitude;
-    if (ax == 0.0) {
-        magnitude = (y < 0.0) ? NX_INFINITY : 0.0;
-    } else if (isinf(ax)) {
-        magnitude = (y > 0.0) ? NX_INFINITY : 0.0;
-    } else {
-        if (x < 0.0 && !y_integer) return NX_NAN;
-        magnitude = pow(ax, y);
-    }
-    return (nx_sign_bit(x) && y_odd) ? -magnitude : magnitude;
-}
+#ifdef NX_F64_MATH
+// C99 pow through the f64 one (glsl_f64_math.glsl), rounded once: the driver's pow is
+// exp2(y log2 x), whose error grows with |y log2 x| (58 ulp measured on lavapipe).
+float nx_pow(float x, float y) { return float(nx_pow_f64(double(x), double(y))); }
+#endif
 
 // erfc by Numerical Recipes' Chebyshev fit (fractional error below 1.2e-7).
 float nx_erfc_positive(float z) {
@@ -506,13 +447,9 @@ float nx_erf_inv(float x) {
     return p * x;
 }
 
-// cbrt: an exp2/log2 estimate refined by one Newton step (written to avoid overflow).
-float nx_cbrt(float x) {
-    if (x == 0.0 || isnan(x) || isinf(x)) return x;
-    float ax = abs(x);
-    float y = exp2(log2(ax) / 3.0);
-    y = y + (ax / (y * y) - y) / 3.0;
-    return nx_sign_bit(x) ? -y : y;
-}
+#ifdef NX_F64_MATH
+// cbrt through the f64 one, rounded once (the driver's log2 flushes subnormal inputs).
+float nx_cbrt(float x) { return float(nx_cbrt_f64(double(x))); }
+#endif
 #endif
 #endif

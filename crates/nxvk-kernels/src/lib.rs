@@ -15,25 +15,32 @@
 //! f64 is never computed in f32.
 //!
 //! Beside the generated elementwise catalog, hand-written templates cover reductions
-//! ([`reduce`](mod@reduce): sum, product, reduce_max/min, all, any, argmax/argmin over any axes of any view)
-//! and data movement ([`movement`]: materialised views, reverse, strided slice, pad,
-//! concatenate, stack, put_slice), compiled at build time like the rest of the catalog. They
-//! have no host fallback yet: a dtype without a kernel is an `Unsupported` error, never a
-//! silently different path.
+//! ([`reduce`](mod@reduce): sum, product, reduce_max/min, all, any, argmax/argmin over any
+//! axes of any view), data movement ([`movement`]: materialised views, reverse, strided
+//! slice, pad, concatenate, stack, put_slice), scans ([`scan`]: the cumulative ops over any
+//! axis, either direction, as block scans with carry passes), creation ([`creation`]: iota,
+//! eye, full, bitcast) and [`select`](mod@select) (select, clip), compiled at build time like
+//! the rest of the catalog. Apart from select (whose complex and sub-byte results take the
+//! counted fallback) they have no host fallback yet: a dtype without a kernel is an
+//! `Unsupported` error, never a silently different path.
 //!
 //! Indexing ([`index`]: gather, take, take_along_axis, indexed_put/add), sorting ([`sort`]:
 //! sort, argsort, top_k), Fourier transforms ([`fft`]) and random numbers ([`random`]:
 //! Nx.Random's threefry, uniform, normal) compile their kernels at run time
 //! (`Device::kernel_from_glsl`, cached by content); each module's doc states its policies.
 //!
-//! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64 (f64 transcendentals excepted);
+//! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64, f64 transcendentals included
+//! (`glsl_f64_math.glsl`: range reduction, polynomials and double-double arithmetic, held to
+//! the ulp bounds of [`accuracy`]; `cargo run -p nxvk-kernels --example ulp` measures them);
 //! complex and sub-byte integers take the host fallback, 8-bit floats are unsupported. See
 //! `fallback_allowlist.txt` and `cargo run -p nxvk-kernels --example coverage`.
 
+pub mod accuracy;
 pub mod catalog;
 pub mod codegen;
 pub mod conv;
 pub mod coverage;
+pub mod creation;
 mod dense_codegen;
 pub mod dot;
 pub mod dot_autotune;
@@ -53,13 +60,19 @@ pub mod random;
 pub mod reduce;
 mod reduce_codegen;
 pub mod reference;
+pub mod scan;
+mod scan_codegen;
+pub mod select;
 pub mod sort;
 mod sort_codegen;
 pub mod types;
 
 pub use catalog::{CatalogKernel, binary_kernel, cast_kernel, dtype_of, elem_of, unary_kernel};
-pub use codegen::{cast_shader, op_shader};
+pub use codegen::{
+    cast_shader, iota_kernel_name, iota_shader, op_shader, select_kernel_name, select_shader,
+};
 pub use conv::{ConvGeometry, ConvOptions, conv};
+pub use creation::{bitcast, eye, full, iota};
 pub use dense_codegen::{dense_kernel_name, dense_op_shader};
 pub use dot::{dot, dot_with_config};
 pub use dot_codegen::{OperandOrder, TileConfig, gemm_shader};
@@ -70,3 +83,8 @@ pub use op_table::{Accepts, BinaryOp, Elem, OpSpec, ResultRule, UnaryOp};
 pub use ops::{Path, as_type, binary, unary};
 pub use reduce::{Accumulation, ReduceOp, ReduceOptions, TieBreak, reduce};
 pub use reduce_codegen::{reduce_kernel_name, reduce_shader};
+pub use scan::{
+    ScanOp, cumulative, cumulative_max, cumulative_min, cumulative_product, cumulative_sum,
+};
+pub use scan_codegen::{ScanPass, scan_kernel_name, scan_shader};
+pub use select::{clip, select};

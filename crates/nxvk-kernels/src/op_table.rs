@@ -120,8 +120,8 @@ pub struct Glsl {
     pub integer: Option<&'static str>,
     /// For float compute types up to f32 (f16 and bf16 compute in f32).
     pub float: Option<&'static str>,
-    /// For f64; `None` routes f64 to the host fallback (GLSL.std.450 is 32-bit only, and f64
-    /// is never computed in f32).
+    /// For f64; transcendentals call `glsl_f64_math.glsl` (GLSL.std.450 is 32-bit only, and
+    /// f64 is never computed in f32). `None` routes f64 to the host fallback.
     pub float64: Option<&'static str>,
 }
 
@@ -169,15 +169,21 @@ const fn exact(
     spec(name, accepts, result, Some(all), Some(all), Some(all), true)
 }
 
-/// An op on floats only (integers are cast to f32 first), with f64 on the host fallback.
-const fn float32_only(name: &'static str, accepts: Accepts, float: &'static str) -> OpSpec {
+/// A transcendental on floats only (integers are cast to f32 first): f16, bf16 and f32 use
+/// `float`, f64 uses `float64` (`glsl_f64_math.glsl`), both checked to an ulp bound.
+const fn transcendental(
+    name: &'static str,
+    accepts: Accepts,
+    float: &'static str,
+    float64: &'static str,
+) -> OpSpec {
     spec(
         name,
         accepts,
         ResultRule::Floating,
         None,
         Some(float),
-        None,
+        Some(float64),
         false,
     )
 }
@@ -214,9 +220,9 @@ op_enum!(BinaryOp, ALL, spec, {
     Subtract => exact("subtract", Any, Same, "a - b"),
     Multiply => exact("multiply", Any, Same, "a * b"),
     Divide => spec("divide", Any, Floating, None, Some("nx_div(a, b)"), Some("a / b"), true),
-    Pow => spec("pow", Any, Same, Some("nx_ipow(a, b)"), Some("nx_pow(a, b)"), None, false),
+    Pow => spec("pow", Any, Same, Some("nx_ipow(a, b)"), Some("nx_pow(a, b)"), Some("nx_pow_f64(a, b)"), false),
     Remainder => spec("remainder", Real, Same, Some("nx_irem(a, b)"), Some("nx_fmod(a, b)"), Some("nx_fmod(a, b)"), true),
-    Atan2 => float32_only("atan2", Any, "nx_atan2(a, b)"),
+    Atan2 => transcendental("atan2", Any, "nx_atan2(a, b)", "nx_atan2_f64(a, b)"),
     Min => exact("min", Real, Same, "nx_min(a, b)"),
     Max => exact("max", Real, Same, "nx_max(a, b)"),
     Quotient => spec("quotient", Integer, Same, Some("nx_quotient(a, b)"), None, None, true),
@@ -243,29 +249,29 @@ op_enum!(UnaryOp, ALL, spec, {
     Floor => spec("floor", Real, Same, Some("a"), Some("floor(a)"), Some("floor(a)"), true),
     Ceil => spec("ceil", Real, Same, Some("a"), Some("ceil(a)"), Some("ceil(a)"), true),
     Round => spec("round", Real, Same, Some("a"), Some("nx_round(a)"), Some("nx_round(a)"), true),
-    Exp => float32_only("exp", Any, "nx_exp(a)"),
-    Expm1 => float32_only("expm1", Any, "nx_expm1(a)"),
-    Log => float32_only("log", Any, "nx_log(a)"),
-    Log1p => float32_only("log1p", Any, "nx_log1p(a)"),
+    Exp => transcendental("exp", Any, "nx_exp(a)", "nx_exp_f64(a)"),
+    Expm1 => transcendental("expm1", Any, "nx_expm1(a)", "nx_expm1_f64(a)"),
+    Log => transcendental("log", Any, "nx_log(a)", "nx_log_f64(a)"),
+    Log1p => transcendental("log1p", Any, "nx_log1p(a)", "nx_log1p_f64(a)"),
     Sqrt => spec("sqrt", Any, Floating, None, Some("nx_sqrt(a)"), Some("sqrt(a)"), true),
     Rsqrt => spec("rsqrt", Any, Floating, None, Some("nx_rsqrt(a)"), Some("1.0lf / sqrt(a)"), false),
-    Sigmoid => float32_only("sigmoid", Any, "nx_sigmoid(a)"),
-    Tanh => float32_only("tanh", Any, "nx_tanh(a)"),
-    Sin => float32_only("sin", Any, "nx_sin(a)"),
-    Cos => float32_only("cos", Any, "nx_cos(a)"),
-    Tan => float32_only("tan", Any, "nx_tan(a)"),
-    Asin => float32_only("asin", Any, "nx_asin(a)"),
-    Acos => float32_only("acos", Any, "nx_acos(a)"),
-    Atan => float32_only("atan", Any, "nx_atan(a)"),
-    Sinh => float32_only("sinh", Any, "nx_sinh(a)"),
-    Cosh => float32_only("cosh", Any, "nx_cosh(a)"),
-    Asinh => float32_only("asinh", Any, "nx_asinh(a)"),
-    Acosh => float32_only("acosh", Any, "nx_acosh(a)"),
-    Atanh => float32_only("atanh", Any, "nx_atanh(a)"),
-    Erf => float32_only("erf", Real, "nx_erf(a)"),
-    Erfc => float32_only("erfc", Real, "nx_erfc(a)"),
-    ErfInv => float32_only("erf_inv", Real, "nx_erf_inv(a)"),
-    Cbrt => float32_only("cbrt", Real, "nx_cbrt(a)"),
+    Sigmoid => transcendental("sigmoid", Any, "nx_sigmoid(a)", "nx_sigmoid_f64(a)"),
+    Tanh => transcendental("tanh", Any, "nx_tanh(a)", "nx_tanh_f64(a)"),
+    Sin => transcendental("sin", Any, "nx_sin(a)", "nx_sin_f64(a)"),
+    Cos => transcendental("cos", Any, "nx_cos(a)", "nx_cos_f64(a)"),
+    Tan => transcendental("tan", Any, "nx_tan(a)", "nx_tan_f64(a)"),
+    Asin => transcendental("asin", Any, "nx_asin(a)", "nx_asin_f64(a)"),
+    Acos => transcendental("acos", Any, "nx_acos(a)", "nx_acos_f64(a)"),
+    Atan => transcendental("atan", Any, "nx_atan(a)", "nx_atan_f64(a)"),
+    Sinh => transcendental("sinh", Any, "nx_sinh(a)", "nx_sinh_f64(a)"),
+    Cosh => transcendental("cosh", Any, "nx_cosh(a)", "nx_cosh_f64(a)"),
+    Asinh => transcendental("asinh", Any, "nx_asinh(a)", "nx_asinh_f64(a)"),
+    Acosh => transcendental("acosh", Any, "nx_acosh(a)", "nx_acosh_f64(a)"),
+    Atanh => transcendental("atanh", Any, "nx_atanh(a)", "nx_atanh_f64(a)"),
+    Erf => transcendental("erf", Real, "nx_erf(a)", "nx_erf_f64(a)"),
+    Erfc => transcendental("erfc", Real, "nx_erfc(a)", "nx_erfc_f64(a)"),
+    ErfInv => transcendental("erf_inv", Real, "nx_erf_inv(a)", "nx_erf_inv_f64(a)"),
+    Cbrt => transcendental("cbrt", Real, "nx_cbrt(a)", "nx_cbrt_f64(a)"),
     BitwiseNot => spec("bitwise_not", Integer, Same, Some("~a"), None, None, true),
     LogicalNot => exact("logical_not", Any, U8, "uint(a == T(0))"),
     IsNan => spec("is_nan", Any, U8, Some("0u"), Some("uint(isnan(a))"), Some("uint(isnan(a))"), true),

@@ -26,31 +26,41 @@ pub enum Path {
     Fallback(DType),
 }
 
-/// The right-aligned broadcast of two shapes (Nx's binary broadcasting).
-pub fn broadcast_shapes(op: &'static str, left: &Tensor, right: &Tensor) -> Result<Vec<usize>> {
-    let (a, b) = (left.shape(), right.shape());
-    let rank = a.len().max(b.len());
+/// The right-aligned broadcast of the operands' shapes (Nx's broadcasting).
+pub fn broadcast_shapes(op: &'static str, operands: &[&Tensor]) -> Result<Vec<usize>> {
+    let rank = operands
+        .iter()
+        .map(|operand| operand.shape().len())
+        .max()
+        .unwrap_or(0);
     let size = |shape: &[usize], axis: usize| {
         (axis + shape.len())
             .checked_sub(rank)
             .map_or(1, |index| shape[index])
     };
     (0..rank)
-        .map(|axis| match (size(a, axis), size(b, axis)) {
-            (x, y) if x == y => Ok(x),
-            (1, y) => Ok(y),
-            (x, 1) => Ok(x),
-            _ => Err(Error::BadOperands {
-                op,
-                shapes: vec![a.to_vec(), b.to_vec()],
-                dtypes: vec![left.dtype(), right.dtype()],
-                detail: "shapes cannot be broadcast together (right-aligned)".into(),
-            }),
+        .map(|axis| {
+            operands.iter().try_fold(1, |merged, operand| {
+                match (merged, size(operand.shape(), axis)) {
+                    (x, y) if x == y => Ok(x),
+                    (1, y) => Ok(y),
+                    (x, 1) => Ok(x),
+                    _ => Err(Error::BadOperands {
+                        op,
+                        shapes: operands
+                            .iter()
+                            .map(|operand| operand.shape().to_vec())
+                            .collect(),
+                        dtypes: operands.iter().map(|operand| operand.dtype()).collect(),
+                        detail: "shapes cannot be broadcast together (right-aligned)".into(),
+                    }),
+                }
+            })
         })
         .collect()
 }
 
-fn plan(
+pub(crate) fn plan(
     capabilities: &Capabilities,
     compute: DType,
     inputs: &[DType],
@@ -87,7 +97,7 @@ pub fn unary_path(op: UnaryOp, input: DType, capabilities: &Capabilities) -> Res
     }))
 }
 
-fn same_device(op: &'static str, left: &Tensor, right: &Tensor) -> Result<()> {
+pub(crate) fn same_device(op: &'static str, left: &Tensor, right: &Tensor) -> Result<()> {
     if Arc::ptr_eq(left.device(), right.device()) {
         Ok(())
     } else {
@@ -96,7 +106,7 @@ fn same_device(op: &'static str, left: &Tensor, right: &Tensor) -> Result<()> {
 }
 
 /// `tensor` as `dtype` on the GPU (both native), or `tensor` itself when it already is.
-fn cast_on_gpu(op: &'static str, tensor: &Tensor, dtype: DType) -> Result<Tensor> {
+pub(crate) fn cast_on_gpu(op: &'static str, tensor: &Tensor, dtype: DType) -> Result<Tensor> {
     if tensor.dtype() == dtype {
         return Ok(tensor.clone());
     }
@@ -112,7 +122,7 @@ fn cast_on_gpu(op: &'static str, tensor: &Tensor, dtype: DType) -> Result<Tensor
 pub fn binary(op: BinaryOp, left: &Tensor, right: &Tensor) -> Result<Tensor> {
     let name = op.name();
     same_device(name, left, right)?;
-    let shape = broadcast_shapes(name, left, right)?;
+    let shape = broadcast_shapes(name, &[left, right])?;
     let OpTypes { result, compute } = binary_types(
         op,
         left.dtype(),

@@ -490,9 +490,12 @@ pub fn unary(op: UnaryOp, compute: DType, a: Value) -> Option<Value> {
             Atan => Value::Float(x.atan()),
             Sinh => Value::Float(x.sinh()),
             Cosh => Value::Float(x.cosh()),
-            Asinh => Value::Float(x.asinh()),
-            Acosh => Value::Float(x.acosh()),
-            Atanh => Value::Float(x.atanh()),
+            // libm's, not std's: std writes these as formulas that overflow near f64::MAX
+            // (asinh, acosh) and lose digits near -1 (atanh); Nx calls C's libm. The libm
+            // crate's acosh (musl's) returns finite values below -1, C's a NaN.
+            Asinh => Value::Float(libm::asinh(x)),
+            Acosh => Value::Float(if x < 1.0 { f64::NAN } else { libm::acosh(x) }),
+            Atanh => Value::Float(libm::atanh(x)),
             Erf => Value::Float(libm::erf(x)),
             Erfc => Value::Float(libm::erfc(x)),
             ErfInv => Value::Float(erf_inv(x)),

@@ -90,20 +90,26 @@ fn sub_byte_ops_run_on_the_host_with_nx_packing() {
 }
 
 #[test]
-fn f64_transcendentals_fall_back_and_never_compute_in_f32() {
+fn f64_transcendentals_run_on_the_gpu_and_never_compute_in_f32() {
     let _serial = SERIAL.lock().unwrap();
     let device = device();
-    let before = fallbacks("exp", DType::F64);
+    let before = device.counters().total_host_fallbacks();
     let x = Tensor::from_slice(&device, &[3], &[1.0f64, -0.5, 700.0]).unwrap();
     let result = ops::exp(&x).unwrap().to_vec::<f64>().unwrap();
-    assert_eq!(result, vec![1.0f64.exp(), (-0.5f64).exp(), 700.0f64.exp()]);
+    let expected = [1.0f64.exp(), (-0.5f64).exp(), 700.0f64.exp()];
+    for (actual, expected) in result.iter().zip(expected) {
+        assert!(
+            ulp_distance(DType::F64, *actual, expected) <= 2,
+            "{actual} vs {expected}"
+        );
+    }
     assert!(
         result[2] > f64::from(f32::MAX),
         "an f32 computation would overflow"
     );
-    assert_eq!(fallbacks("exp", DType::F64), before + 1);
-    // Exact f64 ops stay on the GPU.
-    let before = device.counters().total_host_fallbacks();
+    // Null arm of the f32 claim: the same values through f32 lose the large one.
+    let narrowed = ops::exp(&ops::as_type(&x, DType::F32).unwrap()).unwrap();
+    assert_eq!(narrowed.to_vec::<f32>().unwrap()[2], f32::INFINITY);
     let sum = ops::add(&x, &x).unwrap().to_vec::<f64>().unwrap();
     assert_eq!(sum, vec![2.0, -1.0, 1400.0]);
     assert_eq!(device.counters().total_host_fallbacks(), before);

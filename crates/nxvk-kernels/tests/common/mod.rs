@@ -208,28 +208,7 @@ pub fn read(tensor: &Tensor) -> Vec<Value> {
     .unwrap()
 }
 
-/// Distance in units in the last place of `dtype` between two floats of that type.
-pub fn ulp_distance(dtype: DType, a: f64, b: f64) -> u64 {
-    let ordered = |value: f64| -> i64 {
-        let bits: i64 = match dtype {
-            DType::F16 => i64::from(half::f16::from_f64(value).to_bits() as i16),
-            DType::BF16 => i64::from(half::bf16::from_f64(value).to_bits() as i16),
-            DType::F32 => i64::from((value as f32).to_bits() as i32),
-            _ => value.to_bits() as i64,
-        };
-        let sign_mask = match dtype {
-            DType::F16 | DType::BF16 => i64::from(i16::MIN),
-            DType::F32 => i64::from(i32::MIN),
-            _ => i64::MIN,
-        };
-        if bits < 0 {
-            sign_mask.wrapping_sub(bits)
-        } else {
-            bits
-        }
-    };
-    ordered(a).abs_diff(ordered(b))
-}
+pub use nxvk_kernels::accuracy::ulp_distance;
 
 /// How close a GPU value must be to the reference.
 #[derive(Debug, Clone, Copy, PartialEq)]
