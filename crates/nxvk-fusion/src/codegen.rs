@@ -24,8 +24,9 @@ use nxvk_core::{DType, Error, Result};
 use nxvk_kernels::ReduceOp;
 use nxvk_kernels::catalog::elem_of;
 use nxvk_kernels::codegen::{
-    BF16_HELPERS, FLOAT_CONTROLS, HELPERS, WORKGROUP_SIZE, cast_function, compute_type, load,
-    output_elem, storage_bytes, storage_type, store, type_defines,
+    BF16_HELPERS, F64_MATH, F64_MATH_PRELUDE, FLOAT_CONTROLS, HELPERS, WORKGROUP_SIZE,
+    cast_function, compute_type, load, needs_f64_math, output_elem, storage_bytes, storage_type,
+    store, type_defines,
 };
 use nxvk_kernels::op_table::expression;
 use nxvk_kernels::reduce::{Accumulation, accumulator_elem, fold};
@@ -408,8 +409,9 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
         );
         for (elem, needs) in &self.needs {
             text.push_str(&type_defines(*elem));
-            text.push_str(&renamed(HELPERS, *elem));
+            // Casts' extra helpers, then each op's function, all before they are included.
             let mut extras = BTreeSet::new();
+            let mut functions = String::new();
             for need in needs {
                 let function = match need {
                     Need::Unary(op) => {
@@ -420,15 +422,24 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
                     }
                     Need::Cast(to) => {
                         let (function, extra) = cast_function(*elem, *to);
-                        if extras.insert(extra) {
-                            text.push_str(&renamed(extra, *elem));
-                        }
+                        extras.insert(extra);
                         function.replace("nx_apply", &cast_name(*elem, *to))
                     }
                 };
-                text.push_str(&renamed(&function, *elem));
-                text.push('\n');
+                functions.push_str(&function);
+                functions.push('\n');
             }
+            // The f64 library only where a function calls it, as the catalog does (its tables
+            // would put the Float64 capability into every kernel).
+            if needs_f64_math(&functions) {
+                text.push_str(&renamed(F64_MATH_PRELUDE, *elem));
+                text.push_str(&renamed(F64_MATH, *elem));
+            }
+            text.push_str(&renamed(HELPERS, *elem));
+            for extra in extras {
+                text.push_str(&renamed(extra, *elem));
+            }
+            text.push_str(&renamed(&functions, *elem));
             text.push_str(
                 "#undef T\n#undef BITS\n#undef MASK32\n#undef SIGNED\n#undef IS_FLOAT\n#undef IS_F64\n",
             );

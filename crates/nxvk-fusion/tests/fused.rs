@@ -494,6 +494,7 @@ fn while_and_cond_run_their_graphs_from_the_executor() {
 /// equals the eager dot followed by the eager add, bit for bit.
 #[test]
 fn dot_runs_in_a_plan_and_feeds_an_elementwise_stage() {
+    let _serial = serial();
     let mut builder = GraphBuilder::new();
     let a = builder.parameter(DType::F32, &[2, 3]).unwrap();
     let b = builder.parameter(DType::F32, &[3]).unwrap();
@@ -634,5 +635,37 @@ fn strided_inputs_are_read_through_their_layout() {
     for ((view, dense), expected) in from_view.iter().zip(&from_dense).zip(&expected) {
         assert!(agree(&values_of(view), &values_of(expected), 0.0));
         assert!(agree(&values_of(dense), &values_of(expected), 0.0));
+    }
+}
+
+/// f64 transcendentals (the catalog's f64 library) fuse and agree with eager bit for bit, and
+/// so do the f32 ops that compute in f64 (pow, sin).
+#[test]
+fn f64_library_ops_fuse_bit_exactly() {
+    for dtype in [DType::F64, DType::F32] {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(dtype, &[64]).unwrap();
+        let sine = builder.unary(UnaryOp::Sin, x).unwrap();
+        let exp = builder.unary(UnaryOp::Exp, sine).unwrap();
+        let power = builder.binary(BinaryOp::Pow, exp, x).unwrap();
+        let graph = builder.finish(&[power]).unwrap();
+        let values: Vec<f64> = (0..64).map(|i| (i as f64 - 31.5) * 0.37).collect();
+        let x = as_type(
+            &Tensor::from_slice(&device(), &[64], &values).unwrap(),
+            dtype,
+        )
+        .unwrap();
+        let fused = cache().run(&graph, &[&x]).unwrap().remove(0);
+        let eager = binary(
+            BinaryOp::Pow,
+            &unary(UnaryOp::Exp, &unary(UnaryOp::Sin, &x).unwrap()).unwrap(),
+            &x,
+        )
+        .unwrap();
+        assert_eq!(
+            fused.to_bytes().unwrap(),
+            eager.to_bytes().unwrap(),
+            "{dtype:?}"
+        );
     }
 }

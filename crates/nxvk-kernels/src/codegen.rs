@@ -28,7 +28,10 @@ pub const HELPERS: &str = include_str!("glsl_helpers.glsl");
 
 /// f64 transcendentals (range reduction, polynomials, double-double): f64 ops call them
 /// directly, and the f32 helpers in [`F64_ROUNDED_HELPERS`] round their results.
-const F64_MATH: &str = include_str!("glsl_f64_math.glsl");
+pub const F64_MATH: &str = include_str!("glsl_f64_math.glsl");
+
+/// What a shader defines before [`F64_MATH`] and the helpers, so the helpers use it.
+pub const F64_MATH_PRELUDE: &str = "#define NX_F64_MATH 1\n";
 
 /// The f32 helpers of `glsl_helpers.glsl` that compute in f64 (compiled only under
 /// `NX_F64_MATH`).
@@ -36,7 +39,7 @@ const F64_ROUNDED_HELPERS: [&str; 5] = ["nx_pow(", "nx_sin(", "nx_cos(", "nx_tan
 
 /// True when `function` needs the f64 library. Only those kernels include it: its constant
 /// tables would otherwise put the Float64 capability (and 8 KB) into every float kernel.
-fn needs_f64_math(function: &str) -> bool {
+pub fn needs_f64_math(function: &str) -> bool {
     function.contains("_f64(")
         || F64_ROUNDED_HELPERS
             .iter()
@@ -212,7 +215,7 @@ pub(crate) fn elementwise_prelude(input: Elem, function: &str, extra: &str) -> S
     prelude.push_str(&type_defines(input));
     prelude.push_str(BF16_HELPERS);
     if needs_f64_math(function) {
-        prelude.push_str("#define NX_F64_MATH 1\n");
+        prelude.push_str(F64_MATH_PRELUDE);
         prelude.push_str(F64_MATH);
     }
     prelude.push_str(HELPERS);
