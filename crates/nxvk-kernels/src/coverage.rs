@@ -1,12 +1,12 @@
 //! The op x dtype coverage matrix (gpu / fallback / unsupported), read from the op table and
-//! the catalog (elementwise ops, reductions, data movement, dot and conv), for the `coverage` example and
+//! the catalog (elementwise ops, reductions, data movement, dot, conv and window ops), for the `coverage` example and
 //! CI's strict check.
 
 use crate::fallback::is_allowlisted;
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::ops::{Path, binary_path, unary_path};
 use crate::reduce::{self, ReduceOp};
-use crate::{conv, dot, movement};
+use crate::{conv, dot, movement, window};
 use nxvk_core::{Capabilities, DType};
 
 /// Where one op runs on one dtype (both operands of that dtype for binary ops).
@@ -158,10 +158,26 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
         gemm_row("dot", dot::result_dtype),
         gemm_row("conv", conv::result_dtype),
     ];
+    let windows = window::WINDOW_OPS.iter().map(|&op| Row {
+        op,
+        arity: 1,
+        cells: DType::ALL
+            .into_iter()
+            .map(|dtype| {
+                let cell = if window::runs_on_gpu(dtype, capabilities) {
+                    Cell::Gpu
+                } else {
+                    Cell::Unsupported
+                };
+                (dtype, cell)
+            })
+            .collect(),
+    });
     binary
         .chain(unary)
         .chain(reductions)
         .chain(movement)
         .chain(gemm)
+        .chain(windows)
         .collect()
 }

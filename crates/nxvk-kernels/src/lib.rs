@@ -43,6 +43,7 @@ pub mod reduce;
 mod reduce_codegen;
 pub mod reference;
 pub mod types;
+pub mod window;
 
 pub use catalog::{CatalogKernel, binary_kernel, cast_kernel, dtype_of, elem_of, unary_kernel};
 pub use codegen::{cast_shader, op_shader};
@@ -56,3 +57,4 @@ pub use op_table::{Accepts, BinaryOp, Elem, OpSpec, ResultRule, UnaryOp};
 pub use ops::{Path, as_type, binary, unary};
 pub use reduce::{Accumulation, ReduceOp, ReduceOptions, TieBreak, reduce};
 pub use reduce_codegen::{reduce_kernel_name, reduce_shader};
+pub use window::{ScatterSelect, WindowOp, WindowOptions, window_reduce, window_scatter};
