@@ -90,7 +90,11 @@ pub(crate) struct Matrices {
 }
 
 /// (size, stride) of `axes` of a view collapsed into one axis, if its strides allow.
-fn collapse(shape: &[usize], strides: &[usize], axes: &[usize]) -> Option<(usize, usize)> {
+pub(crate) fn collapse(
+    shape: &[usize],
+    strides: &[usize],
+    axes: &[usize],
+) -> Option<(usize, usize)> {
     let mut collapsed: Option<(usize, usize)> = None;
     for &axis in axes.iter().filter(|&&axis| shape[axis] != 1) {
         collapsed = Some(match collapsed {

@@ -35,6 +35,7 @@ pub mod dot_codegen;
 pub mod dot_cooperative;
 mod fallback;
 mod launch;
+pub mod linalg;
 pub mod movement;
 mod movement_codegen;
 pub mod op_table;

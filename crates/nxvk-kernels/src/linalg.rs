@@ -1,0 +1,391 @@
+//! Linear algebra on the GPU for small and medium batched matrices: triangular_solve and
+//! cholesky (Nx.LinAlg's). LU, QR, solve, determinant, eigh and SVD are not implemented yet.
+//!
+//! triangular_solve: one invocation per (matrix, right-hand column) runs the substitution
+//! sequentially over the rows (O(n^2) work each, all columns and batch entries in parallel).
+//! Every operand is addressed through (batch, row, column) element strides, so `transform_a:
+//! transpose` and `left_side: false` are views (X A = B is solved as A^T X^T = B^T), never
+//! copies. cholesky: one workgroup per matrix computes L column by column (left-looking): the
+//! diagonal element, then the column below it in parallel, with a workgroup barrier between
+//! columns; only the lower triangle of the input is read, and a matrix that is not positive
+//! definite yields NaN (the square root of a negative number) rather than an error.
+//!
+//! Results are `to_floating(merge(...))` of the inputs (Nx's); f16 and bf16 compute in f32
+//! but keep intermediate solutions in their own type. Sizes: n up to [`MAX_ORDER`] (each
+//! invocation loops over n^2 / 2 products; lavapipe stops loops at 65,535 iterations).
+
+use crate::catalog::{device_supports, elem_of};
+use crate::codegen::{
+    BF16_HELPERS, FLOAT_CONTROLS, compute_type, load, storage_bytes, storage_type, store,
+};
+use crate::dot::collapse;
+use crate::launch::poison_output;
+use crate::op_table::Elem;
+use crate::{movement, ops, types};
+use nxvk_core::{BufferAccess, Error, Result, Tensor};
+
+/// The largest matrix order the kernels take.
+pub const MAX_ORDER: usize = 1024;
+
+const WORKGROUP_SIZE: u32 = 64;
+
+/// Nx's triangular_solve options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TriangularSolveOptions {
+    /// `a` is lower triangular (else upper); the other triangle is never read.
+    pub lower: bool,
+    /// Solve `a x = b` (else `x a = b`).
+    pub left_side: bool,
+    /// Use the transpose of `a` (Nx's `transform_a: :transpose`).
+    pub transpose_a: bool,
+}
+
+impl Default for TriangularSolveOptions {
+    fn default() -> Self {
+        TriangularSolveOptions {
+            lower: true,
+            left_side: true,
+            transpose_a: false,
+        }
+    }
+}
+
+fn bad(op: &'static str, tensors: &[&Tensor], detail: String) -> Error {
+    Error::BadOperands {
+        op,
+        shapes: tensors
+            .iter()
+            .map(|tensor| tensor.shape().to_vec())
+            .collect(),
+        dtypes: tensors.iter().map(|tensor| tensor.dtype()).collect(),
+        detail,
+    }
+}
+
+fn float_elem(op: &'static str, tensors: &[&Tensor]) -> Result<(nxvk_core::DType, Elem)> {
+    let merged = tensors
+        .iter()
+        .map(|tensor| tensor.dtype())
+        .reduce(types::merge)
+        .expect("at least one operand");
+    let result = types::to_floating(merged);
+    let capabilities = tensors[0].device().capabilities();
+    elem_of(result)
+        .filter(|&elem| elem.is_float() && device_supports(capabilities, elem))
+        .map(|elem| (result, elem))
+        .ok_or_else(|| Error::Unsupported {
+            op,
+            dtype: result,
+            detail: "linear algebra runs on the GPU for f16, bf16, f32 and f64 results".into(),
+        })
+}
+
+/// Shared GLSL: element access through 64-bit addresses, in the compute type.
+fn preamble(elem: Elem) -> String {
+    let bf16 = if elem == Elem::BF16 { BF16_HELPERS } else { "" };
+    format!(
+        "{FLOAT_CONTROLS}
+#define V {compute}
+#define BYTES {bytes}ul
+layout(buffer_reference, scalar, buffer_reference_align = {bytes}) coherent buffer Element {{ {storage} v; }};
+{bf16}
+V read_at(uint64_t base, uint64_t index) {{ return {loaded}; }}
+void write_at(uint64_t base, uint64_t index, V result) {{ Element(base + index * BYTES).v = {stored}; }}
+",
+        compute = compute_type(elem),
+        bytes = storage_bytes(elem),
+        storage = storage_type(elem),
+        loaded = load(elem, "Element(base + index * BYTES).v"),
+        stored = store(elem, "result"),
+    )
+}
+
+fn triangular_solve_shader(elem: Elem) -> String {
+    format!(
+        "{preamble}
+layout(local_size_x = {WORKGROUP_SIZE}) in;
+layout(push_constant, scalar) uniform Push {{
+    uint64_t a;
+    uint64_t b;
+    uint64_t x;
+    uint n;
+    uint columns;
+    uint batches;
+    uint lower;
+    uint a_batch; uint a_row; uint a_column;
+    uint b_batch; uint b_row; uint b_column;
+    uint x_batch; uint x_row; uint x_column;
+}} push;
+
+void main() {{
+    uint tasks = push.batches * push.columns;
+    uint threads = gl_NumWorkGroups.x * {WORKGROUP_SIZE}u;
+    for (uint task = gl_GlobalInvocationID.x; task < tasks; task += threads) {{
+        uint batch = task / push.columns;
+        uint column = task % push.columns;
+        uint64_t a_base = uint64_t(batch) * push.a_batch;
+        uint64_t b_base = uint64_t(batch) * push.b_batch + uint64_t(column) * push.b_column;
+        uint64_t x_base = uint64_t(batch) * push.x_batch + uint64_t(column) * push.x_column;
+        for (uint step = 0u; step < push.n; step++) {{
+            uint row = (push.lower != 0u) ? step : push.n - 1u - step;
+            V sum = read_at(push.b, b_base + uint64_t(row) * push.b_row);
+            uint begin = (push.lower != 0u) ? 0u : row + 1u;
+            uint end = (push.lower != 0u) ? row : push.n;
+            for (uint j = begin; j < end; j++) {{
+                V coefficient = read_at(push.a, a_base + uint64_t(row) * push.a_row + uint64_t(j) * push.a_column);
+                sum -= coefficient * read_at(push.x, x_base + uint64_t(j) * push.x_row);
+            }}
+            V diagonal = read_at(push.a, a_base + uint64_t(row) * push.a_row + uint64_t(row) * push.a_column);
+            write_at(push.x, x_base + uint64_t(row) * push.x_row, sum / diagonal);
+        }}
+    }}
+}}
+",
+        preamble = preamble(elem)
+    )
+}
+
+fn cholesky_shader(elem: Elem) -> String {
+    format!(
+        "{preamble}
+layout(local_size_x = {WORKGROUP_SIZE}) in;
+layout(push_constant, scalar) uniform Push {{
+    uint64_t a;
+    uint64_t l;
+    uint n;
+    uint batches;
+    uint a_batch; uint a_row; uint a_column;
+}} push;
+
+// L[i][k] of matrix `batch` (dense n x n output).
+V l_at(uint64_t base, uint i, uint k) {{ return read_at(push.l, base + uint64_t(i) * push.n + k); }}
+
+void main() {{
+    for (uint batch = gl_WorkGroupID.x; batch < push.batches; batch += gl_NumWorkGroups.x) {{
+        uint64_t a_base = uint64_t(batch) * push.a_batch;
+        uint64_t l_base = uint64_t(batch) * uint64_t(push.n) * uint64_t(push.n);
+        for (uint j = 0u; j < push.n; j++) {{
+            if (gl_LocalInvocationID.x == 0u) {{
+                V sum = read_at(push.a, a_base + uint64_t(j) * push.a_row + uint64_t(j) * push.a_column);
+                for (uint k = 0u; k < j; k++) {{
+                    V value = l_at(l_base, j, k);
+                    sum -= value * value;
+                }}
+                write_at(push.l, l_base + uint64_t(j) * push.n + j, sqrt(sum));
+            }}
+            memoryBarrierBuffer();
+            barrier();
+            V diagonal = l_at(l_base, j, j);
+            for (uint i = j + 1u + gl_LocalInvocationID.x; i < push.n; i += {WORKGROUP_SIZE}u) {{
+                V sum = read_at(push.a, a_base + uint64_t(i) * push.a_row + uint64_t(j) * push.a_column);
+                for (uint k = 0u; k < j; k++) {{
+                    sum -= l_at(l_base, i, k) * l_at(l_base, j, k);
+                }}
+                write_at(push.l, l_base + uint64_t(i) * push.n + j, sum / diagonal);
+                write_at(push.l, l_base + uint64_t(j) * push.n + i, V(0));
+            }}
+            memoryBarrierBuffer();
+            barrier();
+        }}
+    }}
+}}
+",
+        preamble = preamble(elem)
+    )
+}
+
+/// Batch size and the (batch, row, column) strides of the last two axes of `tensor`, whose
+/// leading axes must collapse to one stride (else it is made contiguous first).
+fn matrix_view(tensor: &Tensor) -> Result<(Tensor, usize, [usize; 3])> {
+    let rank = tensor.shape().len();
+    let leading: Vec<usize> = (0..rank - 2).collect();
+    let batches: usize = tensor.shape()[..rank - 2].iter().product();
+    let collapsed = collapse(tensor.shape(), tensor.layout().strides(), &leading);
+    let tensor = match collapsed {
+        Some(_) => tensor.clone(),
+        None => movement::contiguous(tensor)?,
+    };
+    let strides = tensor.layout().strides();
+    let batch_stride = collapse(tensor.shape(), strides, &leading).map_or(0, |(_, stride)| stride);
+    let matrix_strides = [batch_stride, strides[rank - 2], strides[rank - 1]];
+    Ok((tensor, batches, matrix_strides))
+}
+
+fn address(op: &'static str, tensor: &Tensor) -> Result<u64> {
+    tensor
+        .device_address()
+        .ok_or_else(|| bad(op, &[tensor], "sub-byte tensors have no addresses".into()))
+}
+
+fn words(op: &'static str, tensors: &[&Tensor], values: &[usize]) -> Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(values.len() * 4);
+    for &value in values {
+        let word = u32::try_from(value)
+            .map_err(|_| bad(op, tensors, format!("{value} exceeds 32-bit indexing")))?;
+        bytes.extend_from_slice(&word.to_le_bytes());
+    }
+    Ok(bytes)
+}
+
+/// Nx's `triangular_solve(a, b, opts)`: `a` is [..., n, n], `b` is [..., n] or [..., n, m]
+/// (left side) or [..., m, n] (right side) with the same batch axes.
+pub fn triangular_solve(
+    a: &Tensor,
+    b: &Tensor,
+    options: &TriangularSolveOptions,
+) -> Result<Tensor> {
+    const OP: &str = "triangular_solve";
+    let (result, elem) = float_elem(OP, &[a, b])?;
+    let rank = a.shape().len();
+    let n = *a.shape().last().unwrap_or(&0);
+    let square = rank >= 2 && a.shape()[rank - 2] == n;
+    let vector = b.shape().len() == rank - 1 && square;
+    let batch_matches = square
+        && (vector || b.shape().len() == rank)
+        && b.shape()[..rank - 2] == a.shape()[..rank - 2];
+    let solved_axis = if vector || options.left_side {
+        rank - 2
+    } else {
+        rank - 1
+    };
+    if !batch_matches || b.shape().get(solved_axis) != Some(&n) || n > MAX_ORDER {
+        return Err(bad(
+            OP,
+            &[a, b],
+            format!(
+                "a must be [..., n, n] (n at most {MAX_ORDER}) and b [..., n] or [..., n, m] / [..., m, n] with a's batch axes"
+            ),
+        ));
+    }
+    let a = ops::as_type(a, result)?;
+    let b = ops::as_type(b, result)?;
+    let b_matrix = if vector {
+        let mut shape = b.shape().to_vec();
+        shape.push(1);
+        b.reshape(&shape)?
+    } else {
+        b.clone()
+    };
+    let output = Tensor::empty(a.device(), result, b_matrix.shape())?;
+    if output.n_elements() == 0 {
+        return output.reshape(b.shape());
+    }
+    // Everything as a left-side solve with the matrix as seen through views.
+    let swap = |tensor: &Tensor| -> Result<Tensor> {
+        let mut permutation: Vec<usize> = (0..rank).collect();
+        permutation.swap(rank - 2, rank - 1);
+        tensor.transpose(&permutation)
+    };
+    let transposed = options.transpose_a == options.left_side;
+    let a_view = if transposed { swap(&a)? } else { a.clone() };
+    let lower = options.lower != transposed;
+    let (b_view, x_view) = if options.left_side || vector {
+        (b_matrix.clone(), output.clone())
+    } else {
+        (swap(&b_matrix)?, swap(&output)?)
+    };
+    let (a_view, batches, a_strides) = matrix_view(&a_view)?;
+    let (b_view, _, b_strides) = matrix_view(&b_view)?;
+    let x_strides = {
+        let strides = x_view.layout().strides();
+        let batch = output.shape()[rank - 2] * output.shape()[rank - 1];
+        [batch, strides[rank - 2], strides[rank - 1]]
+    };
+    let columns = b_view.shape()[rank - 1];
+    let device = output.device();
+    let kernel = device.kernel_from_glsl(
+        &format!("{OP}_{}", elem.name()),
+        &triangular_solve_shader(elem),
+        &[],
+    )?;
+    let mut push = Vec::with_capacity(88);
+    for value in [
+        address(OP, &a_view)?,
+        address(OP, &b_view)?,
+        address(OP, &output)?,
+    ] {
+        push.extend_from_slice(&value.to_le_bytes());
+    }
+    push.extend(words(
+        OP,
+        &[&a_view, &b_view],
+        &[
+            n,
+            columns,
+            batches,
+            usize::from(lower),
+            a_strides[0],
+            a_strides[1],
+            a_strides[2],
+            b_strides[0],
+            b_strides[1],
+            b_strides[2],
+            x_strides[0],
+            x_strides[1],
+            x_strides[2],
+        ],
+    )?);
+    poison_output(output.buffer())?;
+    let groups = (batches * columns)
+        .div_ceil(WORKGROUP_SIZE as usize)
+        .clamp(1, 65_535) as u32;
+    device.dispatch(
+        &kernel,
+        [groups, 1, 1],
+        &push,
+        &[
+            BufferAccess::Read(a_view.buffer()),
+            BufferAccess::Read(b_view.buffer()),
+            BufferAccess::Write(output.buffer()),
+        ],
+    )?;
+    output.reshape(b.shape())
+}
+
+/// Nx's `cholesky(a)`: the lower-triangular L with L L^T = a, for `a` of shape [..., n, n]
+/// (only its lower triangle is read).
+pub fn cholesky(a: &Tensor) -> Result<Tensor> {
+    const OP: &str = "cholesky";
+    let (result, elem) = float_elem(OP, &[a])?;
+    let rank = a.shape().len();
+    let n = *a.shape().last().unwrap_or(&0);
+    if rank < 2 || a.shape()[rank - 2] != n || n > MAX_ORDER {
+        return Err(bad(
+            OP,
+            &[a],
+            format!("expects [..., n, n] matrices with n at most {MAX_ORDER}"),
+        ));
+    }
+    let a = ops::as_type(a, result)?;
+    let output = Tensor::empty(a.device(), result, a.shape())?;
+    if output.n_elements() == 0 {
+        return Ok(output);
+    }
+    let (a_view, batches, a_strides) = matrix_view(&a)?;
+    let device = output.device();
+    let kernel = device.kernel_from_glsl(
+        &format!("{OP}_{}", elem.name()),
+        &cholesky_shader(elem),
+        &[],
+    )?;
+    let mut push = Vec::with_capacity(40);
+    for value in [address(OP, &a_view)?, address(OP, &output)?] {
+        push.extend_from_slice(&value.to_le_bytes());
+    }
+    push.extend(words(
+        OP,
+        &[&a_view],
+        &[n, batches, a_strides[0], a_strides[1], a_strides[2]],
+    )?);
+    poison_output(output.buffer())?;
+    device.dispatch(
+        &kernel,
+        [batches.clamp(1, 65_535) as u32, 1, 1],
+        &push,
+        &[
+            BufferAccess::Read(a_view.buffer()),
+            BufferAccess::Write(output.buffer()),
+        ],
+    )?;
+    Ok(output)
+}

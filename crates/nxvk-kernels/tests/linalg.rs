@@ -1,0 +1,255 @@
+//! triangular_solve and cholesky against f64 host references on random well-conditioned
+//! batched problems (diagonally dominant triangles, SPD matrices M M^T + n I): every option
+//! combination of triangular_solve (lower/upper, left/right side, transposed a, vector b),
+//! transposed views of the operands, f16/bf16/f32/f64. Tolerance: `16 * n * eps(result) *
+//! (1 + |reference|)` per element (the problems are conditioned so that this bounds the
+//! forward error); a null arm shows a perturbed result is rejected.
+
+mod common;
+
+use common::*;
+use nxvk_core::{DType, Error, Tensor};
+use nxvk_kernels::linalg::{TriangularSolveOptions, cholesky, triangular_solve};
+use nxvk_kernels::reference::{self, Value};
+use proptest::prelude::*;
+
+fn cases() -> u32 {
+    std::env::var("NXVK_TEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(32)
+}
+
+fn float_dtypes() -> Vec<DType> {
+    [DType::F16, DType::BF16, DType::F32, DType::F64]
+        .into_iter()
+        .filter(|dtype| nxvk_kernels::ops::native_dtypes().any(|native| native == *dtype))
+        .collect()
+}
+
+fn epsilon(dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => 2f64.powi(-10),
+        DType::BF16 => 2f64.powi(-7),
+        DType::F32 => 2f64.powi(-23),
+        _ => 2f64.powi(-52),
+    }
+}
+
+fn rounded(dtype: DType, value: f64) -> f64 {
+    match reference::round_to(Value::Float(value), dtype) {
+        Value::Float(value) => value,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn upload(dtype: DType, shape: &[usize], values: &[f64]) -> Tensor {
+    let encoded: Vec<Value> = values.iter().map(|&value| Value::Float(value)).collect();
+    Tensor::from_bytes(&device(), dtype, shape, &reference::encode(dtype, &encoded)).unwrap()
+}
+
+fn floats(tensor: &Tensor) -> Vec<f64> {
+    read(tensor)
+        .into_iter()
+        .map(|value| match value {
+            Value::Float(value) => value,
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+fn compare(dtype: DType, n: usize, actual: &[f64], expected: &[f64]) -> Result<(), String> {
+    if actual.len() != expected.len() {
+        return Err(format!(
+            "{} values, expected {}",
+            actual.len(),
+            expected.len()
+        ));
+    }
+    let tolerance = 16.0 * n.max(1) as f64 * epsilon(dtype);
+    for (index, (&got, &wanted)) in actual.iter().zip(expected).enumerate() {
+        // A NaN fails the comparison, so it counts as a mismatch.
+        let close = (got - wanted).abs() <= tolerance * (1.0 + wanted.abs());
+        if !close {
+            return Err(format!(
+                "element {index}: got {got}, expected {wanted} ({dtype}, n = {n})"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A batch of n x n matrices whose `lower` (or upper) triangle is diagonally dominant; the
+/// other triangle holds garbage that must never be read.
+fn triangular(dtype: DType, batches: usize, n: usize, lower: bool, rng: &mut SplitMix) -> Vec<f64> {
+    let mut values = Vec::with_capacity(batches * n * n);
+    for _ in 0..batches {
+        for row in 0..n {
+            for column in 0..n {
+                let inside = if lower { column <= row } else { column >= row };
+                let value = if row == column {
+                    (1.0 + rng.unit()) * if rng.below(2) == 0 { 1.0 } else { -1.0 }
+                } else if inside {
+                    (rng.unit() * 2.0 - 1.0) / n as f64
+                } else {
+                    1.0e4
+                };
+                values.push(rounded(dtype, value));
+            }
+        }
+    }
+    values
+}
+
+/// Host solve of T x = b for one right-hand side, T given by an element function.
+fn substitute(n: usize, lower: bool, t: impl Fn(usize, usize) -> f64, b: &[f64]) -> Vec<f64> {
+    let mut x = vec![0.0; n];
+    for step in 0..n {
+        let row = if lower { step } else { n - 1 - step };
+        let range = if lower { 0..row } else { row + 1..n };
+        let sum: f64 = range.map(|j| t(row, j) * x[j]).sum();
+        x[row] = (b[row] - sum) / t(row, row);
+    }
+    x
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn triangular_solve_matches_the_reference(seed in any::<u64>()) {
+        let mut rng = SplitMix(seed);
+        let dtypes = float_dtypes();
+        let dtype = dtypes[rng.below(dtypes.len() as u64) as usize];
+        let options = TriangularSolveOptions {
+            lower: rng.below(2) == 0,
+            left_side: rng.below(2) == 0,
+            transpose_a: rng.below(2) == 0,
+        };
+        let batches = 1 + rng.below(3) as usize;
+        let n = 1 + rng.below(7) as usize;
+        let vector = options.left_side && rng.below(3) == 0;
+        let m = 1 + rng.below(4) as usize;
+        let a_values = triangular(dtype, batches, n, options.lower, &mut rng);
+        let b_shape: Vec<usize> = if vector {
+            vec![batches, n]
+        } else if options.left_side {
+            vec![batches, n, m]
+        } else {
+            vec![batches, m, n]
+        };
+        let b_count: usize = b_shape.iter().product();
+        let b_values: Vec<f64> = (0..b_count).map(|_| rounded(dtype, rng.unit() * 4.0 - 2.0)).collect();
+        let a = upload(dtype, &[batches, n, n], &a_values);
+        let b = upload(dtype, &b_shape, &b_values);
+        let output = triangular_solve(&a, &b, &options).unwrap();
+        prop_assert_eq!(output.shape(), &b_shape[..]);
+        // Host: each right-hand side solved against op(a) (or op(a)^T for the right side).
+        let columns = if vector { 1 } else { m };
+        let mut expected = vec![0.0; b_count];
+        for batch in 0..batches {
+            let a_at = |row: usize, column: usize| a_values[batch * n * n + row * n + column];
+            let transposed = options.transpose_a == options.left_side;
+            let t = |row: usize, column: usize| if transposed { a_at(column, row) } else { a_at(row, column) };
+            let lower = options.lower != transposed;
+            for column in 0..columns {
+                let index = |i: usize| -> usize {
+                    if vector {
+                        batch * n + i
+                    } else if options.left_side {
+                        batch * n * m + i * m + column
+                    } else {
+                        batch * m * n + column * n + i
+                    }
+                };
+                let rhs: Vec<f64> = (0..n).map(|i| b_values[index(i)]).collect();
+                let x = substitute(n, lower, t, &rhs);
+                for i in 0..n {
+                    expected[index(i)] = x[i];
+                }
+            }
+        }
+        if let Err(why) = compare(dtype, n, &floats(&output), &expected) {
+            return Err(TestCaseError::fail(format!("{options:?} {dtype} n={n} m={m}: {why}")));
+        }
+    }
+
+    #[test]
+    fn cholesky_matches_the_reference(seed in any::<u64>()) {
+        let mut rng = SplitMix(seed);
+        let dtypes = float_dtypes();
+        let dtype = dtypes[rng.below(dtypes.len() as u64) as usize];
+        let batches = 1 + rng.below(3) as usize;
+        let n = 1 + rng.below(8) as usize;
+        let mut a_values = Vec::new();
+        for _ in 0..batches {
+            let m: Vec<f64> = (0..n * n).map(|_| rng.unit() * 2.0 - 1.0).collect();
+            for row in 0..n {
+                for column in 0..n {
+                    let product: f64 = (0..n).map(|k| m[row * n + k] * m[column * n + k]).sum();
+                    let diagonal = if row == column { n as f64 } else { 0.0 };
+                    a_values.push(rounded(dtype, product + diagonal));
+                }
+            }
+        }
+        // Read through a transposed view: a symmetric matrix is its own transpose, so only
+        // the addressing changes.
+        let a = upload(dtype, &[batches, n, n], &a_values).transpose(&[0, 2, 1]).unwrap();
+        let output = cholesky(&a).unwrap();
+        let mut expected = vec![0.0; batches * n * n];
+        for batch in 0..batches {
+            let base = batch * n * n;
+            for j in 0..n {
+                let sum: f64 = (0..j).map(|k| expected[base + j * n + k] * expected[base + j * n + k]).sum();
+                let diagonal = (a_values[base + j * n + j] - sum).sqrt();
+                expected[base + j * n + j] = diagonal;
+                for i in j + 1..n {
+                    let sum: f64 = (0..j).map(|k| expected[base + i * n + k] * expected[base + j * n + k]).sum();
+                    expected[base + i * n + j] = (a_values[base + i * n + j] - sum) / diagonal;
+                }
+            }
+        }
+        if let Err(why) = compare(dtype, n, &floats(&output), &expected) {
+            return Err(TestCaseError::fail(format!("{dtype} n={n}: {why}")));
+        }
+    }
+}
+
+/// The null arm: a fixed solve is right, and a perturbed copy of it is rejected.
+#[test]
+fn perturbed_solutions_are_rejected() {
+    let a = upload(DType::F32, &[2, 2], &[2.0, 0.0, 1.0, 4.0]);
+    let b = upload(DType::F32, &[2], &[2.0, 9.0]);
+    let x = floats(&triangular_solve(&a, &b, &TriangularSolveOptions::default()).unwrap());
+    compare(DType::F32, 2, &x, &[1.0, 2.0]).unwrap();
+    assert!(compare(DType::F32, 2, &[1.0, 2.0 + 1.0e-4], &[1.0, 2.0]).is_err());
+    let l = floats(&cholesky(&upload(DType::F64, &[2, 2], &[4.0, 2.0, 2.0, 5.0])).unwrap());
+    compare(DType::F64, 2, &l, &[2.0, 0.0, 1.0, 2.0]).unwrap();
+}
+
+/// Mismatched shapes are errors naming the op; integer inputs give float results; complex is
+/// unsupported.
+#[test]
+fn shapes_and_types() {
+    let dev = device();
+    let a = Tensor::from_slice(&dev, &[2, 2], &[2i32, 0, 1, 4]).unwrap();
+    let b = Tensor::from_slice(&dev, &[2], &[2i32, 9]).unwrap();
+    let x = triangular_solve(&a, &b, &TriangularSolveOptions::default()).unwrap();
+    assert_eq!(x.dtype(), DType::F32);
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+    let wrong = Tensor::zeros(&dev, DType::F32, &[3]).unwrap();
+    assert!(matches!(
+        triangular_solve(&a, &wrong, &TriangularSolveOptions::default()),
+        Err(Error::BadOperands {
+            op: "triangular_solve",
+            ..
+        })
+    ));
+    let rectangle = Tensor::zeros(&dev, DType::F32, &[2, 3]).unwrap();
+    assert!(matches!(
+        cholesky(&rectangle),
+        Err(Error::BadOperands { op: "cholesky", .. })
+    ));
+    let complex = Tensor::zeros(&dev, DType::C64, &[2, 2]).unwrap();
+    assert!(matches!(cholesky(&complex), Err(Error::Unsupported { .. })));
+}
