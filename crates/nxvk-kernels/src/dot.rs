@@ -454,7 +454,17 @@ impl Problem {
             return self.run_with(Variant::Tiled(config), order);
         }
         if let Some(cooperative) = self.cooperative() {
-            return self.run_with(cooperative, order);
+            // A driver that lists the shape but cannot build the kernel keeps the tiled path
+            // (said once per process); any other error is the caller's.
+            match self.run_with(cooperative, order) {
+                Err(error @ (Error::Shader(_) | Error::Vulkan { .. })) => {
+                    static WARNED: std::sync::Once = std::sync::Once::new();
+                    WARNED.call_once(|| {
+                        eprintln!("nxvk: cooperative-matrix GEMM unavailable ({error}); using the tiled kernel");
+                    });
+                }
+                other => return other,
+            }
         }
         let default = default_config(self.batches, self.m, self.n);
         let multiply_adds =
