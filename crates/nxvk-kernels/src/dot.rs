@@ -1,8 +1,8 @@
 //! `dot` (Nx's dot/6 with any contraction and batch axes) as one batched GEMM on the device.
 //!
 //! Lowering: the operands are cast to the result type (Nx's `Nx.Type.merge` of the two), then
-//! each is seen as a three-axis strided matrix stack: A as [batch][M][K] (batch axes, A's free
-//! axes, A's contraction axes) and B as [batch][K][N]. Each group of axes must collapse to one
+//! each is seen as a three-axis strided matrix stack: A as `[batch][M][K]` (batch axes, A's free
+//! axes, A's contraction axes) and B as `[batch][K][N]`. Each group of axes must collapse to one
 //! stride; when the view cannot express that (say a transposed pair of free axes), the operand
 //! is first copied into that axis order (`movement::contiguous`), otherwise nothing moves. The
 //! result is dense: batch axes (in `batch_a`'s order), A's free axes, then B's free axes.

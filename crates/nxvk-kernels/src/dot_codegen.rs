@@ -123,7 +123,7 @@ pub struct OperandOrder {
     /// multiples of four and the operands' addresses are 16-byte aligned).
     pub vector_loads: bool,
     /// B is not a matrix but a convolution's input, gathered on the fly (implicit GEMM; see
-    /// [`convolution_loader`]).
+    /// `convolution_loader`).
     pub b_is_convolution_input: bool,
 }
 

@@ -1,5 +1,6 @@
-//! Linear algebra on the GPU for small and medium batched matrices: triangular_solve and
-//! cholesky (Nx.LinAlg's). LU, QR, solve, determinant, eigh and SVD are not implemented yet.
+//! Linear algebra on the GPU for small and medium batched matrices: triangular_solve,
+//! cholesky, lu and determinant (Nx.LinAlg's). QR, solve, eigh and SVD are not implemented
+//! yet.
 //!
 //! triangular_solve: one invocation per (matrix, right-hand column) runs the substitution
 //! sequentially over the rows (O(n^2) work each, all columns and batch entries in parallel).
@@ -9,6 +10,13 @@
 //! diagonal element, then the column below it in parallel, with a workgroup barrier between
 //! columns; only the lower triangle of the input is read, and a matrix that is not positive
 //! definite yields NaN (the square root of a negative number) rather than an error.
+//!
+//! lu: one workgroup per matrix runs Gaussian elimination with partial pivoting (the largest
+//! magnitude in the column below the diagonal, first on ties) in a working copy, then one
+//! invocation per element unpacks P (s64), L (unit lower) and U with A = P L U. This is
+//! LAPACK's and EXLA's pivoting; Nx.BinaryBackend pivots once on the original matrix instead,
+//! so its factors can differ where both are valid. determinant: the product of U's diagonal,
+//! negated for an odd number of row swaps.
 //!
 //! Results are `to_floating(merge(...))` of the inputs (Nx's); f16 and bf16 compute in f32
 //! but keep intermediate solutions in their own type. Sizes: n up to [`MAX_ORDER`] (each
@@ -192,6 +200,287 @@ void main() {{
 ",
         preamble = preamble(elem)
     )
+}
+
+fn lu_shader(elem: Elem) -> String {
+    format!(
+        "{preamble}
+layout(local_size_x = {WORKGROUP_SIZE}) in;
+layout(buffer_reference, scalar, buffer_reference_align = 4) coherent buffer Index {{ uint v; }};
+layout(push_constant, scalar) uniform Push {{
+    uint64_t a;
+    uint64_t w;
+    uint64_t permutation;
+    uint n;
+    uint batches;
+    uint a_batch; uint a_row; uint a_column;
+}} push;
+shared uint pivot_row;
+
+// Working matrix element (i, j) and permutation entry i of the current matrix.
+uint64_t w_index(uint64_t base, uint i, uint j) {{ return base + uint64_t(i) * push.n + j; }}
+Index permutation_entry(uint batch, uint i) {{
+    return Index(push.permutation + (uint64_t(batch) * (push.n + 1u) + i) * 4ul);
+}}
+
+void main() {{
+    uint invocation = gl_LocalInvocationID.x;
+    uint n = push.n;
+    for (uint batch = gl_WorkGroupID.x; batch < push.batches; batch += gl_NumWorkGroups.x) {{
+        uint64_t a_base = uint64_t(batch) * push.a_batch;
+        uint64_t base = uint64_t(batch) * uint64_t(n) * uint64_t(n);
+        for (uint index = invocation; index < n * n; index += {WORKGROUP_SIZE}u) {{
+            uint i = index / n;
+            uint j = index % n;
+            write_at(push.w, w_index(base, i, j), read_at(push.a, a_base + uint64_t(i) * push.a_row + uint64_t(j) * push.a_column));
+        }}
+        for (uint i = invocation; i < n; i += {WORKGROUP_SIZE}u) {{
+            permutation_entry(batch, i).v = i;
+        }}
+        if (invocation == 0u) {{
+            permutation_entry(batch, n).v = 0u;
+        }}
+        memoryBarrierBuffer();
+        barrier();
+        for (uint k = 0u; k < n; k++) {{
+            if (invocation == 0u) {{
+                uint best = k;
+                V best_magnitude = abs(read_at(push.w, w_index(base, k, k)));
+                for (uint i = k + 1u; i < n; i++) {{
+                    V magnitude = abs(read_at(push.w, w_index(base, i, k)));
+                    if (magnitude > best_magnitude) {{
+                        best = i;
+                        best_magnitude = magnitude;
+                    }}
+                }}
+                pivot_row = best;
+                if (best != k) {{
+                    uint kept = permutation_entry(batch, k).v;
+                    permutation_entry(batch, k).v = permutation_entry(batch, best).v;
+                    permutation_entry(batch, best).v = kept;
+                    permutation_entry(batch, n).v += 1u;
+                }}
+            }}
+            memoryBarrierShared();
+            memoryBarrierBuffer();
+            barrier();
+            uint pivot = pivot_row;
+            if (pivot != k) {{
+                for (uint j = invocation; j < n; j += {WORKGROUP_SIZE}u) {{
+                    V kept = read_at(push.w, w_index(base, k, j));
+                    write_at(push.w, w_index(base, k, j), read_at(push.w, w_index(base, pivot, j)));
+                    write_at(push.w, w_index(base, pivot, j), kept);
+                }}
+            }}
+            memoryBarrierBuffer();
+            barrier();
+            V diagonal = read_at(push.w, w_index(base, k, k));
+            for (uint i = k + 1u + invocation; i < n; i += {WORKGROUP_SIZE}u) {{
+                write_at(push.w, w_index(base, i, k), read_at(push.w, w_index(base, i, k)) / diagonal);
+            }}
+            memoryBarrierBuffer();
+            barrier();
+            uint rest = n - k - 1u;
+            for (uint index = invocation; index < rest * rest; index += {WORKGROUP_SIZE}u) {{
+                uint i = k + 1u + index / rest;
+                uint j = k + 1u + index % rest;
+                V updated = read_at(push.w, w_index(base, i, j))
+                    - read_at(push.w, w_index(base, i, k)) * read_at(push.w, w_index(base, k, j));
+                write_at(push.w, w_index(base, i, j), updated);
+            }}
+            memoryBarrierBuffer();
+            barrier();
+        }}
+    }}
+}}
+",
+        preamble = preamble(elem)
+    )
+}
+
+/// Unpacks the working matrix: `mode` 0 writes P, L and U (one invocation per element),
+/// 1 writes the determinant (one invocation per matrix).
+fn lu_unpack_shader(elem: Elem) -> String {
+    format!(
+        "{preamble}
+layout(local_size_x = {WORKGROUP_SIZE}) in;
+layout(buffer_reference, scalar, buffer_reference_align = 4) readonly buffer Index {{ uint v; }};
+layout(buffer_reference, scalar, buffer_reference_align = 8) writeonly buffer Index64 {{ int64_t v; }};
+layout(push_constant, scalar) uniform Push {{
+    uint64_t w;
+    uint64_t permutation;
+    uint64_t p;
+    uint64_t l;
+    uint64_t u;
+    uint n;
+    uint batches;
+    uint mode;
+}} push;
+
+void main() {{
+    uint n = push.n;
+    uint threads = gl_NumWorkGroups.x * {WORKGROUP_SIZE}u;
+    if (push.mode == 1u) {{
+        for (uint batch = gl_GlobalInvocationID.x; batch < push.batches; batch += threads) {{
+            uint64_t base = uint64_t(batch) * uint64_t(n) * uint64_t(n);
+            V product = V(1);
+            for (uint i = 0u; i < n; i++) {{
+                product *= read_at(push.w, base + uint64_t(i) * n + i);
+            }}
+            uint swaps = Index(push.permutation + (uint64_t(batch) * (n + 1u) + n) * 4ul).v;
+            write_at(push.l, uint64_t(batch), ((swaps & 1u) != 0u) ? -product : product);
+        }}
+        return;
+    }}
+    uint count = push.batches * n * n;
+    for (uint index = gl_GlobalInvocationID.x; index < count; index += threads) {{
+        uint batch = index / (n * n);
+        uint i = (index / n) % n;
+        uint j = index % n;
+        V value = read_at(push.w, uint64_t(index));
+        write_at(push.l, uint64_t(index), (i > j) ? value : ((i == j) ? V(1) : V(0)));
+        write_at(push.u, uint64_t(index), (i <= j) ? value : V(0));
+        uint source = Index(push.permutation + (uint64_t(batch) * (n + 1u) + j) * 4ul).v;
+        Index64(push.p + uint64_t(index) * 8ul).v = (source == i) ? 1l : 0l;
+    }}
+}}
+",
+        preamble = preamble(elem)
+    )
+}
+
+/// The packed factorisation of `a` ([..., n, n]): the working matrix (L below the diagonal,
+/// U on and above it) and the row permutation plus swap count ([batches, n + 1], u32).
+fn lu_packed(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor, Elem, usize, usize)> {
+    let (result, elem) = float_elem(op, &[a])?;
+    let rank = a.shape().len();
+    let n = *a.shape().last().unwrap_or(&0);
+    if rank < 2 || a.shape()[rank - 2] != n || n > MAX_ORDER {
+        return Err(bad(
+            op,
+            &[a],
+            format!("expects [..., n, n] matrices with n at most {MAX_ORDER}"),
+        ));
+    }
+    let a = ops::as_type(a, result)?;
+    let (a_view, batches, a_strides) = matrix_view(&a)?;
+    let device = a.device();
+    let working = Tensor::empty(device, result, &[batches, n, n])?;
+    let permutation = Tensor::empty(device, nxvk_core::DType::U32, &[batches, n + 1])?;
+    if batches * n == 0 {
+        return Ok((working, permutation, elem, batches, n));
+    }
+    let kernel = device.kernel_from_glsl(&format!("lu_{}", elem.name()), &lu_shader(elem), &[])?;
+    let mut push = Vec::with_capacity(48);
+    for value in [
+        address(op, &a_view)?,
+        address(op, &working)?,
+        address(op, &permutation)?,
+    ] {
+        push.extend_from_slice(&value.to_le_bytes());
+    }
+    push.extend(words(
+        op,
+        &[&a_view],
+        &[n, batches, a_strides[0], a_strides[1], a_strides[2]],
+    )?);
+    device.dispatch(
+        &kernel,
+        [batches.clamp(1, 65_535) as u32, 1, 1],
+        &push,
+        &[
+            BufferAccess::Read(a_view.buffer()),
+            BufferAccess::Write(working.buffer()),
+            BufferAccess::Write(permutation.buffer()),
+        ],
+    )?;
+    Ok((working, permutation, elem, batches, n))
+}
+
+/// Runs the unpacking kernel in `mode` (0: P, L, U; 1: determinant into `l`).
+fn lu_unpack(
+    op: &'static str,
+    elem: Elem,
+    packed: (&Tensor, &Tensor),
+    outputs: [&Tensor; 3],
+    batches: usize,
+    n: usize,
+    mode: u32,
+) -> Result<()> {
+    let device = packed.0.device();
+    let kernel = device.kernel_from_glsl(
+        &format!("lu_unpack_{}", elem.name()),
+        &lu_unpack_shader(elem),
+        &[],
+    )?;
+    let mut push = Vec::with_capacity(56);
+    for tensor in [packed.0, packed.1, outputs[0], outputs[1], outputs[2]] {
+        push.extend_from_slice(&address(op, tensor)?.to_le_bytes());
+    }
+    push.extend(words(op, &[packed.0], &[n, batches, mode as usize])?);
+    let tasks = if mode == 0 { batches * n * n } else { batches };
+    let groups = tasks.div_ceil(WORKGROUP_SIZE as usize).clamp(1, 65_535) as u32;
+    let mut accesses = vec![
+        BufferAccess::Read(packed.0.buffer()),
+        BufferAccess::Read(packed.1.buffer()),
+    ];
+    for output in outputs {
+        poison_output(output.buffer())?;
+        accesses.push(BufferAccess::Write(output.buffer()));
+    }
+    device.dispatch(&kernel, [groups, 1, 1], &push, &accesses)
+}
+
+/// Nx's `lu(a)`: `(p, l, u)` with `a = p . l . u` for `a` of shape [..., n, n]; `p` is an s64
+/// permutation matrix, `l` unit lower triangular, `u` upper triangular (partial pivoting).
+pub fn lu(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    const OP: &str = "lu";
+    let (working, permutation, elem, batches, n) = lu_packed(OP, a)?;
+    let device = a.device();
+    let p = Tensor::empty(device, nxvk_core::DType::S64, a.shape())?;
+    let l = Tensor::empty(device, working.dtype(), a.shape())?;
+    let u = Tensor::empty(device, working.dtype(), a.shape())?;
+    if batches * n > 0 {
+        lu_unpack(
+            OP,
+            elem,
+            (&working, &permutation),
+            [&p, &l, &u],
+            batches,
+            n,
+            0,
+        )?;
+    }
+    Ok((p, l, u))
+}
+
+/// Nx's `determinant(a)` for `a` of shape [..., n, n]: one value per matrix (LU-based).
+pub fn determinant(a: &Tensor) -> Result<Tensor> {
+    const OP: &str = "determinant";
+    let (working, permutation, elem, batches, n) = lu_packed(OP, a)?;
+    let rank = a.shape().len();
+    let output = Tensor::empty(a.device(), working.dtype(), &a.shape()[..rank - 2])?;
+    if batches == 0 {
+        return Ok(output);
+    }
+    if n == 0 {
+        // The determinant of an empty matrix is 1.
+        return ops::as_type(
+            &Tensor::from_slice(a.device(), &[batches], &vec![1.0f64; batches])?,
+            working.dtype(),
+        )?
+        .reshape(output.shape());
+    }
+    lu_unpack(
+        OP,
+        elem,
+        (&working, &permutation),
+        [&output, &output, &output],
+        batches,
+        n,
+        1,
+    )?;
+    Ok(output)
 }
 
 /// Batch size and the (batch, row, column) strides of the last two axes of `tensor`, whose

@@ -9,7 +9,7 @@ mod common;
 
 use common::*;
 use nxvk_core::{DType, Error, Tensor};
-use nxvk_kernels::linalg::{TriangularSolveOptions, cholesky, triangular_solve};
+use nxvk_kernels::linalg::{TriangularSolveOptions, cholesky, determinant, lu, triangular_solve};
 use nxvk_kernels::reference::{self, Value};
 use proptest::prelude::*;
 
@@ -213,6 +213,90 @@ proptest! {
             return Err(TestCaseError::fail(format!("{dtype} n={n}: {why}")));
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    /// P is a permutation matrix, L unit lower with |L| <= 1 (partial pivoting), U upper, and
+    /// P L U reproduces A; the determinant matches an f64 host elimination within a bound
+    /// scaled by Hadamard's (the product of the row norms).
+    #[test]
+    fn lu_and_determinant_match(seed in any::<u64>()) {
+        let mut rng = SplitMix(seed);
+        let dtypes = float_dtypes();
+        let dtype = dtypes[rng.below(dtypes.len() as u64) as usize];
+        let batches = 1 + rng.below(3) as usize;
+        let n = 1 + rng.below(7) as usize;
+        let values: Vec<f64> = (0..batches * n * n).map(|_| rounded(dtype, rng.unit() * 4.0 - 2.0)).collect();
+        let a = upload(dtype, &[batches, n, n], &values);
+        let (p, l, u) = lu(&a).unwrap();
+        prop_assert_eq!(p.dtype(), DType::S64);
+        let p_values: Vec<i64> = p.to_vec::<i64>().unwrap();
+        let (l_values, u_values) = (floats(&l), floats(&u));
+        let tolerance = 16.0 * n as f64 * epsilon(dtype);
+        for batch in 0..batches {
+            let at = |matrix: &[f64], i: usize, j: usize| matrix[batch * n * n + i * n + j];
+            for i in 0..n {
+                let ones = (0..n).filter(|&j| p_values[batch * n * n + i * n + j] == 1).count();
+                let zeros = (0..n).filter(|&j| p_values[batch * n * n + i * n + j] == 0).count();
+                prop_assert!(ones == 1 && zeros == n - 1, "P row {} of batch {}: {:?}", i, batch, p_values);
+                for j in 0..n {
+                    prop_assert!(j <= i || at(&l_values, i, j) == 0.0);
+                    prop_assert!(i != j || at(&l_values, i, j) == 1.0);
+                    prop_assert!(at(&l_values, i, j).abs() <= 1.0 + tolerance, "|L| > 1");
+                    prop_assert!(j >= i || at(&u_values, i, j) == 0.0);
+                    // (P L U)[i][j] against A[i][j].
+                    let mut product = 0.0;
+                    for r in 0..n {
+                        if p_values[batch * n * n + i * n + r] == 1 {
+                            product += (0..n).map(|k| at(&l_values, r, k) * at(&u_values, k, j)).sum::<f64>();
+                        }
+                    }
+                    let scale: f64 = (0..n).map(|k| at(&values, k, j).abs()).sum::<f64>() + 1.0;
+                    prop_assert!((product - at(&values, i, j)).abs() <= 4.0 * tolerance * scale,
+                        "PLU[{}][{}] = {} but A = {} ({} n={})", i, j, product, at(&values, i, j), dtype, n);
+                }
+            }
+        }
+        let determinants = floats(&determinant(&a).unwrap());
+        prop_assert_eq!(determinants.len(), batches);
+        for batch in 0..batches {
+            let mut m: Vec<f64> = values[batch * n * n..(batch + 1) * n * n].to_vec();
+            let mut expected = 1.0;
+            for k in 0..n {
+                let pivot = (k..n).max_by(|&x, &y| m[x * n + k].abs().total_cmp(&m[y * n + k].abs())).unwrap();
+                if pivot != k {
+                    for j in 0..n { m.swap(k * n + j, pivot * n + j); }
+                    expected = -expected;
+                }
+                expected *= m[k * n + k];
+                for i in k + 1..n {
+                    let factor = m[i * n + k] / m[k * n + k];
+                    for j in k..n { m[i * n + j] -= factor * m[k * n + j]; }
+                }
+            }
+            let hadamard: f64 = (0..n)
+                .map(|i| (0..n).map(|j| values[batch * n * n + i * n + j].powi(2)).sum::<f64>().sqrt())
+                .product();
+            let bound = tolerance * (hadamard + 1.0) + epsilon(dtype) * expected.abs();
+            prop_assert!((determinants[batch] - expected).abs() <= bound,
+                "det {} but expected {} ({} n={})", determinants[batch], expected, dtype, n);
+        }
+    }
+}
+
+/// Fixed determinants (a row swap flips the sign) and a perturbed one that is rejected.
+#[test]
+fn fixed_determinants() {
+    let a = upload(
+        DType::F64,
+        &[2, 2, 2],
+        &[1.0, 2.0, 3.0, 4.0, 0.0, 1.0, 1.0, 0.0],
+    );
+    let determinants = floats(&determinant(&a).unwrap());
+    compare(DType::F64, 2, &determinants, &[-2.0, -1.0]).unwrap();
+    assert!(compare(DType::F64, 2, &[-2.0, 1.0], &[-2.0, -1.0]).is_err());
 }
 
 /// The null arm: a fixed solve is right, and a perturbed copy of it is rejected.
