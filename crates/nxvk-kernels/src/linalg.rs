@@ -1,5 +1,5 @@
 //! Linear algebra on the GPU for small and medium batched matrices: triangular_solve,
-//! cholesky, lu and determinant (Nx.LinAlg's). QR, solve, eigh and SVD are not implemented
+//! cholesky, lu, determinant and solve (Nx.LinAlg's). QR, eigh and SVD are not implemented
 //! yet.
 //!
 //! triangular_solve: one invocation per (matrix, right-hand column) runs the substitution
@@ -481,6 +481,43 @@ pub fn determinant(a: &Tensor) -> Result<Tensor> {
         1,
     )?;
     Ok(output)
+}
+
+/// Nx's `solve(a, b)`: x with `a x = b`, for `a` of shape [..., n, n] and `b` of shape
+/// [..., n] or [..., n, m] with a's batch axes; through `lu` (P^T b is a GEMM with the 0/1
+/// permutation matrix, exact for finite b) and two triangular solves.
+pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    const OP: &str = "solve";
+    let (result, _) = float_elem(OP, &[a, b])?;
+    let rank = a.shape().len();
+    let shapes_fit = rank >= 2
+        && (b.shape().len() == rank || b.shape().len() == rank - 1)
+        && b.shape()[..rank - 2] == a.shape()[..rank - 2]
+        && b.shape().get(rank - 2) == a.shape().last();
+    if !shapes_fit {
+        return Err(bad(
+            OP,
+            &[a, b],
+            "a must be [..., n, n] and b [..., n] or [..., n, m] with a's batch axes".into(),
+        ));
+    }
+    let a = ops::as_type(a, result)?;
+    let b = ops::as_type(b, result)?;
+    let (p, l, u) = lu(&a)?;
+    let batch_axes: Vec<usize> = (0..rank - 2).collect();
+    let permuted = ops::as_type(
+        &crate::dot::dot(&p, &[rank - 2], &batch_axes, &b, &[rank - 2], &batch_axes)?,
+        result,
+    )?;
+    let lower = triangular_solve(&l, &permuted, &TriangularSolveOptions::default())?;
+    triangular_solve(
+        &u,
+        &lower,
+        &TriangularSolveOptions {
+            lower: false,
+            ..TriangularSolveOptions::default()
+        },
+    )
 }
 
 /// Batch size and the (batch, row, column) strides of the last two axes of `tensor`, whose

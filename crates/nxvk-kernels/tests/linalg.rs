@@ -9,7 +9,9 @@ mod common;
 
 use common::*;
 use nxvk_core::{DType, Error, Tensor};
-use nxvk_kernels::linalg::{TriangularSolveOptions, cholesky, determinant, lu, triangular_solve};
+use nxvk_kernels::linalg::{
+    TriangularSolveOptions, cholesky, determinant, lu, solve, triangular_solve,
+};
 use nxvk_kernels::reference::{self, Value};
 use proptest::prelude::*;
 
@@ -282,6 +284,59 @@ proptest! {
             let bound = tolerance * (hadamard + 1.0) + epsilon(dtype) * expected.abs();
             prop_assert!((determinants[batch] - expected).abs() <= bound,
                 "det {} but expected {} ({} n={})", determinants[batch], expected, dtype, n);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    /// solve on diagonally dominant systems (vector and matrix right-hand sides, batched)
+    /// against an f64 host Gaussian elimination.
+    #[test]
+    fn solve_matches_the_reference(seed in any::<u64>()) {
+        let mut rng = SplitMix(seed);
+        let dtypes = float_dtypes();
+        let dtype = dtypes[rng.below(dtypes.len() as u64) as usize];
+        let batches = 1 + rng.below(3) as usize;
+        let n = 1 + rng.below(6) as usize;
+        let vector = rng.below(2) == 0;
+        let m = if vector { 1 } else { 1 + rng.below(3) as usize };
+        let mut a_values = Vec::new();
+        for _ in 0..batches {
+            for row in 0..n {
+                for column in 0..n {
+                    let value = if row == column { 2.0 + rng.unit() } else { (rng.unit() * 2.0 - 1.0) / n as f64 };
+                    a_values.push(rounded(dtype, value));
+                }
+            }
+        }
+        let b_values: Vec<f64> = (0..batches * n * m).map(|_| rounded(dtype, rng.unit() * 4.0 - 2.0)).collect();
+        let b_shape = if vector { vec![batches, n] } else { vec![batches, n, m] };
+        let x = solve(&upload(dtype, &[batches, n, n], &a_values), &upload(dtype, &b_shape, &b_values)).unwrap();
+        prop_assert_eq!(x.shape(), &b_shape[..]);
+        let mut expected = vec![0.0; batches * n * m];
+        for batch in 0..batches {
+            for column in 0..m {
+                // Gauss-Jordan on the f64 copy (the matrices are diagonally dominant).
+                let mut matrix: Vec<f64> = a_values[batch * n * n..(batch + 1) * n * n].to_vec();
+                let mut rhs: Vec<f64> = (0..n).map(|i| b_values[batch * n * m + i * m + column]).collect();
+                for k in 0..n {
+                    for i in 0..n {
+                        if i != k {
+                            let factor = matrix[i * n + k] / matrix[k * n + k];
+                            for j in 0..n { matrix[i * n + j] -= factor * matrix[k * n + j]; }
+                            rhs[i] -= factor * rhs[k];
+                        }
+                    }
+                }
+                for i in 0..n {
+                    expected[batch * n * m + i * m + column] = rhs[i] / matrix[i * n + i];
+                }
+            }
+        }
+        if let Err(why) = compare(dtype, n, &floats(&x), &expected) {
+            return Err(TestCaseError::fail(format!("{dtype} n={n} m={m}: {why}")));
         }
     }
 }
