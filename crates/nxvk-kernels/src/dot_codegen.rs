@@ -8,8 +8,11 @@
 //! views (three element strides each); C is dense. A workgroup owns a `tile_m x tile_n` block of
 //! C: per step it stages a `tile_m x tile_k` slice of A and a `tile_k x tile_n` slice of B in
 //! shared memory (in the accumulator type, so f16/bf16 are widened once), then each invocation
-//! accumulates a `thread_m x thread_n` block of outputs in registers from `thread_m + thread_n`
-//! shared reads per `k` (register blocking). The staging loads walk whichever axis of the
+//! accumulates a `thread_m x thread_n` grid of outputs in registers from `thread_m + thread_n`
+//! shared reads per `k` (register blocking). The grid is interleaved across the tile (its
+//! rows `tile_m / thread_m` apart, its columns `tile_n / thread_n` apart), so neighbouring
+//! invocations read neighbouring shared words (no bank conflicts) and store neighbouring
+//! outputs (coalesced). The staging loads walk whichever axis of the
 //! operand is contiguous in memory (`a_k_contiguous`, `b_n_contiguous`), so neighbouring
 //! invocations read neighbouring addresses; when that axis is dense and its length a multiple
 //! of four, f32 and f16 staging reads four elements at once (`vector_loads`).
@@ -41,6 +44,10 @@ pub const CONVOLUTION_HEADER_WORDS: usize = 7;
 /// Words per spatial axis in a convolution parameter block.
 pub const CONVOLUTION_AXIS_WORDS: usize = 8;
 
+/// Elements each shared-memory row is padded by (staging stores along K then spread over
+/// the banks instead of hitting one).
+pub const TILE_PAD: u32 = 4;
+
 /// One tile configuration of the GEMM template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TileConfig {
@@ -64,7 +71,7 @@ impl TileConfig {
 
     /// Shared memory the configuration stages, for accumulators of `accumulator_bytes`.
     pub const fn shared_bytes(self, accumulator_bytes: u32) -> u32 {
-        (self.tile_m + self.tile_n) * self.tile_k * accumulator_bytes
+        (self.tile_m + self.tile_n + 2 * TILE_PAD) * self.tile_k * accumulator_bytes
     }
 
     /// The name used in kernel names and the autotune file: `128x128x8/8x8`.
@@ -202,6 +209,7 @@ pub fn gemm_shader(input: Elem, output: Elem, config: TileConfig, order: Operand
 #define THREAD_M {thread_m}u
 #define THREAD_N {thread_n}u
 #define INVOCATIONS {invocations}u
+#define TILE_PAD {TILE_PAD}u
 #define ACC {accumulator_type}
 layout(local_size_x = {invocations}) in;
 layout(buffer_reference, scalar, buffer_reference_align = {input_bytes}) readonly buffer Element {{ {input_storage} v; }};
@@ -226,9 +234,10 @@ layout(push_constant, scalar) uniform Push {{
     uint64_t params;
 }} push;
 {bf16}
-// Staged slices, K-major so the inner loop reads each register block contiguously.
-shared ACC a_tile[TILE_K][TILE_M];
-shared ACC b_tile[TILE_K][TILE_N];
+// Staged slices, K-major; each row padded so that staging stores along K fall in different
+// banks.
+shared ACC a_tile[TILE_K][TILE_M + TILE_PAD];
+shared ACC b_tile[TILE_K][TILE_N + TILE_PAD];
 
 ACC load_element(uint64_t address) {{ return {loaded}; }}
 {loader}
@@ -259,10 +268,10 @@ void main() {{
                 ACC a_block[THREAD_M];
                 ACC b_block[THREAD_N];
                 for (uint i = 0u; i < THREAD_M; i++) {{
-                    a_block[i] = a_tile[kk][block_m * THREAD_M + i];
+                    a_block[i] = a_tile[kk][block_m + i * (TILE_M / THREAD_M)];
                 }}
                 for (uint j = 0u; j < THREAD_N; j++) {{
-                    b_block[j] = b_tile[kk][block_n * THREAD_N + j];
+                    b_block[j] = b_tile[kk][block_n + j * (TILE_N / THREAD_N)];
                 }}
                 for (uint i = 0u; i < THREAD_M; i++) {{
                     for (uint j = 0u; j < THREAD_N; j++) {{
@@ -277,10 +286,10 @@ void main() {{
         }}
         uint64_t c_base = push.c + uint64_t(task) * uint64_t(push.m) * uint64_t(push.n) * {output_bytes}ul;
         for (uint i = 0u; i < THREAD_M; i++) {{
-            uint row = tile_m0 + block_m * THREAD_M + i;
+            uint row = tile_m0 + block_m + i * (TILE_M / THREAD_M);
             if (row >= push.m) break;
             for (uint j = 0u; j < THREAD_N; j++) {{
-                uint column = tile_n0 + block_n * THREAD_N + j;
+                uint column = tile_n0 + block_n + j * (TILE_N / THREAD_N);
                 if (column >= push.n) break;
                 Output(c_base + (uint64_t(row) * uint64_t(push.n) + uint64_t(column)) * {output_bytes}ul).v = {stored};
             }}
