@@ -1,12 +1,13 @@
 //! The op x dtype coverage matrix (gpu / fallback / unsupported), read from the op table and
-//! the catalog (elementwise ops, reductions, data movement, dot, conv and window ops), for the `coverage` example and
+//! the catalog (elementwise ops, reductions, data movement, dot, conv, window ops and linear
+//! algebra), for the `coverage` example and
 //! CI's strict check.
 
 use crate::fallback::is_allowlisted;
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::ops::{Path, binary_path, unary_path};
 use crate::reduce::{self, ReduceOp};
-use crate::{conv, dot, movement, window};
+use crate::{conv, dot, linalg, movement, window};
 use nxvk_core::{Capabilities, DType};
 
 /// Where one op runs on one dtype (both operands of that dtype for binary ops).
@@ -158,13 +159,14 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
         gemm_row("dot", dot::result_dtype),
         gemm_row("conv", conv::result_dtype),
     ];
-    let windows = window::WINDOW_OPS.iter().map(|&op| Row {
+    // GPU or unsupported (no host path), by one predicate per family.
+    let gpu_or_unsupported = |op: &'static str, runs: fn(DType, &Capabilities) -> bool| Row {
         op,
         arity: 1,
         cells: DType::ALL
             .into_iter()
             .map(|dtype| {
-                let cell = if window::runs_on_gpu(dtype, capabilities) {
+                let cell = if runs(dtype, capabilities) {
                     Cell::Gpu
                 } else {
                     Cell::Unsupported
@@ -172,12 +174,19 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
                 (dtype, cell)
             })
             .collect(),
-    });
+    };
+    let windows = window::WINDOW_OPS
+        .iter()
+        .map(|&op| gpu_or_unsupported(op, window::runs_on_gpu));
+    let linear_algebra = linalg::LINALG_OPS
+        .iter()
+        .map(|&op| gpu_or_unsupported(op, linalg::runs_on_gpu));
     binary
         .chain(unary)
         .chain(reductions)
         .chain(movement)
         .chain(gemm)
         .chain(windows)
+        .chain(linear_algebra)
         .collect()
 }

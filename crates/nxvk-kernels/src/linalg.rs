@@ -70,6 +70,16 @@ fn bad(op: &'static str, tensors: &[&Tensor], detail: String) -> Error {
     }
 }
 
+/// Every linear-algebra op this module implements (for the coverage report).
+pub const LINALG_OPS: [&str; 5] = ["triangular_solve", "cholesky", "lu", "determinant", "solve"];
+
+/// True when the linear-algebra ops on `dtype` operands run on a device with `capabilities`
+/// (their result, `to_floating(dtype)`, has a kernel); else they are unsupported.
+pub fn runs_on_gpu(dtype: nxvk_core::DType, capabilities: &nxvk_core::Capabilities) -> bool {
+    elem_of(types::to_floating(dtype))
+        .is_some_and(|elem| elem.is_float() && device_supports(capabilities, elem))
+}
+
 fn float_elem(op: &'static str, tensors: &[&Tensor]) -> Result<(nxvk_core::DType, Elem)> {
     let merged = tensors
         .iter()
@@ -79,7 +89,7 @@ fn float_elem(op: &'static str, tensors: &[&Tensor]) -> Result<(nxvk_core::DType
     let result = types::to_floating(merged);
     let capabilities = tensors[0].device().capabilities();
     elem_of(result)
-        .filter(|&elem| elem.is_float() && device_supports(capabilities, elem))
+        .filter(|_| runs_on_gpu(result, capabilities))
         .map(|elem| (result, elem))
         .ok_or_else(|| Error::Unsupported {
             op,
