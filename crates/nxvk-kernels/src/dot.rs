@@ -144,6 +144,13 @@ fn matrices(tensor: &Tensor, groups: &Groups) -> Result<Matrices> {
     })
 }
 
+/// The product of `sizes`, saturating (an empty tensor may have huge other axes).
+pub(crate) fn saturating_product(sizes: &[usize]) -> usize {
+    sizes
+        .iter()
+        .fold(1, |product, &size| product.saturating_mul(size))
+}
+
 /// Checks the axis lists against `rank`: in range, no repeats, contraction and batch disjoint.
 fn check_axes(a: &Tensor, b: &Tensor, rank: usize, lists: [&[usize]; 2]) -> Result<()> {
     let mut seen = vec![false; rank];
@@ -243,20 +250,24 @@ pub fn dot_with_config(
     };
     let output_shape = [sizes(a, batch_a), sizes(a, &free_a), sizes(b, &free_b)].concat();
     let product =
-        |tensor: &Tensor, axes: &[usize]| -> usize { sizes(tensor, axes).iter().product() };
+        |tensor: &Tensor, axes: &[usize]| -> usize { saturating_product(&sizes(tensor, axes)) };
     let (batches, m, n, k) = (
         product(a, batch_a),
         product(a, &free_a),
         product(b, &free_b),
         product(a, contract_a),
     );
-    if batches * m * n == 0 {
+    if batches.saturating_mul(m).saturating_mul(n) == 0 {
         return Tensor::empty(device, result, &output_shape);
     }
     if k == 0 {
         return Tensor::zeros(device, result, &output_shape);
     }
-    for count in [batches * m * n, batches * m * k, batches * k * n] {
+    for count in [
+        batches.saturating_mul(m).saturating_mul(n),
+        batches.saturating_mul(m).saturating_mul(k),
+        batches.saturating_mul(k).saturating_mul(n),
+    ] {
         if count > MAX_ELEMENTS {
             return Err(bad(
                 a,

@@ -25,6 +25,7 @@ use crate::catalog::{device_supports, elem_of};
 use crate::codegen::{
     BF16_HELPERS, FLOAT_CONTROLS, compute_type, load, storage_bytes, storage_type, store,
 };
+use crate::dot::saturating_product;
 use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::op_table::Elem;
 use crate::{movement, ops};
@@ -307,10 +308,9 @@ fn geometry(
     per_axis("strides", options.strides.len())?;
     per_axis("padding", options.padding.len())?;
     per_axis("window_dilations", options.window_dilations.len())?;
-    let mut words: Vec<i64> = vec![
-        rank as i64,
-        window_dimensions.iter().product::<usize>() as i64,
-    ];
+    // 128-bit arithmetic: the options are caller input and may be anything.
+    let positions = saturating_product(window_dimensions);
+    let mut words: Vec<i128> = vec![rank as i128, positions as i128];
     let mut output_shape = Vec::with_capacity(rank);
     for (axis, &window) in window_dimensions.iter().enumerate() {
         let stride = options.strides.get(axis).copied().unwrap_or(1);
@@ -321,27 +321,27 @@ fn geometry(
                 "window dimensions, strides and dilations must be at least 1".into(),
             ));
         }
-        let padded = input.shape()[axis] as i64 + low + high;
-        let dilated = ((window - 1) * dilation + 1) as i64;
+        let padded = input.shape()[axis] as i128 + i128::from(low) + i128::from(high);
+        let dilated = (window as i128 - 1) * dilation as i128 + 1;
         if padded < dilated {
             return Err(fail(format!(
                 "the window does not fit axis {axis} (padded size {padded}, dilated window {dilated})"
             )));
         }
-        let size = ((padded - dilated) / stride as i64 + 1) as usize;
+        let size = usize::try_from((padded - dilated) / stride as i128 + 1)
+            .map_err(|_| fail(format!("axis {axis} of the output is too long")))?;
         output_shape.push(size);
         words.extend([
-            size as i64,
-            window as i64,
-            stride as i64,
-            dilation as i64,
-            low,
-            input.shape()[axis] as i64,
-            input.layout().strides()[axis] as i64,
+            size as i128,
+            window as i128,
+            stride as i128,
+            dilation as i128,
+            i128::from(low),
+            input.shape()[axis] as i128,
+            input.layout().strides()[axis] as i128,
         ]);
     }
     debug_assert_eq!(words.len(), HEADER_WORDS + rank * AXIS_WORDS);
-    let positions: usize = window_dimensions.iter().product();
     let params = words
         .iter()
         .map(|&word| i32::try_from(word).map_err(|_| fail(format!("{word} exceeds 32 bits"))))
