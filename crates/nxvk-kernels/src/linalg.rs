@@ -1,5 +1,5 @@
 //! Linear algebra on the GPU for small and medium batched matrices: triangular_solve,
-//! cholesky, lu, determinant and solve (Nx.LinAlg's). QR, eigh and SVD are not implemented
+//! cholesky, lu, determinant, solve and qr (Nx.LinAlg's). eigh and SVD are not implemented
 //! yet.
 //!
 //! triangular_solve: one invocation per (matrix, right-hand column) runs the substitution
@@ -17,6 +17,11 @@
 //! LAPACK's and EXLA's pivoting; Nx.BinaryBackend pivots once on the original matrix instead,
 //! so its factors can differ where both are valid. determinant: the product of U's diagonal,
 //! negated for an odd number of row swaps.
+//!
+//! qr: one workgroup per matrix applies Householder reflections to a working copy of A
+//! (columns in parallel) and accumulates Q = H1 H2 ... (rows in parallel); reflections follow
+//! LAPACK's sign choice (alpha = -sign(x0) |x|), so R's diagonal may be negative, as it may be
+//! in Nx. `:reduced` keeps the first min(m, n) columns of Q and rows of R.
 //!
 //! Results are `to_floating(merge(...))` of the inputs (Nx's); f16 and bf16 compute in f32
 //! but keep intermediate solutions in their own type. Sizes: n up to [`MAX_ORDER`] (each
@@ -71,7 +76,14 @@ fn bad(op: &'static str, tensors: &[&Tensor], detail: String) -> Error {
 }
 
 /// Every linear-algebra op this module implements (for the coverage report).
-pub const LINALG_OPS: [&str; 5] = ["triangular_solve", "cholesky", "lu", "determinant", "solve"];
+pub const LINALG_OPS: [&str; 6] = [
+    "triangular_solve",
+    "cholesky",
+    "lu",
+    "determinant",
+    "solve",
+    "qr",
+];
 
 /// True when the linear-algebra ops on `dtype` operands run on a device with `capabilities`
 /// (their result, `to_floating(dtype)`, has a kernel); else they are unsupported.
@@ -528,6 +540,164 @@ pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             ..TriangularSolveOptions::default()
         },
     )
+}
+
+fn qr_shader(elem: Elem) -> String {
+    format!(
+        "{preamble}
+layout(local_size_x = {WORKGROUP_SIZE}) in;
+layout(push_constant, scalar) uniform Push {{
+    uint64_t a;
+    uint64_t q;
+    uint64_t r;
+    uint64_t v;
+    uint rows;
+    uint columns;
+    uint batches;
+    uint a_batch; uint a_row; uint a_column;
+}} push;
+shared V scale;
+
+void main() {{
+    uint invocation = gl_LocalInvocationID.x;
+    uint m = push.rows;
+    uint n = push.columns;
+    for (uint batch = gl_WorkGroupID.x; batch < push.batches; batch += gl_NumWorkGroups.x) {{
+        uint64_t a_base = uint64_t(batch) * push.a_batch;
+        uint64_t q_base = uint64_t(batch) * uint64_t(m) * uint64_t(m);
+        uint64_t r_base = uint64_t(batch) * uint64_t(m) * uint64_t(n);
+        uint64_t v_base = uint64_t(batch) * uint64_t(m);
+        for (uint index = invocation; index < m * n; index += {WORKGROUP_SIZE}u) {{
+            uint i = index / n;
+            uint j = index % n;
+            write_at(push.r, r_base + index, read_at(push.a, a_base + uint64_t(i) * push.a_row + uint64_t(j) * push.a_column));
+        }}
+        for (uint index = invocation; index < m * m; index += {WORKGROUP_SIZE}u) {{
+            write_at(push.q, q_base + index, (index / m == index % m) ? V(1) : V(0));
+        }}
+        memoryBarrierBuffer();
+        barrier();
+        uint steps = min(m, n);
+        for (uint j = 0u; j < steps; j++) {{
+            if (invocation == 0u) {{
+                V norm2 = V(0);
+                for (uint i = j; i < m; i++) {{
+                    V x = read_at(push.r, r_base + uint64_t(i) * n + j);
+                    norm2 += x * x;
+                }}
+                V x0 = read_at(push.r, r_base + uint64_t(j) * n + j);
+                V alpha = (x0 < V(0)) ? sqrt(norm2) : -sqrt(norm2);
+                V head = x0 - alpha;
+                // |v|^2 = |x|^2 - x0^2 + (x0 - alpha)^2.
+                V v_norm2 = norm2 - x0 * x0 + head * head;
+                write_at(push.v, v_base + j, head);
+                for (uint i = j + 1u; i < m; i++) {{
+                    write_at(push.v, v_base + i, read_at(push.r, r_base + uint64_t(i) * n + j));
+                }}
+                scale = (v_norm2 > V(0)) ? V(2) / v_norm2 : V(0);
+            }}
+            memoryBarrierShared();
+            memoryBarrierBuffer();
+            barrier();
+            V s = scale;
+            // R = H R, column by column.
+            for (uint c = j + invocation; c < n; c += {WORKGROUP_SIZE}u) {{
+                V dot = V(0);
+                for (uint i = j; i < m; i++) {{
+                    dot += read_at(push.v, v_base + i) * read_at(push.r, r_base + uint64_t(i) * n + c);
+                }}
+                for (uint i = j; i < m; i++) {{
+                    uint64_t at = r_base + uint64_t(i) * n + c;
+                    write_at(push.r, at, read_at(push.r, at) - s * dot * read_at(push.v, v_base + i));
+                }}
+            }}
+            // Q = Q H, row by row.
+            for (uint row = invocation; row < m; row += {WORKGROUP_SIZE}u) {{
+                V dot = V(0);
+                for (uint i = j; i < m; i++) {{
+                    dot += read_at(push.q, q_base + uint64_t(row) * m + i) * read_at(push.v, v_base + i);
+                }}
+                for (uint i = j; i < m; i++) {{
+                    uint64_t at = q_base + uint64_t(row) * m + i;
+                    write_at(push.q, at, read_at(push.q, at) - s * dot * read_at(push.v, v_base + i));
+                }}
+            }}
+            memoryBarrierBuffer();
+            barrier();
+        }}
+        // Below the diagonal R is zero by construction; write exact zeros.
+        for (uint index = invocation; index < m * n; index += {WORKGROUP_SIZE}u) {{
+            if (index / n > index % n) {{
+                write_at(push.r, r_base + index, V(0));
+            }}
+        }}
+    }}
+}}
+",
+        preamble = preamble(elem)
+    )
+}
+
+/// Nx's `qr(a, mode)`: `(q, r)` with `a = q . r`, `q` with orthonormal columns and `r` upper
+/// triangular, for `a` of shape [..., m, n]. `complete`: q is [..., m, m] and r [..., m, n];
+/// else (Nx's `:reduced`) q is [..., m, k] and r [..., k, n] with k = min(m, n).
+pub fn qr(a: &Tensor, complete: bool) -> Result<(Tensor, Tensor)> {
+    const OP: &str = "qr";
+    let (result, elem) = float_elem(OP, &[a])?;
+    let rank = a.shape().len();
+    if rank < 2 || a.shape()[rank - 2].max(a.shape()[rank - 1]) > MAX_ORDER {
+        return Err(bad(
+            OP,
+            &[a],
+            format!("expects [..., m, n] matrices with m and n at most {MAX_ORDER}"),
+        ));
+    }
+    let (m, n) = (a.shape()[rank - 2], a.shape()[rank - 1]);
+    let a = ops::as_type(a, result)?;
+    let (a_view, batches, a_strides) = matrix_view(&a)?;
+    let device = a.device();
+    let batch_shape = &a.shape()[..rank - 2];
+    let q = Tensor::empty(device, result, &[batch_shape, &[m, m]].concat())?;
+    let r = Tensor::empty(device, result, &[batch_shape, &[m, n]].concat())?;
+    if batches * m > 0 {
+        let v = Tensor::empty(device, result, &[batches, m])?;
+        let kernel =
+            device.kernel_from_glsl(&format!("{OP}_{}", elem.name()), &qr_shader(elem), &[])?;
+        let mut push = Vec::with_capacity(56);
+        for tensor in [&a_view, &q, &r, &v] {
+            push.extend_from_slice(&address(OP, tensor)?.to_le_bytes());
+        }
+        push.extend(words(
+            OP,
+            &[&a_view],
+            &[m, n, batches, a_strides[0], a_strides[1], a_strides[2]],
+        )?);
+        poison_output(q.buffer())?;
+        poison_output(r.buffer())?;
+        device.dispatch(
+            &kernel,
+            [batches.clamp(1, 65_535) as u32, 1, 1],
+            &push,
+            &[
+                BufferAccess::Read(a_view.buffer()),
+                BufferAccess::Write(q.buffer()),
+                BufferAccess::Write(r.buffer()),
+                BufferAccess::Write(v.buffer()),
+            ],
+        )?;
+    }
+    let k = m.min(n);
+    if complete || k == m {
+        return Ok((q, r));
+    }
+    // Reduced: the first k columns of Q and rows of R.
+    let starts = vec![0; rank];
+    let q_lengths = [batch_shape, &[m, k]].concat();
+    let r_lengths = [batch_shape, &[k, n]].concat();
+    Ok((
+        movement::contiguous(&q.slice(&starts, &q_lengths)?)?,
+        movement::contiguous(&r.slice(&starts, &r_lengths)?)?,
+    ))
 }
 
 /// Batch size and the (batch, row, column) strides of the last two axes of `tensor`, whose

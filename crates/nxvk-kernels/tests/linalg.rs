@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use nxvk_core::{DType, Error, Tensor};
 use nxvk_kernels::linalg::{
-    TriangularSolveOptions, cholesky, determinant, lu, solve, triangular_solve,
+    TriangularSolveOptions, cholesky, determinant, lu, qr, solve, triangular_solve,
 };
 use nxvk_kernels::reference::{self, Value};
 use proptest::prelude::*;
@@ -337,6 +337,52 @@ proptest! {
         }
         if let Err(why) = compare(dtype, n, &floats(&x), &expected) {
             return Err(TestCaseError::fail(format!("{dtype} n={n} m={m}: {why}")));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    /// Q has orthonormal columns, R is upper triangular with the documented shapes (reduced
+    /// and complete, tall and wide), and Q R reproduces A.
+    #[test]
+    fn qr_reconstructs(seed in any::<u64>()) {
+        let mut rng = SplitMix(seed);
+        let dtypes = float_dtypes();
+        let dtype = dtypes[rng.below(dtypes.len() as u64) as usize];
+        let batches = 1 + rng.below(2) as usize;
+        let (m, n) = (1 + rng.below(6) as usize, 1 + rng.below(6) as usize);
+        let complete = rng.below(2) == 0;
+        let values: Vec<f64> = (0..batches * m * n).map(|_| rounded(dtype, rng.unit() * 4.0 - 2.0)).collect();
+        let (q, r) = qr(&upload(dtype, &[batches, m, n], &values), complete).unwrap();
+        let k = if complete { m } else { m.min(n) };
+        prop_assert_eq!(q.shape(), &[batches, m, k][..]);
+        prop_assert_eq!(r.shape(), &[batches, k, n][..]);
+        let (q_values, r_values) = (floats(&q), floats(&r));
+        let tolerance = 32.0 * m.max(n) as f64 * epsilon(dtype);
+        for batch in 0..batches {
+            let q_at = |i: usize, j: usize| q_values[batch * m * k + i * k + j];
+            let r_at = |i: usize, j: usize| r_values[batch * k * n + i * n + j];
+            for i in 0..k {
+                for j in 0..k {
+                    let dot: f64 = (0..m).map(|row| q_at(row, i) * q_at(row, j)).sum();
+                    let identity = if i == j { 1.0 } else { 0.0 };
+                    prop_assert!((dot - identity).abs() <= tolerance, "Q^T Q [{}][{}] = {} ({} {}x{})", i, j, dot, dtype, m, n);
+                }
+                for j in 0..i.min(n) {
+                    prop_assert_eq!(r_at(i, j), 0.0);
+                }
+            }
+            for i in 0..m {
+                for j in 0..n {
+                    let product: f64 = (0..k).map(|l| q_at(i, l) * r_at(l, j)).sum();
+                    let scale: f64 = (0..m).map(|row| values[batch * m * n + row * n + j].abs()).sum::<f64>() + 1.0;
+                    let wanted = values[batch * m * n + i * n + j];
+                    prop_assert!((product - wanted).abs() <= tolerance * scale,
+                        "QR[{}][{}] = {} but A = {} ({} {}x{})", i, j, product, wanted, dtype, m, n);
+                }
+            }
         }
     }
 }
