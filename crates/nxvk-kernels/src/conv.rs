@@ -16,7 +16,7 @@
 //! BinaryBackend multiplies them as zeros, which differs only for non-finite inputs).
 //!
 //! Lowering: per group g, `C[g]` (filters of the group x output positions of all images) =
-//! `A[g]` (the group's filters, dense [filters][channels * kernel positions]) times `B[g]`, where
+//! `A[g]` (the group's filters, dense `[filters][channels * kernel positions]`) times `B[g]`, where
 //! `B[g]`'s element (channel * kernel position, image * output position) is gathered from the
 //! input view inside the GEMM's staging loop (`dot_codegen::convolution_loader`): any input
 //! strides, so the input permutation never moves data. The kernel is made dense once (it is
