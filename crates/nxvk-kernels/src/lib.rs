@@ -24,7 +24,7 @@
 //! GEMM-based ops are compiled at run time from templates: [`dot`](mod@dot) (any contraction
 //! and batch axes, a tiled GEMM with split-K, per-device autotuned tiles, cooperative matrices
 //! for f16), [`conv`](mod@conv) (implicit GEMM), [`window`] reductions and scatters, and
-//! [`linalg`] (triangular_solve, cholesky, lu, determinant, solve, qr). They have no host path: a dtype
+//! [`linalg`] (triangular_solve, cholesky, lu, determinant, solve, qr, eigh). They have no host path: a dtype
 //! without a kernel is `Unsupported`.
 //!
 //! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64 (f64 transcendentals excepted);
@@ -59,7 +59,9 @@ pub use dot::{dot, dot_with_config};
 pub use dot_codegen::{OperandOrder, TileConfig, gemm_shader};
 pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};
 pub use launch::set_output_poison;
-pub use linalg::{TriangularSolveOptions, cholesky, determinant, lu, qr, solve, triangular_solve};
+pub use linalg::{
+    TriangularSolveOptions, cholesky, determinant, eigh, lu, qr, solve, triangular_solve,
+};
 pub use movement_codegen::{copy_kernel_name, copy_shader};
 pub use op_table::{Accepts, BinaryOp, Elem, OpSpec, ResultRule, UnaryOp};
 pub use ops::{Path, as_type, binary, unary};

@@ -1,6 +1,5 @@
 //! Linear algebra on the GPU for small and medium batched matrices: triangular_solve,
-//! cholesky, lu, determinant, solve and qr (Nx.LinAlg's). eigh and SVD are not implemented
-//! yet.
+//! cholesky, lu, determinant, solve, qr and eigh (Nx.LinAlg's). SVD is not implemented yet.
 //!
 //! triangular_solve: one invocation per (matrix, right-hand column) runs the substitution
 //! sequentially over the rows (O(n^2) work each, all columns and batch entries in parallel).
@@ -22,6 +21,12 @@
 //! (columns in parallel) and accumulates Q = H1 H2 ... (rows in parallel); reflections follow
 //! LAPACK's sign choice (alpha = -sign(x0) |x|), so R's diagonal may be negative, as it may be
 //! in Nx. `:reduced` keeps the first min(m, n) columns of Q and rows of R.
+//!
+//! eigh: one workgroup per matrix runs cyclic Jacobi sweeps (each rotation's angle by one
+//! invocation, the row, column and eigenvector updates in parallel) on the lower triangle
+//! mirrored, in f32 (f64 for f64) until the off-diagonal norm is below the working type's
+//! epsilon times the Frobenius norm (at most [`MAX_SWEEPS`] sweeps), then sorts the
+//! eigenvalues ascending (LAPACK's and EXLA's order) with their eigenvector columns.
 //!
 //! Results are `to_floating(merge(...))` of the inputs (Nx's); f16 and bf16 compute in f32
 //! but keep intermediate solutions in their own type. Sizes: n up to [`MAX_ORDER`] (each
@@ -76,13 +81,14 @@ fn bad(op: &'static str, tensors: &[&Tensor], detail: String) -> Error {
 }
 
 /// Every linear-algebra op this module implements (for the coverage report).
-pub const LINALG_OPS: [&str; 6] = [
+pub const LINALG_OPS: [&str; 7] = [
     "triangular_solve",
     "cholesky",
     "lu",
     "determinant",
     "solve",
     "qr",
+    "eigh",
 ];
 
 /// True when the linear-algebra ops on `dtype` operands run on a device with `capabilities`
@@ -697,6 +703,214 @@ pub fn qr(a: &Tensor, complete: bool) -> Result<(Tensor, Tensor)> {
     Ok((
         movement::contiguous(&q.slice(&starts, &q_lengths)?)?,
         movement::contiguous(&r.slice(&starts, &r_lengths)?)?,
+    ))
+}
+
+/// Most Jacobi sweeps eigh runs (quadratic convergence needs well under ten in practice).
+pub const MAX_SWEEPS: u32 = 30;
+
+/// The largest matrix order eigh takes (its sort keeps one index per row in shared memory).
+pub const MAX_EIGH_ORDER: usize = 256;
+
+fn eigh_shader(working: Elem) -> String {
+    let epsilon = if working == Elem::F64 {
+        "V(1.1102230246251565e-16lf)"
+    } else {
+        "V(5.9604645e-8)"
+    };
+    format!(
+        "{preamble}
+layout(local_size_x = {WORKGROUP_SIZE}) in;
+layout(push_constant, scalar) uniform Push {{
+    uint64_t a;
+    uint64_t w;
+    uint64_t v;
+    uint64_t values;
+    uint64_t vectors;
+    uint n;
+    uint batches;
+    uint a_batch; uint a_row; uint a_column;
+}} push;
+shared V rotation_c;
+shared V rotation_s;
+shared uint converged;
+shared uint order[{MAX_EIGH_ORDER}];
+
+void main() {{
+    uint invocation = gl_LocalInvocationID.x;
+    uint n = push.n;
+    for (uint batch = gl_WorkGroupID.x; batch < push.batches; batch += gl_NumWorkGroups.x) {{
+        uint64_t a_base = uint64_t(batch) * push.a_batch;
+        uint64_t base = uint64_t(batch) * uint64_t(n) * uint64_t(n);
+        for (uint index = invocation; index < n * n; index += {WORKGROUP_SIZE}u) {{
+            uint i = index / n;
+            uint j = index % n;
+            uint row = max(i, j);
+            uint column = min(i, j);
+            write_at(push.w, base + index, read_at(push.a, a_base + uint64_t(row) * push.a_row + uint64_t(column) * push.a_column));
+            write_at(push.v, base + index, (i == j) ? V(1) : V(0));
+        }}
+        memoryBarrierBuffer();
+        barrier();
+        for (uint sweep = 0u; sweep < {MAX_SWEEPS}u; sweep++) {{
+            if (invocation == 0u) {{
+                V off = V(0);
+                V total = V(0);
+                for (uint index = 0u; index < n * n; index++) {{
+                    V x = read_at(push.w, base + index);
+                    total += x * x;
+                    if (index / n != index % n) off += x * x;
+                }}
+                converged = (off <= {epsilon} * {epsilon} * total) ? 1u : 0u;
+            }}
+            memoryBarrierShared();
+            barrier();
+            if (converged != 0u) break;
+            for (uint p = 0u; p + 1u < n; p++) {{
+                for (uint q = p + 1u; q < n; q++) {{
+                    if (invocation == 0u) {{
+                        V apq = read_at(push.w, base + uint64_t(p) * n + q);
+                        V c = V(1);
+                        V s = V(0);
+                        if (apq != V(0)) {{
+                            V theta = (read_at(push.w, base + uint64_t(q) * n + q) - read_at(push.w, base + uint64_t(p) * n + p)) / (V(2) * apq);
+                            V t = V(1) / (abs(theta) + sqrt(theta * theta + V(1)));
+                            if (theta < V(0)) t = -t;
+                            c = V(1) / sqrt(t * t + V(1));
+                            s = t * c;
+                        }}
+                        rotation_c = c;
+                        rotation_s = s;
+                    }}
+                    memoryBarrierShared();
+                    barrier();
+                    V c = rotation_c;
+                    V s = rotation_s;
+                    // Columns: W = W J, V = V J.
+                    for (uint k = invocation; k < n; k += {WORKGROUP_SIZE}u) {{
+                        uint64_t kp = base + uint64_t(k) * n + p;
+                        uint64_t kq = base + uint64_t(k) * n + q;
+                        V wp = read_at(push.w, kp);
+                        V wq = read_at(push.w, kq);
+                        write_at(push.w, kp, c * wp - s * wq);
+                        write_at(push.w, kq, s * wp + c * wq);
+                        V vp = read_at(push.v, kp);
+                        V vq = read_at(push.v, kq);
+                        write_at(push.v, kp, c * vp - s * vq);
+                        write_at(push.v, kq, s * vp + c * vq);
+                    }}
+                    memoryBarrierBuffer();
+                    barrier();
+                    // Rows: W = J^T W.
+                    for (uint k = invocation; k < n; k += {WORKGROUP_SIZE}u) {{
+                        uint64_t pk = base + uint64_t(p) * n + k;
+                        uint64_t qk = base + uint64_t(q) * n + k;
+                        V wp = read_at(push.w, pk);
+                        V wq = read_at(push.w, qk);
+                        write_at(push.w, pk, c * wp - s * wq);
+                        write_at(push.w, qk, s * wp + c * wq);
+                    }}
+                    memoryBarrierBuffer();
+                    barrier();
+                }}
+            }}
+        }}
+        if (invocation == 0u) {{
+            // Selection order of the diagonal, ascending (stable on ties).
+            for (uint i = 0u; i < n; i++) order[i] = i;
+            for (uint i = 0u; i < n; i++) {{
+                uint best = i;
+                for (uint j = i + 1u; j < n; j++) {{
+                    V candidate = read_at(push.w, base + uint64_t(order[j]) * n + order[j]);
+                    V current = read_at(push.w, base + uint64_t(order[best]) * n + order[best]);
+                    if (candidate < current) best = j;
+                }}
+                uint kept = order[i];
+                order[i] = order[best];
+                order[best] = kept;
+            }}
+        }}
+        memoryBarrierShared();
+        barrier();
+        for (uint index = invocation; index < n * n; index += {WORKGROUP_SIZE}u) {{
+            uint row = index / n;
+            uint column = index % n;
+            write_at(push.vectors, base + index, read_at(push.v, base + uint64_t(row) * n + order[column]));
+        }}
+        for (uint i = invocation; i < n; i += {WORKGROUP_SIZE}u) {{
+            write_at(push.values, uint64_t(batch) * n + i, read_at(push.w, base + uint64_t(order[i]) * n + order[i]));
+        }}
+        memoryBarrierBuffer();
+        barrier();
+    }}
+}}
+",
+        preamble = preamble(working)
+    )
+}
+
+/// Nx's `eigh(a)`: `(eigenvalues, eigenvectors)` of the symmetric matrices `a` ([..., n, n],
+/// only the lower triangle read), eigenvalues ascending, eigenvector `i` in column `i`.
+pub fn eigh(a: &Tensor) -> Result<(Tensor, Tensor)> {
+    const OP: &str = "eigh";
+    let (result, elem) = float_elem(OP, &[a])?;
+    let rank = a.shape().len();
+    let n = *a.shape().last().unwrap_or(&0);
+    if rank < 2 || a.shape()[rank - 2] != n || n > MAX_EIGH_ORDER {
+        return Err(bad(
+            OP,
+            &[a],
+            format!("expects [..., n, n] matrices with n at most {MAX_EIGH_ORDER}"),
+        ));
+    }
+    // Rotations accumulate rounding: f16 and bf16 work in f32.
+    let working_elem = if elem == Elem::F64 {
+        Elem::F64
+    } else {
+        Elem::F32
+    };
+    let working_dtype = crate::catalog::dtype_of(working_elem);
+    let a = ops::as_type(a, working_dtype)?;
+    let (a_view, batches, a_strides) = matrix_view(&a)?;
+    let device = a.device();
+    let batch_shape = &a.shape()[..rank - 2];
+    let values = Tensor::empty(device, working_dtype, &[batch_shape, &[n]].concat())?;
+    let vectors = Tensor::empty(device, working_dtype, a.shape())?;
+    if batches * n > 0 {
+        let scratch_w = Tensor::empty(device, working_dtype, &[batches, n, n])?;
+        let scratch_v = Tensor::empty(device, working_dtype, &[batches, n, n])?;
+        let kernel = device.kernel_from_glsl(
+            &format!("{OP}_{}", working_elem.name()),
+            &eigh_shader(working_elem),
+            &[],
+        )?;
+        let mut push = Vec::with_capacity(64);
+        for tensor in [&a_view, &scratch_w, &scratch_v, &values, &vectors] {
+            push.extend_from_slice(&address(OP, tensor)?.to_le_bytes());
+        }
+        push.extend(words(
+            OP,
+            &[&a_view],
+            &[n, batches, a_strides[0], a_strides[1], a_strides[2]],
+        )?);
+        poison_output(values.buffer())?;
+        poison_output(vectors.buffer())?;
+        device.dispatch(
+            &kernel,
+            [batches.clamp(1, 65_535) as u32, 1, 1],
+            &push,
+            &[
+                BufferAccess::Read(a_view.buffer()),
+                BufferAccess::Write(scratch_w.buffer()),
+                BufferAccess::Write(scratch_v.buffer()),
+                BufferAccess::Write(values.buffer()),
+                BufferAccess::Write(vectors.buffer()),
+            ],
+        )?;
+    }
+    Ok((
+        ops::as_type(&values, result)?,
+        ops::as_type(&vectors, result)?,
     ))
 }
 

@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use nxvk_core::{DType, Error, Tensor};
 use nxvk_kernels::linalg::{
-    TriangularSolveOptions, cholesky, determinant, lu, qr, solve, triangular_solve,
+    TriangularSolveOptions, cholesky, determinant, eigh, lu, qr, solve, triangular_solve,
 };
 use nxvk_kernels::reference::{self, Value};
 use proptest::prelude::*;
@@ -387,6 +387,62 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    /// Eigenvalues ascending, eigenvectors orthonormal, A v = lambda v, within
+    /// `32 n eps(result) (1 + |A|_F)`; the upper triangle holds garbage that must be ignored.
+    #[test]
+    fn eigh_decomposes(seed in any::<u64>()) {
+        let mut rng = SplitMix(seed);
+        let dtypes = float_dtypes();
+        let dtype = dtypes[rng.below(dtypes.len() as u64) as usize];
+        let batches = 1 + rng.below(2) as usize;
+        let n = 1 + rng.below(6) as usize;
+        let mut values = vec![0.0; batches * n * n];
+        let mut symmetric = vec![0.0; batches * n * n];
+        for batch in 0..batches {
+            for i in 0..n {
+                for j in 0..=i {
+                    let x = rounded(dtype, rng.unit() * 4.0 - 2.0);
+                    symmetric[batch * n * n + i * n + j] = x;
+                    symmetric[batch * n * n + j * n + i] = x;
+                    values[batch * n * n + i * n + j] = x;
+                    if j < i {
+                        values[batch * n * n + j * n + i] = 99.0;
+                    }
+                }
+            }
+        }
+        let (eigenvalues, eigenvectors) = eigh(&upload(dtype, &[batches, n, n], &values)).unwrap();
+        prop_assert_eq!(eigenvalues.shape(), &[batches, n][..]);
+        prop_assert_eq!(eigenvectors.shape(), &[batches, n, n][..]);
+        prop_assert_eq!(eigenvalues.dtype(), dtype);
+        let (lambda, vectors) = (floats(&eigenvalues), floats(&eigenvectors));
+        for batch in 0..batches {
+            let a = |i: usize, j: usize| symmetric[batch * n * n + i * n + j];
+            let v = |i: usize, j: usize| vectors[batch * n * n + i * n + j];
+            let frobenius: f64 = (0..n * n).map(|index| a(index / n, index % n).powi(2)).sum::<f64>().sqrt();
+            let tolerance = 32.0 * n as f64 * epsilon(dtype) * (1.0 + frobenius);
+            for i in 1..n {
+                prop_assert!(lambda[batch * n + i - 1] <= lambda[batch * n + i], "not ascending: {:?}", lambda);
+            }
+            for column in 0..n {
+                for other in 0..n {
+                    let dot: f64 = (0..n).map(|row| v(row, column) * v(row, other)).sum();
+                    let identity = if column == other { 1.0 } else { 0.0 };
+                    prop_assert!((dot - identity).abs() <= tolerance, "V^T V [{}][{}] = {}", column, other, dot);
+                }
+                for row in 0..n {
+                    let av: f64 = (0..n).map(|k| a(row, k) * v(k, column)).sum();
+                    let lv = lambda[batch * n + column] * v(row, column);
+                    prop_assert!((av - lv).abs() <= tolerance, "(A v - lambda v)[{}] = {} ({} n={})", row, av - lv, dtype, n);
+                }
+            }
+        }
+    }
+}
+
 /// Fixed determinants (a row swap flips the sign) and a perturbed one that is rejected.
 #[test]
 fn fixed_determinants() {
@@ -410,6 +466,9 @@ fn perturbed_solutions_are_rejected() {
     assert!(compare(DType::F32, 2, &[1.0, 2.0 + 1.0e-4], &[1.0, 2.0]).is_err());
     let l = floats(&cholesky(&upload(DType::F64, &[2, 2], &[4.0, 2.0, 2.0, 5.0])).unwrap());
     compare(DType::F64, 2, &l, &[2.0, 0.0, 1.0, 2.0]).unwrap();
+    let (eigenvalues, _) = eigh(&upload(DType::F64, &[2, 2], &[2.0, 0.0, 1.0, 2.0])).unwrap();
+    compare(DType::F64, 2, &floats(&eigenvalues), &[1.0, 3.0]).unwrap();
+    assert!(compare(DType::F64, 2, &[1.0, 3.0 + 1.0e-9], &[1.0, 3.0]).is_err());
 }
 
 /// Mismatched shapes are errors naming the op; integer inputs give float results; complex is
