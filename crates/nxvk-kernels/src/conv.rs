@@ -15,9 +15,9 @@
 //! products (0 * inf is NaN, as in Nx); kernel-dilation holes do not (XLA's reading; Nx's
 //! BinaryBackend multiplies them as zeros, which differs only for non-finite inputs).
 //!
-//! Lowering: per group g, C[g] (filters of the group x output positions of all images) =
-//! A[g] (the group's filters, dense [filters][channels * kernel positions]) times B[g], where
-//! B[g]'s element (channel * kernel position, image * output position) is gathered from the
+//! Lowering: per group g, `C[g]` (filters of the group x output positions of all images) =
+//! `A[g]` (the group's filters, dense `[filters][channels * kernel positions]`) times `B[g]`, where
+//! `B[g]`'s element (channel * kernel position, image * output position) is gathered from the
 //! input view inside the GEMM's staging loop (`dot_codegen::convolution_loader`): any input
 //! strides, so the input permutation never moves data. The kernel is made dense once (it is
 //! small), and C is moved into the output layout by one copy. Tiles, split-K and the autotuner
@@ -28,7 +28,7 @@
 //! has an empty spatial axis, and so does this function.
 
 use crate::catalog::{device_supports, elem_of};
-use crate::dot::{Matrices, Problem};
+use crate::dot::{Matrices, Problem, saturating_product};
 use crate::dot_codegen::{CONVOLUTION_AXIS_WORDS, CONVOLUTION_HEADER_WORDS};
 use crate::{movement, ops, types};
 use nxvk_core::{DType, Error, Result, Tensor};
@@ -116,6 +116,7 @@ fn permutation(
 }
 
 /// The output size of one spatial axis (`None` when the window does not fit, which Nx rejects).
+/// In 128-bit arithmetic: the options are caller input and may be anything.
 fn output_size(
     input_size: usize,
     kernel_size: usize,
@@ -124,19 +125,19 @@ fn output_size(
     kernel_dilation: usize,
     (low, high): (i64, i64),
 ) -> Option<usize> {
-    let dilated_input = if input_size == 0 {
-        0
-    } else {
-        (input_size as i64 - 1) * input_dilation as i64 + 1
+    let dilated = |size: usize, dilation: usize| -> i128 {
+        if size == 0 {
+            0
+        } else {
+            (size as i128 - 1) * dilation as i128 + 1
+        }
     };
-    let padded = dilated_input + low + high;
-    let dilated_kernel = if kernel_size == 0 {
-        0
-    } else {
-        (kernel_size as i64 - 1) * kernel_dilation as i64 + 1
-    };
-    let span = padded - dilated_kernel;
-    (span >= 0).then(|| (span / stride as i64) as usize + 1)
+    let padded = dilated(input_size, input_dilation) + i128::from(low) + i128::from(high);
+    let span = padded - dilated(kernel_size, kernel_dilation);
+    if span < 0 {
+        return None;
+    }
+    usize::try_from(span / stride as i128 + 1).ok()
 }
 
 /// A convolution's options checked against its operand shapes, with every default filled in
@@ -296,9 +297,9 @@ pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Te
     for (axis, &target) in geometry.output_permutation.iter().enumerate() {
         inverse_output[target] = axis;
     }
-    let kernel_positions: usize = canonical_kernel.shape()[2..].iter().product();
-    let output_positions: usize = output_spatial.iter().product();
-    let depth = group_channels * kernel_positions;
+    let kernel_positions = saturating_product(&canonical_kernel.shape()[2..]);
+    let output_positions = saturating_product(&output_spatial);
+    let depth = group_channels.saturating_mul(kernel_positions);
     if final_shape.contains(&0) {
         return Tensor::empty(device, result, &final_shape);
     }
@@ -310,7 +311,7 @@ pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Te
     let group_filters = filters / groups;
     let cast_input = ops::as_type(&canonical_input, result)?;
     let dense_kernel = movement::contiguous(&ops::as_type(&canonical_kernel, result)?)?;
-    let word = |value: i64| -> Result<u32> {
+    let word = |value: i128| -> Result<u32> {
         u32::try_from(value)
             .or_else(|_| i32::try_from(value).map(|signed| signed as u32))
             .map_err(|_| {
@@ -323,28 +324,29 @@ pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Te
     };
     let input_strides = cast_input.layout().strides().to_vec();
     let mut words = vec![
-        spatial as i64,
-        kernel_positions as i64,
-        output_positions as i64,
+        spatial as i128,
+        kernel_positions as i128,
+        output_positions as i128,
         if feature_groups > 1 {
-            group_channels as i64
+            group_channels as i128
         } else {
             0
         },
         if batch_groups > 1 {
-            output_batch as i64
+            output_batch as i128
         } else {
             0
         },
-        input_strides[0] as i64,
-        input_strides[1] as i64,
+        input_strides[0] as i128,
+        input_strides[1] as i128,
     ];
     debug_assert_eq!(words.len(), CONVOLUTION_HEADER_WORDS);
     for axis in 0..spatial {
         // The gather computes `output * stride + kernel * dilation` in signed 32 bits.
-        let reach = (output_spatial[axis] as i64) * strides[axis] as i64
-            + (canonical_kernel.shape()[axis + 2] as i64) * kernel_dilation[axis] as i64;
-        if reach > i64::from(i32::MAX) || padding[axis].0.abs() > i64::from(i32::MAX) {
+        let reach = (output_spatial[axis] as i128) * strides[axis] as i128
+            + (canonical_kernel.shape()[axis + 2] as i128) * kernel_dilation[axis] as i128;
+        if reach > i128::from(i32::MAX) || i128::from(padding[axis].0).abs() > i128::from(i32::MAX)
+        {
             return Err(bad(
                 input,
                 kernel,
@@ -352,14 +354,14 @@ pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Te
             ));
         }
         let record = [
-            output_spatial[axis] as i64,
-            canonical_kernel.shape()[axis + 2] as i64,
-            strides[axis] as i64,
-            kernel_dilation[axis] as i64,
-            input_dilation[axis] as i64,
-            padding[axis].0,
-            canonical_input.shape()[axis + 2] as i64,
-            input_strides[axis + 2] as i64,
+            output_spatial[axis] as i128,
+            canonical_kernel.shape()[axis + 2] as i128,
+            strides[axis] as i128,
+            kernel_dilation[axis] as i128,
+            input_dilation[axis] as i128,
+            i128::from(padding[axis].0),
+            canonical_input.shape()[axis + 2] as i128,
+            input_strides[axis + 2] as i128,
         ];
         debug_assert_eq!(record.len(), CONVOLUTION_AXIS_WORDS);
         words.extend(record);

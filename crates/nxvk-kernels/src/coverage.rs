@@ -1,6 +1,7 @@
 //! The op x dtype coverage matrix (gpu / fallback / unsupported), read from the op table and
 //! the catalog (elementwise ops, reductions, data movement, scans, creation, select and clip,
-//! dot and conv), for the `coverage` example and CI's strict check.
+//! dot, conv, window ops and linear algebra), for the `coverage` example and CI's strict
+//! check.
 
 use crate::catalog::{device_supports, elem_of};
 use crate::fallback::is_allowlisted;
@@ -8,7 +9,7 @@ use crate::op_table::{BinaryOp, UnaryOp};
 use crate::ops::{Path, binary_path, unary_path};
 use crate::reduce::{self, ReduceOp};
 use crate::scan::ScanOp;
-use crate::{conv, dot, movement};
+use crate::{conv, dot, linalg, movement, window};
 use nxvk_core::{Capabilities, DType};
 
 /// Where one op runs on one dtype (both operands of that dtype for binary ops).
@@ -216,6 +217,28 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
         gemm_row("dot", dot::result_dtype),
         gemm_row("conv", conv::result_dtype),
     ];
+    // GPU or unsupported (no host path), by one predicate per family.
+    let gpu_or_unsupported = |op: &'static str, runs: fn(DType, &Capabilities) -> bool| Row {
+        op,
+        arity: 1,
+        cells: DType::ALL
+            .into_iter()
+            .map(|dtype| {
+                let cell = if runs(dtype, capabilities) {
+                    Cell::Gpu
+                } else {
+                    Cell::Unsupported
+                };
+                (dtype, cell)
+            })
+            .collect(),
+    };
+    let windows = window::WINDOW_OPS
+        .iter()
+        .map(|&op| gpu_or_unsupported(op, window::runs_on_gpu));
+    let linear_algebra = linalg::LINALG_OPS
+        .iter()
+        .map(|&op| gpu_or_unsupported(op, linalg::runs_on_gpu));
     binary
         .chain(unary)
         .chain(reductions)
@@ -223,5 +246,7 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
         .chain(scans)
         .chain(creation_and_select)
         .chain(gemm)
+        .chain(windows)
+        .chain(linear_algebra)
         .collect()
 }

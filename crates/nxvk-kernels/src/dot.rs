@@ -1,8 +1,8 @@
 //! `dot` (Nx's dot/6 with any contraction and batch axes) as one batched GEMM on the device.
 //!
 //! Lowering: the operands are cast to the result type (Nx's `Nx.Type.merge` of the two), then
-//! each is seen as a three-axis strided matrix stack: A as [batch][M][K] (batch axes, A's free
-//! axes, A's contraction axes) and B as [batch][K][N]. Each group of axes must collapse to one
+//! each is seen as a three-axis strided matrix stack: A as `[batch][M][K]` (batch axes, A's free
+//! axes, A's contraction axes) and B as `[batch][K][N]`. Each group of axes must collapse to one
 //! stride; when the view cannot express that (say a transposed pair of free axes), the operand
 //! is first copied into that axis order (`movement::contiguous`), otherwise nothing moves. The
 //! result is dense: batch axes (in `batch_a`'s order), A's free axes, then B's free axes.
@@ -90,7 +90,11 @@ pub(crate) struct Matrices {
 }
 
 /// (size, stride) of `axes` of a view collapsed into one axis, if its strides allow.
-fn collapse(shape: &[usize], strides: &[usize], axes: &[usize]) -> Option<(usize, usize)> {
+pub(crate) fn collapse(
+    shape: &[usize],
+    strides: &[usize],
+    axes: &[usize],
+) -> Option<(usize, usize)> {
     let mut collapsed: Option<(usize, usize)> = None;
     for &axis in axes.iter().filter(|&&axis| shape[axis] != 1) {
         collapsed = Some(match collapsed {
@@ -138,6 +142,13 @@ fn matrices(tensor: &Tensor, groups: &Groups) -> Result<Matrices> {
         first_stride,
         second_stride,
     })
+}
+
+/// The product of `sizes`, saturating (an empty tensor may have huge other axes).
+pub(crate) fn saturating_product(sizes: &[usize]) -> usize {
+    sizes
+        .iter()
+        .fold(1, |product, &size| product.saturating_mul(size))
 }
 
 /// Checks the axis lists against `rank`: in range, no repeats, contraction and batch disjoint.
@@ -239,20 +250,24 @@ pub fn dot_with_config(
     };
     let output_shape = [sizes(a, batch_a), sizes(a, &free_a), sizes(b, &free_b)].concat();
     let product =
-        |tensor: &Tensor, axes: &[usize]| -> usize { sizes(tensor, axes).iter().product() };
+        |tensor: &Tensor, axes: &[usize]| -> usize { saturating_product(&sizes(tensor, axes)) };
     let (batches, m, n, k) = (
         product(a, batch_a),
         product(a, &free_a),
         product(b, &free_b),
         product(a, contract_a),
     );
-    if batches * m * n == 0 {
+    if batches.saturating_mul(m).saturating_mul(n) == 0 {
         return Tensor::empty(device, result, &output_shape);
     }
     if k == 0 {
         return Tensor::zeros(device, result, &output_shape);
     }
-    for count in [batches * m * n, batches * m * k, batches * k * n] {
+    for count in [
+        batches.saturating_mul(m).saturating_mul(n),
+        batches.saturating_mul(m).saturating_mul(k),
+        batches.saturating_mul(k).saturating_mul(n),
+    ] {
         if count > MAX_ELEMENTS {
             return Err(bad(
                 a,
@@ -450,7 +465,17 @@ impl Problem {
             return self.run_with(Variant::Tiled(config), order);
         }
         if let Some(cooperative) = self.cooperative() {
-            return self.run_with(cooperative, order);
+            // A driver that lists the shape but cannot build the kernel keeps the tiled path
+            // (said once per process); any other error is the caller's.
+            match self.run_with(cooperative, order) {
+                Err(error @ (Error::Shader(_) | Error::Vulkan { .. })) => {
+                    static WARNED: std::sync::Once = std::sync::Once::new();
+                    WARNED.call_once(|| {
+                        eprintln!("nxvk: cooperative-matrix GEMM unavailable ({error}); using the tiled kernel");
+                    });
+                }
+                other => return other,
+            }
         }
         let default = default_config(self.batches, self.m, self.n);
         let multiply_adds =

@@ -2,7 +2,8 @@
 //!
 //! Policy: problems of at least [`AUTOTUNE_MIN_MULTIPLY_ADDS`] multiply-adds race every
 //! candidate configuration the device can run ([`candidates`]) on the first call of their
-//! [`TuneKey`], on the call's own operands (best of two GPU-timed runs each), and remember the
+//! [`TuneKey`], on the call's own operands (best of two GPU-timed runs each; the default
+//! first, and alone when one of its runs exceeds [`RACE_RUN_BUDGET`]), and remember the
 //! winner. Smaller problems, devices whose queue cannot write timestamps, and
 //! `NXVK_AUTOTUNE=off` use [`default_config`] (smaller problems are launch-bound: a race would
 //! cost more than it could win). Choices are kept in memory and persisted beside the driver's
@@ -31,6 +32,10 @@ use std::time::Duration;
 
 /// Problems below this many multiply-adds never race.
 pub const AUTOTUNE_MIN_MULTIPLY_ADDS: u64 = 1 << 24;
+
+/// A race is skipped (the default kept and remembered) when one run of the default takes
+/// longer than this.
+pub const RACE_RUN_BUDGET: Duration = Duration::from_millis(250);
 
 /// The environment variable that turns racing off (`NXVK_AUTOTUNE=off`).
 pub const AUTOTUNE_ENV: &str = "NXVK_AUTOTUNE";
@@ -267,8 +272,18 @@ pub(crate) fn choose(
             return config;
         }
     }
-    let mut best: Option<(Duration, TileConfig)> = None;
-    for config in usable {
+    // The default runs first: when one run already exceeds the budget (a slow device, a huge
+    // problem), racing every candidate would cost many times that, and a slow candidate
+    // could even run into the device timeout; the default is remembered instead.
+    let first = time(default).ok();
+    let over_budget = first.is_none_or(|first| first > RACE_RUN_BUDGET);
+    let mut best: Option<(Duration, TileConfig)> = first.map(|first| {
+        // Best of two, as for the challengers, unless the race is off.
+        let second = (!over_budget).then(|| time(default).ok()).flatten();
+        (second.map_or(first, |second| second.min(first)), default)
+    });
+    let challengers = usable.into_iter().filter(|&config| config != default);
+    for config in challengers.take_while(|_| !over_budget) {
         // A candidate that fails (say a driver that cannot build it) just drops out.
         let timed = (0..2)
             .map(|_| time(config))

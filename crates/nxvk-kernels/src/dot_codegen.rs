@@ -8,8 +8,13 @@
 //! views (three element strides each); C is dense. A workgroup owns a `tile_m x tile_n` block of
 //! C: per step it stages a `tile_m x tile_k` slice of A and a `tile_k x tile_n` slice of B in
 //! shared memory (in the accumulator type, so f16/bf16 are widened once), then each invocation
-//! accumulates a `thread_m x thread_n` block of outputs in registers from `thread_m + thread_n`
-//! shared reads per `k` (register blocking). The staging loads walk whichever axis of the
+//! accumulates a `thread_m x thread_n` grid of outputs in registers from `thread_m + thread_n`
+//! shared reads per `k` (register blocking). The grid is interleaved across the tile (its
+//! rows `tile_m / thread_m` apart, its columns `tile_n / thread_n` apart), so neighbouring
+//! invocations read neighbouring shared words (no bank conflicts) and store neighbouring
+//! outputs (coalesced). Staging is split in two: each invocation loads its share of the next
+//! step's slices into registers before computing the current step (so global loads overlap
+//! the arithmetic) and writes them to shared memory after the step's closing barrier. The staging loads walk whichever axis of the
 //! operand is contiguous in memory (`a_k_contiguous`, `b_n_contiguous`), so neighbouring
 //! invocations read neighbouring addresses; when that axis is dense and its length a multiple
 //! of four, f32 and f16 staging reads four elements at once (`vector_loads`).
@@ -41,6 +46,10 @@ pub const CONVOLUTION_HEADER_WORDS: usize = 7;
 /// Words per spatial axis in a convolution parameter block.
 pub const CONVOLUTION_AXIS_WORDS: usize = 8;
 
+/// Elements each shared-memory row is padded by (staging stores along K then spread over
+/// the banks instead of hitting one).
+pub const TILE_PAD: u32 = 4;
+
 /// One tile configuration of the GEMM template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TileConfig {
@@ -64,7 +73,7 @@ impl TileConfig {
 
     /// Shared memory the configuration stages, for accumulators of `accumulator_bytes`.
     pub const fn shared_bytes(self, accumulator_bytes: u32) -> u32 {
-        (self.tile_m + self.tile_n) * self.tile_k * accumulator_bytes
+        (self.tile_m + self.tile_n + 2 * TILE_PAD) * self.tile_k * accumulator_bytes
     }
 
     /// The name used in kernel names and the autotune file: `128x128x8/8x8`.
@@ -123,7 +132,7 @@ pub struct OperandOrder {
     /// multiples of four and the operands' addresses are 16-byte aligned).
     pub vector_loads: bool,
     /// B is not a matrix but a convolution's input, gathered on the fly (implicit GEMM; see
-    /// [`convolution_loader`]).
+    /// `convolution_loader`).
     pub b_is_convolution_input: bool,
 }
 
@@ -183,12 +192,24 @@ pub fn gemm_shader(input: Elem, output: Elem, config: TileConfig, order: Operand
     } else {
         ""
     };
-    let a_loop = staging_loop(Operand::A, order.a_k_contiguous, vector_loads, input);
-    let b_loop = if order.b_is_convolution_input {
-        convolution_staging_loop()
+    let a_staging = staging(Operand::A, order.a_k_contiguous, vector_loads, input);
+    let b_staging = if order.b_is_convolution_input {
+        convolution_staging()
     } else {
-        staging_loop(Operand::B, !order.b_n_contiguous, vector_loads, input)
+        staging(Operand::B, !order.b_n_contiguous, vector_loads, input)
     };
+    let declare = format!("{}\n{}", a_staging.declare(), b_staging.declare());
+    let first_load = format!(
+        "{}\n{}",
+        a_staging.load("k_begin"),
+        b_staging.load("k_begin")
+    );
+    let next_load = format!(
+        "{}\n{}",
+        a_staging.load("(k0 + TILE_K)"),
+        b_staging.load("(k0 + TILE_K)")
+    );
+    let store_staged = format!("{}\n{}", a_staging.store(), b_staging.store());
     let loader = if order.b_is_convolution_input {
         convolution_loader(input)
     } else {
@@ -202,6 +223,7 @@ pub fn gemm_shader(input: Elem, output: Elem, config: TileConfig, order: Operand
 #define THREAD_M {thread_m}u
 #define THREAD_N {thread_n}u
 #define INVOCATIONS {invocations}u
+#define TILE_PAD {TILE_PAD}u
 #define ACC {accumulator_type}
 layout(local_size_x = {invocations}) in;
 layout(buffer_reference, scalar, buffer_reference_align = {input_bytes}) readonly buffer Element {{ {input_storage} v; }};
@@ -226,9 +248,10 @@ layout(push_constant, scalar) uniform Push {{
     uint64_t params;
 }} push;
 {bf16}
-// Staged slices, K-major so the inner loop reads each register block contiguously.
-shared ACC a_tile[TILE_K][TILE_M];
-shared ACC b_tile[TILE_K][TILE_N];
+// Staged slices, K-major; each row padded so that staging stores along K fall in different
+// banks.
+shared ACC a_tile[TILE_K][TILE_M + TILE_PAD];
+shared ACC b_tile[TILE_K][TILE_N + TILE_PAD];
 
 ACC load_element(uint64_t address) {{ return {loaded}; }}
 {loader}
@@ -251,18 +274,22 @@ void main() {{
                 sums[i][j] = ACC(0);
             }}
         }}
+{declare}
+{first_load}
         for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {{
-{a_loop}
-{b_loop}
+{store_staged}
             barrier();
+            if (k0 + TILE_K < k_end) {{
+{next_load}
+            }}
             for (uint kk = 0u; kk < TILE_K; kk++) {{
                 ACC a_block[THREAD_M];
                 ACC b_block[THREAD_N];
                 for (uint i = 0u; i < THREAD_M; i++) {{
-                    a_block[i] = a_tile[kk][block_m * THREAD_M + i];
+                    a_block[i] = a_tile[kk][block_m + i * (TILE_M / THREAD_M)];
                 }}
                 for (uint j = 0u; j < THREAD_N; j++) {{
-                    b_block[j] = b_tile[kk][block_n * THREAD_N + j];
+                    b_block[j] = b_tile[kk][block_n + j * (TILE_N / THREAD_N)];
                 }}
                 for (uint i = 0u; i < THREAD_M; i++) {{
                     for (uint j = 0u; j < THREAD_N; j++) {{
@@ -277,10 +304,10 @@ void main() {{
         }}
         uint64_t c_base = push.c + uint64_t(task) * uint64_t(push.m) * uint64_t(push.n) * {output_bytes}ul;
         for (uint i = 0u; i < THREAD_M; i++) {{
-            uint row = tile_m0 + block_m * THREAD_M + i;
+            uint row = tile_m0 + block_m + i * (TILE_M / THREAD_M);
             if (row >= push.m) break;
             for (uint j = 0u; j < THREAD_N; j++) {{
-                uint column = tile_n0 + block_n * THREAD_N + j;
+                uint column = tile_n0 + block_n + j * (TILE_N / THREAD_N);
                 if (column >= push.n) break;
                 Output(c_base + (uint64_t(row) * uint64_t(push.n) + uint64_t(column)) * {output_bytes}ul).v = {stored};
             }}
@@ -349,36 +376,132 @@ ACC load_convolution_input(uint group, uint depth, uint column) {{
     )
 }
 
-/// B's staging loop for a convolution input: neighbouring invocations take neighbouring
-/// columns (output positions, usually neighbouring input addresses).
-fn convolution_staging_loop() -> String {
-    "            for (uint slot = invocation; slot < TILE_N * TILE_K; slot += INVOCATIONS) {
-                uint kk = slot / TILE_N;
-                uint n_local = slot % TILE_N;
-                uint position = tile_n0 + n_local;
-                uint depth = k0 + kk;
-                ACC value = ACC(0);
-                if (position < push.n && depth < k_end) {
-                    value = load_convolution_input(batch, depth, position);
-                }
-                b_tile[kk][n_local] = value;
-            }"
-    .to_owned()
+/// How one operand's slice is staged: `slots` elements of `value_type` (one element or four)
+/// per step, split over the workgroup; each invocation first loads its share into registers
+/// (`load`, issued for the next step before the current one is computed, so global loads
+/// overlap the arithmetic), then writes them into shared memory (`store`).
+struct Staging {
+    /// `a` or `b`.
+    name: &'static str,
+    /// `m` or `n`.
+    axis: &'static str,
+    value_type: &'static str,
+    zero: &'static str,
+    /// Elements per step (a GLSL constant expression).
+    count: String,
+    /// GLSL expressions decoding `slot` into `kk` and the row/column within the tile.
+    k_local: String,
+    axis_local: String,
+    /// The GLSL expression loading the element at (`position`, `depth`).
+    load: String,
+    /// GLSL statements writing `value` at (`kk`, local) of the shared tile.
+    scatter: String,
 }
 
-/// Which operand a staging loop fills: A (rows `m` of C) or B (columns `n`).
+impl Staging {
+    fn slots(&self) -> String {
+        format!(
+            "(({count} + INVOCATIONS - 1u) / INVOCATIONS)",
+            count = self.count
+        )
+    }
+
+    fn declare(&self) -> String {
+        format!(
+            "        {} {}_stage[{}];",
+            self.value_type,
+            self.name,
+            self.slots()
+        )
+    }
+
+    /// Loads the step starting at K index `k0` into the registers.
+    fn load(&self, k0: &str) -> String {
+        let Staging {
+            name,
+            axis,
+            value_type,
+            zero,
+            count,
+            k_local,
+            axis_local,
+            load,
+            ..
+        } = self;
+        format!(
+            "            for (uint r = 0u; r < {slots}; r++) {{
+                uint slot = invocation + r * INVOCATIONS;
+                {value_type} value = {zero};
+                if (slot < {count}) {{
+                    uint kk = {k_local};
+                    uint {axis}_local = {axis_local};
+                    uint position = tile_{axis}0 + {axis}_local;
+                    uint depth = {k0} + kk;
+                    if (position < push.{axis} && depth < k_end) {{
+                        value = {load};
+                    }}
+                }}
+                {name}_stage[r] = value;
+            }}",
+            slots = self.slots()
+        )
+    }
+
+    fn store(&self) -> String {
+        let Staging {
+            name,
+            axis,
+            value_type,
+            count,
+            k_local,
+            axis_local,
+            scatter,
+            ..
+        } = self;
+        format!(
+            "            for (uint r = 0u; r < {slots}; r++) {{
+                uint slot = invocation + r * INVOCATIONS;
+                if (slot < {count}) {{
+                    uint kk = {k_local};
+                    uint {axis}_local = {axis_local};
+                    {value_type} value = {name}_stage[r];
+                    {scatter}
+                }}
+            }}",
+            slots = self.slots()
+        )
+    }
+}
+
+/// B's staging for a convolution input: neighbouring invocations take neighbouring columns
+/// (output positions, usually neighbouring input addresses).
+fn convolution_staging() -> Staging {
+    Staging {
+        name: "b",
+        axis: "n",
+        value_type: "ACC",
+        zero: "ACC(0)",
+        count: "(TILE_N * TILE_K)".into(),
+        k_local: "slot / TILE_N".into(),
+        axis_local: "slot % TILE_N".into(),
+        load: "load_convolution_input(batch, depth, position)".into(),
+        scatter: "b_tile[kk][n_local] = value;".into(),
+    }
+}
+
+/// Which operand a staging fills: A (rows `m` of C) or B (columns `n`).
 #[derive(Clone, Copy)]
 enum Operand {
     A,
     B,
 }
 
-/// The loop staging one operand's slice into shared memory. `k_fast` says the operand's K axis
-/// is the dense one (neighbouring invocations then take neighbouring `k`); out-of-range
-/// elements stage zeros. With `vector_loads`, each invocation reads four consecutive elements
-/// along the dense axis (whose length the caller checked is a multiple of four, so a group is
-/// wholly in range or wholly out).
-fn staging_loop(operand: Operand, k_fast: bool, vector_loads: bool, input: Elem) -> String {
+/// The staging of one strided operand. `k_fast` says the operand's K axis is the dense one
+/// (neighbouring invocations then take neighbouring `k`); out-of-range elements stage zeros.
+/// With `vector_loads`, each invocation reads four consecutive elements along the dense axis
+/// (whose length the caller checked is a multiple of four, so a group is wholly in range or
+/// wholly out).
+fn staging(operand: Operand, k_fast: bool, vector_loads: bool, input: Elem) -> Staging {
     let (name, tile, axis, outer_stride, k_stride) = match operand {
         Operand::A => ("a", "TILE_M", "m", "a_m_stride", "a_k_stride"),
         Operand::B => ("b", "TILE_N", "n", "b_n_stride", "b_k_stride"),
@@ -399,8 +522,9 @@ fn staging_loop(operand: Operand, k_fast: bool, vector_loads: bool, input: Elem)
         "{name}_base + (uint64_t(position) * uint64_t(push.{outer_stride}) + uint64_t(depth) * uint64_t(push.{k_stride})) * {bytes}ul",
         bytes = storage_bytes(input)
     );
-    let (zero, value, scatter) = if vector_loads {
-        let loaded = match input {
+    let count = format!("(({tile} * TILE_K) / {width}u)");
+    if vector_loads {
+        let load = match input {
             Elem::F16 => format!("vec4(Element4({address}).v)"),
             _ => format!("Element4({address}).v"),
         };
@@ -409,33 +533,32 @@ fn staging_loop(operand: Operand, k_fast: bool, vector_loads: bool, input: Elem)
         } else {
             ("0u", "lane")
         };
-        (
-            "vec4 value = vec4(0.0);".to_owned(),
-            loaded,
-            format!(
+        Staging {
+            name,
+            axis,
+            value_type: "vec4",
+            zero: "vec4(0.0)",
+            count,
+            k_local,
+            axis_local,
+            load,
+            scatter: format!(
                 "for (uint lane = 0u; lane < 4u; lane++) {{
-                    {name}_tile[kk + {k_step}][{axis}_local + {axis_step}] = value[lane];
-                }}"
+                        {name}_tile[kk + {k_step}][{axis}_local + {axis_step}] = value[lane];
+                    }}"
             ),
-        )
+        }
     } else {
-        (
-            "ACC value = ACC(0);".to_owned(),
-            format!("load_element({address})"),
-            format!("{name}_tile[kk][{axis}_local] = value;"),
-        )
-    };
-    format!(
-        "            for (uint slot = invocation; slot < ({tile} * TILE_K) / {width}u; slot += INVOCATIONS) {{
-                uint kk = {k_local};
-                uint {axis}_local = {axis_local};
-                uint position = tile_{axis}0 + {axis}_local;
-                uint depth = k0 + kk;
-                {zero}
-                if (position < push.{axis} && depth < k_end) {{
-                    value = {value};
-                }}
-                {scatter}
-            }}"
-    )
+        Staging {
+            name,
+            axis,
+            value_type: "ACC",
+            zero: "ACC(0)",
+            count,
+            k_local,
+            axis_local,
+            load: format!("load_element({address})"),
+            scatter: format!("{name}_tile[kk][{axis}_local] = value;"),
+        }
+    }
 }

@@ -29,6 +29,12 @@
 //! Nx.Random's threefry, uniform, normal) compile their kernels at run time
 //! (`Device::kernel_from_glsl`, cached by content); each module's doc states its policies.
 //!
+//! GEMM-based ops are compiled at run time from templates: [`dot`](mod@dot) (any contraction
+//! and batch axes, a tiled GEMM with split-K, per-device autotuned tiles, cooperative matrices
+//! for f16), [`conv`](mod@conv) (implicit GEMM), [`window`] reductions and scatters, and
+//! [`linalg`] (triangular_solve, cholesky, lu, determinant, solve, qr, eigh). They have no host path: a dtype
+//! without a kernel is `Unsupported`.
+//!
 //! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64, f64 transcendentals included
 //! (`glsl_f64_math.glsl`: range reduction, polynomials and double-double arithmetic, held to
 //! the ulp bounds of [`accuracy`]; `cargo run -p nxvk-kernels --example ulp` measures them);
@@ -52,6 +58,7 @@ mod fft_codegen;
 pub mod index;
 mod index_codegen;
 pub mod launch;
+pub mod linalg;
 pub mod movement;
 mod movement_codegen;
 pub mod op_table;
@@ -66,6 +73,7 @@ pub mod select;
 pub mod sort;
 mod sort_codegen;
 pub mod types;
+pub mod window;
 
 pub use catalog::{CatalogKernel, binary_kernel, cast_kernel, dtype_of, elem_of, unary_kernel};
 pub use codegen::{
@@ -78,6 +86,9 @@ pub use dot::{dot, dot_with_config};
 pub use dot_codegen::{OperandOrder, TileConfig, gemm_shader};
 pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};
 pub use launch::{runs_dense, set_output_poison};
+pub use linalg::{
+    TriangularSolveOptions, cholesky, determinant, eigh, lu, qr, solve, triangular_solve,
+};
 pub use movement_codegen::{copy_kernel_name, copy_shader};
 pub use op_table::{Accepts, BinaryOp, Elem, OpSpec, ResultRule, UnaryOp};
 pub use ops::{Path, as_type, binary, unary};
@@ -88,3 +99,4 @@ pub use scan::{
 };
 pub use scan_codegen::{ScanPass, scan_kernel_name, scan_shader};
 pub use select::{clip, select};
+pub use window::{ScatterSelect, WindowOp, WindowOptions, window_reduce, window_scatter};

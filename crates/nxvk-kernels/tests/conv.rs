@@ -525,6 +525,19 @@ fn bad_options_are_errors() {
         input_permutation: Some(vec![0, 0, 1, 2]),
         ..ConvOptions::default()
     });
+    // Hostile values are errors, not overflows.
+    refused(ConvOptions {
+        kernel_dilation: vec![usize::MAX, 1],
+        ..ConvOptions::default()
+    });
+    refused(ConvOptions {
+        padding: vec![(i64::MIN, 0), (0, 0)],
+        ..ConvOptions::default()
+    });
+    refused(ConvOptions {
+        padding: vec![(i64::MAX, i64::MAX), (0, 0)],
+        ..ConvOptions::default()
+    });
     let complex = Tensor::zeros(&dev, DType::C64, &[3, 2, 2, 2]).unwrap();
     assert!(matches!(
         conv(&input_tensor, &complex, &ConvOptions::default()),

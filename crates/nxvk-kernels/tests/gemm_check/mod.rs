@@ -1,6 +1,8 @@
 //! The comparison shared by the GEMM-based tests (dot, conv): integers exactly; floats against
 //! an f64 reference within `(k + 2) * eps(accumulator) * sum|products|` (the error bound of a
 //! length-k sum; f32 accumulators for f16, bf16 and f32) plus one rounding to the result type.
+// Each test binary uses part of this module.
+#![allow(dead_code)]
 
 use nxvk_core::DType;
 use nxvk_kernels::reference::{self, Value};

@@ -1,0 +1,514 @@
+//! Window ops: window_sum, window_product, window_max, window_min (Nx's window reductions)
+//! and window_scatter_max / window_scatter_min, with padding, strides and window dilations,
+//! on any rank and any input view.
+//!
+//! Semantics (Nx.BinaryBackend's): the input is padded (`padding` low/high per axis, negative
+//! crops) with the reduction's identity (0 for sums, 1 for products, -inf / the type's minimum
+//! for max, +inf / the maximum for min); windows of `window_dimensions` with
+//! `window_dilations` - 1 gaps start every `strides`; an output axis is
+//! `(padded - dilated window) / stride + 1` long, and a window that does not fit is an error as
+//! in Nx. Results keep the input type (integer sums and products wrap; f16 and bf16 compute in
+//! f32 and round once); max and min propagate NaN, as the catalog's reductions do.
+//!
+//! window_scatter_max/min (select-and-scatter): every window selects the first position (in
+//! row-major window order) holding its maximum (minimum), and the source value of that window
+//! is added there; positions start at `init_value`, and a selection that falls in the padding
+//! is dropped. Overlapping windows are handled without atomics: each output element gathers,
+//! over the windows that contain it, the sources of those that select it. That costs
+//! (window size)^2 per element, so windows of more than [`MAX_SCATTER_WINDOW`] positions are
+//! refused (lavapipe stops loops at 65,535 iterations).
+//!
+//! Kernels are generated here per (op, dtype) and compiled at run time
+//! (`Device::kernel_from_glsl`, cached on disk); one invocation computes one output element.
+
+use crate::catalog::{device_supports, elem_of};
+use crate::codegen::{
+    BF16_HELPERS, FLOAT_CONTROLS, compute_type, load, storage_bytes, storage_type, store,
+};
+use crate::dot::saturating_product;
+use crate::launch::{MAX_ELEMENTS, poison_output};
+use crate::op_table::Elem;
+use crate::{movement, ops};
+use nxvk_core::{BufferAccess, Error, Result, Tensor};
+
+/// Most positions a window may have in window_scatter_max/min.
+pub const MAX_SCATTER_WINDOW: usize = 255;
+
+const WORKGROUP_SIZE: u32 = 256;
+const HEADER_WORDS: usize = 2;
+const AXIS_WORDS: usize = 7;
+
+/// The window reductions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WindowOp {
+    Sum,
+    Product,
+    Max,
+    Min,
+}
+
+impl WindowOp {
+    /// Nx's name of the op.
+    pub const fn name(self) -> &'static str {
+        match self {
+            WindowOp::Sum => "window_sum",
+            WindowOp::Product => "window_product",
+            WindowOp::Max => "window_max",
+            WindowOp::Min => "window_min",
+        }
+    }
+}
+
+/// Which extreme window_scatter selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScatterSelect {
+    Max,
+    Min,
+}
+
+impl ScatterSelect {
+    /// Nx's name of the op.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ScatterSelect::Max => "window_scatter_max",
+            ScatterSelect::Min => "window_scatter_min",
+        }
+    }
+
+    const fn extreme(self) -> WindowOp {
+        match self {
+            ScatterSelect::Max => WindowOp::Max,
+            ScatterSelect::Min => WindowOp::Min,
+        }
+    }
+}
+
+/// Window options; empty vectors mean 1 on every axis (strides, dilations) or no padding.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WindowOptions {
+    pub strides: Vec<usize>,
+    /// (low, high) per axis; negative values crop.
+    pub padding: Vec<(i64, i64)>,
+    pub window_dilations: Vec<usize>,
+}
+
+/// The identity (and padding value) of `op` in GLSL compute type `glsl_type`.
+fn identity(op: WindowOp, glsl_type: &str) -> &'static str {
+    match (op, glsl_type) {
+        (WindowOp::Sum, _) => "V(0)",
+        (WindowOp::Product, _) => "V(1)",
+        (WindowOp::Max, "float") => "uintBitsToFloat(0xFF800000u)",
+        (WindowOp::Min, "float") => "uintBitsToFloat(0x7F800000u)",
+        (WindowOp::Max, "double") => "packDouble2x32(uvec2(0u, 0xFFF00000u))",
+        (WindowOp::Min, "double") => "packDouble2x32(uvec2(0u, 0x7FF00000u))",
+        (WindowOp::Max, "int") => "V(-2147483647 - 1)",
+        (WindowOp::Min, "int") => "V(2147483647)",
+        (WindowOp::Max, "uint") => "V(0u)",
+        (WindowOp::Min, "uint") => "V(4294967295u)",
+        (WindowOp::Max, "int64_t") => "V(-9223372036854775807l - 1l)",
+        (WindowOp::Min, "int64_t") => "V(9223372036854775807l)",
+        (WindowOp::Max, _) => "V(0ul)",
+        (WindowOp::Min, _) => "V(18446744073709551615ul)",
+    }
+}
+
+/// The identity of max/min for narrow integers is the narrow type's limit, not the widened
+/// compute type's (the result is stored in the narrow type).
+fn narrow_identity(op: WindowOp, elem: Elem) -> Option<String> {
+    let bits = elem.bits();
+    if elem.is_float() || bits >= 32 || !matches!(op, WindowOp::Max | WindowOp::Min) {
+        return None;
+    }
+    let (min, max): (i64, i64) = if elem.is_signed() {
+        (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    } else {
+        (0, (1 << bits) - 1)
+    };
+    let suffix = if elem.is_signed() { "" } else { "u" };
+    let value = if op == WindowOp::Max { min } else { max };
+    Some(format!("V({value}{suffix})"))
+}
+
+fn combine(op: WindowOp, is_float: bool) -> &'static str {
+    match (op, is_float) {
+        (WindowOp::Sum, _) => "a + b",
+        (WindowOp::Product, _) => "a * b",
+        (WindowOp::Max, true) => "(isnan(a) || isnan(b)) ? a + b : ((a > b) ? a : b)",
+        (WindowOp::Min, true) => "(isnan(a) || isnan(b)) ? a + b : ((a < b) ? a : b)",
+        (WindowOp::Max, false) => "(a > b) ? a : b",
+        (WindowOp::Min, false) => "(a < b) ? a : b",
+    }
+}
+
+/// The shader of `op` on `elem` (`scatter`: window_scatter with `op`'s extreme).
+fn window_shader(op: WindowOp, elem: Elem, scatter: bool) -> String {
+    let value_type = compute_type(elem);
+    let pad = narrow_identity(op, elem).unwrap_or_else(|| identity(op, value_type).to_owned());
+    let bf16 = if elem == Elem::BF16 { BF16_HELPERS } else { "" };
+    let loaded = load(elem, "Element(address).v");
+    let stored = store(elem, "result");
+    let better = if op == WindowOp::Max { ">" } else { "<" };
+    let body = if scatter {
+        format!(
+            "    for (uint index = gl_GlobalInvocationID.x; index < push.count; index += threads) {{
+        V result = load_at(push.init);
+        for (uint position = 0u; position < positions; position++) {{
+            // The window that holds this element at window offset `position`, if any.
+            uint rest = index;
+            uint rest_window = position;
+            uint window = 0u;
+            uint scale = 1u;
+            bool exists = true;
+            for (int axis = rank - 1; axis >= 0; axis--) {{
+                int base = {HEADER_WORDS} + axis * {AXIS_WORDS};
+                uint coordinate = rest % uint(push.params.v[base + 5]);
+                rest /= uint(push.params.v[base + 5]);
+                uint offset = rest_window % uint(push.params.v[base + 1]);
+                rest_window /= uint(push.params.v[base + 1]);
+                int start = int(coordinate) + push.params.v[base + 4] - int(offset) * push.params.v[base + 3];
+                int stride = push.params.v[base + 2];
+                if (start < 0 || start % stride != 0 || start / stride >= push.params.v[base]) {{
+                    exists = false;
+                }} else {{
+                    window += uint(start / stride) * scale;
+                }}
+                scale *= uint(push.params.v[base]);
+            }}
+            if (!exists) continue;
+            // The window's first extreme position.
+            uint chosen = 0u;
+            V best = V(0);
+            for (uint candidate = 0u; candidate < positions; candidate++) {{
+                V value = window_value(window, candidate);
+                if (candidate == 0u || value {better} best) {{
+                    best = value;
+                    chosen = candidate;
+                }}
+            }}
+            if (chosen == position) {{
+                result += load_at(push.source + uint64_t(window) * BYTES);
+            }}
+        }}
+        Output(push.output_data + uint64_t(index) * BYTES).v = {stored};
+    }}"
+        )
+    } else {
+        format!(
+            "    for (uint index = gl_GlobalInvocationID.x; index < push.count; index += threads) {{
+        V result = PAD;
+        for (uint position = 0u; position < positions; position++) {{
+            V a = result;
+            V b = window_value(index, position);
+            result = {combine};
+        }}
+        Output(push.output_data + uint64_t(index) * BYTES).v = {stored};
+    }}",
+            combine = combine(op, elem.is_float())
+        )
+    };
+    format!(
+        "{FLOAT_CONTROLS}
+#define V {value_type}
+#define BYTES {bytes}ul
+#define PAD {pad}
+layout(local_size_x = {WORKGROUP_SIZE}) in;
+layout(buffer_reference, scalar, buffer_reference_align = {bytes}) readonly buffer Element {{ {storage} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {bytes}) writeonly buffer Output {{ {storage} v; }};
+layout(buffer_reference, scalar) readonly buffer Params {{ int v[]; }};
+layout(push_constant, scalar) uniform Push {{
+    uint64_t input_data;
+    uint64_t output_data;
+    Params params;
+    uint64_t source;
+    uint64_t init;
+    uint count;
+    uint unused;
+}} push;
+{bf16}
+V load_at(uint64_t address) {{ return {loaded}; }}
+
+// Element `position` (row-major in the window) of window `window` (row-major over the
+// output), or PAD where it falls in the padding. Parameter block: rank, window positions,
+// then per axis: output size, window size, stride, dilation, low padding, input size, input
+// element stride.
+V window_value(uint window, uint position) {{
+    int rank = push.params.v[0];
+    uint rest = window;
+    uint rest_window = position;
+    uint64_t offset = 0ul;
+    bool inside = true;
+    for (int axis = rank - 1; axis >= 0; axis--) {{
+        int base = {HEADER_WORDS} + axis * {AXIS_WORDS};
+        uint output_coordinate = rest % uint(push.params.v[base]);
+        rest /= uint(push.params.v[base]);
+        uint window_coordinate = rest_window % uint(push.params.v[base + 1]);
+        rest_window /= uint(push.params.v[base + 1]);
+        int coordinate = int(output_coordinate) * push.params.v[base + 2]
+            + int(window_coordinate) * push.params.v[base + 3] - push.params.v[base + 4];
+        if (coordinate < 0 || coordinate >= push.params.v[base + 5]) {{
+            inside = false;
+        }} else {{
+            offset += uint64_t(coordinate) * uint64_t(uint(push.params.v[base + 6]));
+        }}
+    }}
+    return inside ? load_at(push.input_data + offset * BYTES) : PAD;
+}}
+
+void main() {{
+    uint threads = gl_NumWorkGroups.x * {WORKGROUP_SIZE}u;
+    int rank = push.params.v[0];
+    uint positions = uint(push.params.v[1]);
+{body}
+}}
+",
+        bytes = storage_bytes(elem),
+        storage = storage_type(elem),
+    )
+}
+
+fn bad(op: &'static str, tensors: &[&Tensor], detail: String) -> Error {
+    Error::BadOperands {
+        op,
+        shapes: tensors
+            .iter()
+            .map(|tensor| tensor.shape().to_vec())
+            .collect(),
+        dtypes: tensors.iter().map(|tensor| tensor.dtype()).collect(),
+        detail,
+    }
+}
+
+/// The checked geometry of a window op: output shape and the parameter block.
+struct Geometry {
+    output_shape: Vec<usize>,
+    positions: usize,
+    params: Vec<u8>,
+}
+
+fn geometry(
+    op: &'static str,
+    input: &Tensor,
+    window_dimensions: &[usize],
+    options: &WindowOptions,
+) -> Result<Geometry> {
+    let rank = input.shape().len();
+    let fail = |detail: String| bad(op, &[input], detail);
+    let per_axis = |name: &str, length: usize| -> Result<()> {
+        if length == 0 || length == rank {
+            Ok(())
+        } else {
+            Err(fail(format!("{name} has {length} entries for rank {rank}")))
+        }
+    };
+    if window_dimensions.len() != rank {
+        return Err(fail(format!(
+            "window_dimensions {window_dimensions:?} must have one entry per axis"
+        )));
+    }
+    per_axis("strides", options.strides.len())?;
+    per_axis("padding", options.padding.len())?;
+    per_axis("window_dilations", options.window_dilations.len())?;
+    // 128-bit arithmetic: the options are caller input and may be anything.
+    let positions = saturating_product(window_dimensions);
+    let mut words: Vec<i128> = vec![rank as i128, positions as i128];
+    let mut output_shape = Vec::with_capacity(rank);
+    for (axis, &window) in window_dimensions.iter().enumerate() {
+        let stride = options.strides.get(axis).copied().unwrap_or(1);
+        let dilation = options.window_dilations.get(axis).copied().unwrap_or(1);
+        let (low, high) = options.padding.get(axis).copied().unwrap_or((0, 0));
+        if window == 0 || stride == 0 || dilation == 0 {
+            return Err(fail(
+                "window dimensions, strides and dilations must be at least 1".into(),
+            ));
+        }
+        let padded = input.shape()[axis] as i128 + i128::from(low) + i128::from(high);
+        let dilated = (window as i128 - 1) * dilation as i128 + 1;
+        if padded < dilated {
+            return Err(fail(format!(
+                "the window does not fit axis {axis} (padded size {padded}, dilated window {dilated})"
+            )));
+        }
+        let size = usize::try_from((padded - dilated) / stride as i128 + 1)
+            .map_err(|_| fail(format!("axis {axis} of the output is too long")))?;
+        output_shape.push(size);
+        words.extend([
+            size as i128,
+            window as i128,
+            stride as i128,
+            dilation as i128,
+            i128::from(low),
+            input.shape()[axis] as i128,
+            input.layout().strides()[axis] as i128,
+        ]);
+    }
+    debug_assert_eq!(words.len(), HEADER_WORDS + rank * AXIS_WORDS);
+    let params = words
+        .iter()
+        .map(|&word| i32::try_from(word).map_err(|_| fail(format!("{word} exceeds 32 bits"))))
+        .collect::<Result<Vec<i32>>>()?
+        .into_iter()
+        .flat_map(i32::to_le_bytes)
+        .collect();
+    Ok(Geometry {
+        output_shape,
+        positions,
+        params,
+    })
+}
+
+/// Every window op's name (for the coverage report).
+pub const WINDOW_OPS: [&str; 6] = [
+    "window_sum",
+    "window_product",
+    "window_max",
+    "window_min",
+    "window_scatter_max",
+    "window_scatter_min",
+];
+
+/// True when window ops on `dtype` run on a device with `capabilities` (else they are
+/// unsupported: there is no host path).
+pub fn runs_on_gpu(dtype: nxvk_core::DType, capabilities: &nxvk_core::Capabilities) -> bool {
+    elem_of(dtype).is_some_and(|elem| device_supports(capabilities, elem))
+}
+
+fn element_type(op: &'static str, input: &Tensor) -> Result<Elem> {
+    elem_of(input.dtype())
+        .filter(|_| runs_on_gpu(input.dtype(), input.device().capabilities()))
+        .ok_or_else(|| Error::Unsupported {
+            op,
+            dtype: input.dtype(),
+            detail: "window ops run on the GPU for 8- to 64-bit integers, f16, bf16, f32 and f64 (with the device's shader features); there is no host path".into(),
+        })
+}
+
+fn launch(
+    op: &'static str,
+    kernel_name: String,
+    shader: String,
+    input: &Tensor,
+    source: Option<(&Tensor, &Tensor)>,
+    output: &Tensor,
+    params: &[u8],
+) -> Result<()> {
+    let count = output.n_elements();
+    if count == 0 {
+        return Ok(());
+    }
+    if count > MAX_ELEMENTS {
+        return Err(bad(
+            op,
+            &[input],
+            format!("{count} elements exceed 32-bit indexing"),
+        ));
+    }
+    let device = output.device();
+    let kernel = device.kernel_from_glsl(&kernel_name, &shader, &[])?;
+    let address = |tensor: &Tensor| {
+        tensor
+            .device_address()
+            .ok_or_else(|| bad(op, &[tensor], "sub-byte tensors have no addresses".into()))
+    };
+    let (source_address, init_address) = match source {
+        Some((source, init)) => (address(source)?, address(init)?),
+        None => (0, 0),
+    };
+    let mut push = Vec::with_capacity(48);
+    for word in [
+        address(input)?,
+        address(output)?,
+        0,
+        source_address,
+        init_address,
+    ] {
+        push.extend_from_slice(&word.to_le_bytes());
+    }
+    push.extend_from_slice(&(count as u32).to_le_bytes());
+    push.extend_from_slice(&0u32.to_le_bytes());
+    let mut accesses = vec![BufferAccess::Read(input.buffer())];
+    if let Some((source, init)) = source {
+        accesses.push(BufferAccess::Read(source.buffer()));
+        accesses.push(BufferAccess::Read(init.buffer()));
+    }
+    accesses.push(BufferAccess::Write(output.buffer()));
+    poison_output(output.buffer())?;
+    let max_groups = device.capabilities().max_workgroup_count[0] as usize;
+    let groups = count
+        .div_ceil(WORKGROUP_SIZE as usize)
+        .min(max_groups)
+        .min(65_535) as u32;
+    device.dispatch_with_params(&kernel, [groups, 1, 1], &push, params, 16, &accesses)
+}
+
+/// Nx's window_sum / window_product / window_max / window_min of `input` over windows of
+/// `window_dimensions`; the result keeps the input type.
+pub fn window_reduce(
+    op: WindowOp,
+    input: &Tensor,
+    window_dimensions: &[usize],
+    options: &WindowOptions,
+) -> Result<Tensor> {
+    let name = op.name();
+    let elem = element_type(name, input)?;
+    let geometry = geometry(name, input, window_dimensions, options)?;
+    let output = Tensor::empty(input.device(), input.dtype(), &geometry.output_shape)?;
+    launch(
+        name,
+        format!("{name}_{}", elem.name()),
+        window_shader(op, elem, false),
+        input,
+        None,
+        &output,
+        &geometry.params,
+    )?;
+    Ok(output)
+}
+
+/// Nx's window_scatter_max / window_scatter_min: `source` (the shape of the pooled output)
+/// scattered onto the positions each window of `input` selects, starting from `init_value`
+/// (rank 0). `source` and `init_value` are cast to the input type, which the result has.
+pub fn window_scatter(
+    select: ScatterSelect,
+    input: &Tensor,
+    source: &Tensor,
+    init_value: &Tensor,
+    window_dimensions: &[usize],
+    options: &WindowOptions,
+) -> Result<Tensor> {
+    let name = select.name();
+    let elem = element_type(name, input)?;
+    let geometry = geometry(name, input, window_dimensions, options)?;
+    if source.shape() != geometry.output_shape || !init_value.shape().is_empty() {
+        return Err(bad(
+            name,
+            &[input, source, init_value],
+            format!(
+                "source must have the pooled shape {:?} and init_value must be a scalar",
+                geometry.output_shape
+            ),
+        ));
+    }
+    if geometry.positions > MAX_SCATTER_WINDOW {
+        return Err(Error::Unsupported {
+            op: name,
+            dtype: input.dtype(),
+            detail: format!(
+                "windows of {} positions (at most {MAX_SCATTER_WINDOW}: the gather costs the square per element)",
+                geometry.positions
+            ),
+        });
+    }
+    let source = movement::contiguous(&ops::as_type(source, input.dtype())?)?;
+    let init_value = ops::as_type(init_value, input.dtype())?;
+    let output = Tensor::empty(input.device(), input.dtype(), input.shape())?;
+    launch(
+        name,
+        format!("{name}_{}", elem.name()),
+        window_shader(select.extreme(), elem, true),
+        input,
+        Some((&source, &init_value)),
+        &output,
+        &geometry.params,
+    )?;
+    Ok(output)
+}
