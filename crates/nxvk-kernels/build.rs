@@ -25,7 +25,7 @@ mod reduce_codegen;
 mod movement_codegen;
 
 use op_table::{BinaryOp, Elem, OpSpec, UnaryOp};
-use reduce_codegen::{Accumulation, ReduceOp};
+use reduce_codegen::{Accumulation, ReduceLayout, ReduceOp};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -75,27 +75,35 @@ fn main() {
         cast_rows.push(row);
     }
 
-    let mut reduce_rows = Vec::new();
-    let mut reduce_f64_rows = Vec::new();
-    for &op in ReduceOp::ALL {
-        for (accumulation, rows) in [
-            (Accumulation::Native, &mut reduce_rows),
-            (Accumulation::F64, &mut reduce_f64_rows),
-        ] {
-            let row = Elem::ALL.map(|elem| {
-                (accumulation == Accumulation::Native || reduce_codegen::has_f64_variant(op, elem))
+    // Reduction kernels per layout, op and input type, with native and f64 accumulation.
+    let mut reduce_tables = Vec::new();
+    let mut reduce_f64_tables = Vec::new();
+    for layout in ReduceLayout::ALL {
+        let mut reduce_rows = Vec::new();
+        let mut reduce_f64_rows = Vec::new();
+        for &op in ReduceOp::ALL {
+            for (accumulation, rows) in [
+                (Accumulation::Native, &mut reduce_rows),
+                (Accumulation::F64, &mut reduce_f64_rows),
+            ] {
+                let row = Elem::ALL.map(|elem| {
+                    (accumulation == Accumulation::Native
+                        || reduce_codegen::has_f64_variant(op, elem))
                     .then(|| {
                         compile(
                             out_dir,
-                            &reduce_codegen::reduce_kernel_name(op, elem, accumulation),
-                            &reduce_codegen::reduce_shader(op, elem, accumulation),
+                            &reduce_codegen::reduce_kernel_name(op, elem, accumulation, layout),
+                            &reduce_codegen::reduce_shader(op, elem, accumulation, layout),
                             &mut generated,
                             &mut all,
                         )
                     })
-            });
-            rows.push(row);
+                });
+                rows.push(row);
+            }
         }
+        reduce_tables.push(reduce_rows);
+        reduce_f64_tables.push(reduce_f64_rows);
     }
     let copy_row: Vec<String> = movement_codegen::COPY_ELEMS
         .iter()
@@ -144,17 +152,21 @@ fn main() {
         "\n/// Cast kernels by [`Elem::index`] of the source and the target.\npub(crate) static CAST_KERNELS: [[Option<&CatalogKernel>; 12]; 12] = {};",
         table(&cast_rows)
     );
+    let tables = |layers: &[Vec<[Option<String>; 12]>]| {
+        let inner: Vec<String> = layers.iter().map(|rows| table(rows)).collect();
+        format!("[{}]", inner.join(",\n"))
+    };
     let _ = writeln!(
         generated,
-        "\n/// Reduction kernels (native accumulation) by `ReduceOp::index` and `Elem::index` of the input.\npub(crate) static REDUCE_KERNELS: [[Option<&CatalogKernel>; 12]; {}] = {};",
-        reduce_rows.len(),
-        table(&reduce_rows)
+        "\n/// Reduction kernels (native accumulation) by `ReduceLayout::index`, `ReduceOp::index` and `Elem::index` of the input.\npub(crate) static REDUCE_KERNELS: [[[Option<&CatalogKernel>; 12]; {}]; 3] = {};",
+        ReduceOp::ALL.len(),
+        tables(&reduce_tables)
     );
     let _ = writeln!(
         generated,
-        "\n/// Reduction kernels accumulating in f64, where they differ from the native ones.\npub(crate) static REDUCE_F64_KERNELS: [[Option<&CatalogKernel>; 12]; {}] = {};",
-        reduce_f64_rows.len(),
-        table(&reduce_f64_rows)
+        "\n/// Reduction kernels accumulating in f64, where they differ from the native ones.\npub(crate) static REDUCE_F64_KERNELS: [[[Option<&CatalogKernel>; 12]; {}]; 3] = {};",
+        ReduceOp::ALL.len(),
+        tables(&reduce_f64_tables)
     );
     let _ = writeln!(
         generated,
