@@ -117,6 +117,18 @@ fn main() {
             )
         })
         .collect();
+    let transpose_row: Vec<String> = movement_codegen::COPY_ELEMS
+        .iter()
+        .map(|&elem| {
+            compile(
+                out_dir,
+                &movement_codegen::transpose_kernel_name(elem),
+                &movement_codegen::transpose_shader(elem),
+                &mut generated,
+                &mut all,
+            )
+        })
+        .collect();
 
     let table = |rows: &[[Option<String>; 12]]| {
         let mut text = String::from("[\n");
@@ -173,6 +185,16 @@ fn main() {
         "\n/// Strided copy kernels by element size (1, 2, 4 and 8 bytes).\npub(crate) static COPY_KERNELS: [&CatalogKernel; {}] = [{}];",
         copy_row.len(),
         copy_row
+            .iter()
+            .map(|constant| format!("&{constant}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        generated,
+        "\n/// Tiled transpose kernels by element size (1, 2, 4 and 8 bytes).\npub(crate) static TRANSPOSE_KERNELS: [&CatalogKernel; {}] = [{}];",
+        transpose_row.len(),
+        transpose_row
             .iter()
             .map(|constant| format!("&{constant}"))
             .collect::<Vec<_>>()

@@ -45,7 +45,9 @@ pub use codegen::{cast_shader, op_shader};
 pub use dense_codegen::{dense_kernel_name, dense_op_shader};
 pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};
 pub use launch::{runs_dense, set_output_poison};
-pub use movement_codegen::{copy_kernel_name, copy_shader};
+pub use movement_codegen::{
+    copy_kernel_name, copy_shader, transpose_kernel_name, transpose_shader,
+};
 pub use op_table::{Accepts, BinaryOp, Elem, OpSpec, ResultRule, UnaryOp};
 pub use ops::{Path, as_type, binary, unary};
 pub use reduce::{Accumulation, ReduceOp, ReduceOptions, TieBreak, reduce};
