@@ -250,16 +250,13 @@ fn address(op: &'static str, tensor: &Tensor) -> Result<u64> {
 /// `input`'s view) of `elem` fastest on this device (see the module documentation).
 fn reduce_layout(
     op: ReduceOp,
+    elem: Elem,
     input: &Tensor,
     kept: (&[usize], &[usize]),
     reduced: (&[usize], &[usize]),
 ) -> ReduceLayout {
     let capabilities = input.device().capabilities();
-    let aligned = input.dtype().byte_size().is_some_and(|bytes| {
-        input
-            .device_address()
-            .is_some_and(|address| address.is_multiple_of(bytes * u64::from(PACKET_ELEMENTS)))
-    });
+    let aligned = packet_aligned(input, elem);
     let n_reduced: usize = reduced.0.iter().product();
     let subgroups =
         capabilities.subgroup_operations.basic && capabilities.subgroup_operations.shuffle;
@@ -274,6 +271,13 @@ fn reduce_layout(
         return ReduceLayout::Columns;
     }
     ReduceLayout::Strided
+}
+
+/// True when `input`'s first element (of catalog type `elem`) starts a packet.
+fn packet_aligned(input: &Tensor, elem: Elem) -> bool {
+    input
+        .device_address()
+        .is_some_and(|address| address.is_multiple_of(packet_bytes(elem)))
 }
 
 /// Reduces `kept`/`reduced` of `input` (of catalog type `elem`) into a fresh accumulator
@@ -294,7 +298,7 @@ fn reduce_passes(
     let accumulator_dtype = dtype_of(accumulator);
     let n_outputs: usize = kept.0.iter().product();
     let n_reduced: usize = reduced.0.iter().product();
-    let layout = reduce_layout(op, input, kept, reduced);
+    let layout = reduce_layout(op, elem, input, kept, reduced);
     let tie_flag = match tie_break {
         TieBreak::Low => 0,
         TieBreak::High => FLAG_TIE_BREAK_HIGH,
@@ -325,9 +329,7 @@ fn reduce_passes(
         ReduceLayout::Columns => {
             let packed = n_outputs.is_multiple_of(PACKET_ELEMENTS as usize)
                 && reduced.1[0].is_multiple_of(PACKET_ELEMENTS as usize)
-                && input
-                    .device_address()
-                    .is_some_and(|address| address.is_multiple_of(packet_bytes(elem)));
+                && packet_aligned(input, elem);
             let width = if packed { PACKET_ELEMENTS as usize } else { 1 };
             let column_groups = n_outputs.div_ceil(width);
             let chunks = if op.is_arg() {
@@ -390,6 +392,46 @@ fn reduce_passes(
     )
 }
 
+/// The kept and the reduced axes (sorted `axes`) of `input`'s view as (shape, element strides)
+/// pairs, each simplified (size-1 axes dropped, contiguous neighbours merged).
+fn split_axes(input: &Tensor, axes: &[usize]) -> [(Vec<usize>, Vec<usize>); 2] {
+    let shape = input.shape();
+    let strides = input.layout().strides();
+    [false, true].map(|reduced| {
+        let (sizes, axis_strides): (Vec<usize>, Vec<usize>) = (0..shape.len())
+            .filter(|axis| axes.binary_search(axis).is_ok() == reduced)
+            .map(|axis| (shape[axis], strides[axis]))
+            .unzip();
+        let (sizes, mut axis_strides) = simplify(&sizes, &[axis_strides]);
+        (sizes, axis_strides.remove(0))
+    })
+}
+
+/// The template the first pass of `op` over `axes` of `input` takes on its device, or `None`
+/// when the reduction runs on the host: a test hook, so tests can prove which template they
+/// exercise.
+pub fn first_pass_layout(
+    op: ReduceOp,
+    input: &Tensor,
+    axes: Option<&[usize]>,
+) -> Result<Option<ReduceLayout>> {
+    let axes = reduced_axes(op.name(), input, axes)?;
+    let dtype = input.dtype();
+    let Some(elem) =
+        elem_of(dtype).filter(|_| runs_on_gpu(op, dtype, input.device().capabilities()))
+    else {
+        return Ok(None);
+    };
+    let [(kept_shape, kept_strides), (reduced_shape, reduced_strides)] = split_axes(input, &axes);
+    Ok(Some(reduce_layout(
+        op,
+        elem,
+        input,
+        (&kept_shape, &kept_strides),
+        (&reduced_shape, &reduced_strides),
+    )))
+}
+
 /// Runs `op` over `options.axes` of `input`.
 pub fn reduce(op: ReduceOp, input: &Tensor, options: &ReduceOptions<'_>) -> Result<Tensor> {
     let name = op.name();
@@ -409,23 +451,16 @@ pub fn reduce(op: ReduceOp, input: &Tensor, options: &ReduceOptions<'_>) -> Resu
     let result = result_dtype(op, dtype);
     let axes = reduced_axes(name, input, options.axes)?;
     let shape = input.shape();
-    let strides = input.layout().strides();
-    let is_reduced = |axis: &usize| axes.binary_search(axis).is_ok();
     let output_shape: Vec<usize> = (0..shape.len())
-        .filter_map(|axis| match (is_reduced(&axis), options.keep_axes) {
-            (false, _) => Some(shape[axis]),
-            (true, true) => Some(1),
-            (true, false) => None,
-        })
+        .filter_map(
+            |axis| match (axes.binary_search(&axis).is_ok(), options.keep_axes) {
+                (false, _) => Some(shape[axis]),
+                (true, true) => Some(1),
+                (true, false) => None,
+            },
+        )
         .collect();
-    let pick = |reduced: bool| -> (Vec<usize>, Vec<usize>) {
-        (0..shape.len())
-            .filter(|axis| is_reduced(axis) == reduced)
-            .map(|axis| (shape[axis], strides[axis]))
-            .unzip()
-    };
-    let (kept_shape, kept_strides) = pick(false);
-    let (reduced_shape, reduced_strides) = pick(true);
+    let [(kept_shape, kept_strides), (reduced_shape, reduced_strides)] = split_axes(input, &axes);
     let n_outputs: usize = kept_shape.iter().product();
     let n_reduced: usize = reduced_shape.iter().product();
     if n_outputs == 0 {
@@ -450,11 +485,8 @@ pub fn reduce(op: ReduceOp, input: &Tensor, options: &ReduceOptions<'_>) -> Resu
     if n_outputs > MAX_ELEMENTS || n_reduced > MAX_ELEMENTS {
         to_u32(name, input, usize::MAX)?;
     }
-    let (kept_shape, kept_strides) = simplify(&kept_shape, &[kept_strides]);
-    let (reduced_shape, reduced_strides) = simplify(&reduced_shape, &[reduced_strides]);
-    let kept = (&kept_shape[..], &kept_strides[0][..]);
-    let reduced = (&reduced_shape[..], &reduced_strides[0][..]);
-
+    let kept = (&kept_shape[..], &kept_strides[..]);
+    let reduced = (&reduced_shape[..], &reduced_strides[..]);
     let accumulator_dtype = dtype_of(accumulator);
     let accumulated = reduce_passes(
         op,

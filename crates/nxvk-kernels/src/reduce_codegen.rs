@@ -290,6 +290,7 @@ pub fn reduce_shader(
 #define INPUT_BYTES {input_bytes}ul
 #define NO_INDEX 0xFFFFFFFFFFFFFFFFul
 #define IDENTITY {identity}
+#define HAS_INDEX {has_index}
 #define WORKGROUP_SIZE {REDUCE_WORKGROUP_SIZE}u
 #define PACKET_ELEMENTS {PACKET_ELEMENTS}u
 #define INPUT_PACKET {input_packet}
@@ -363,6 +364,7 @@ bool nx_take(V a, uint64_t a_index, V b, uint64_t b_index) {{
 }}
 ",
         input_bytes = storage_bytes(input),
+        has_index = u8::from(op.is_arg()),
         packet_bytes = packet_bytes(input),
         output_bytes = storage_bytes(accumulator),
         input_storage = storage_type(input),
@@ -454,11 +456,16 @@ const ROWS_MAIN: &str = "
 shared V subgroup_value[WORKGROUP_SIZE];
 shared uint64_t subgroup_index[WORKGROUP_SIZE];
 
-// A butterfly over the subgroup: every lane ends with the fold of all lanes.
+// A butterfly over the subgroup: every lane ends with the fold of all lanes. Indices travel
+// only for argmax/argmin.
 void nx_subgroup_fold(inout V value, inout uint64_t index) {
     for (uint mask = gl_SubgroupSize >> 1u; mask > 0u; mask >>= 1u) {
         V other_value = nx_shuffle_xor_value(value, mask);
+#if HAS_INDEX
         uint64_t other_index = nx_shuffle_xor_index(index, mask);
+#else
+        uint64_t other_index = NO_INDEX;
+#endif
         NX_FOLD(value, index, other_value, other_index)
     }
 }
