@@ -244,7 +244,8 @@ fn named_ops() -> String {
 }
 
 /// Compiles the dense variant (`dense_codegen.rs`) of every op kernel of `groups` (specs with
-/// their arity); returns (generic kernel name, dense constant) pairs sorted by name.
+/// their arity) and of every cast; returns (generic kernel name, dense constant) pairs sorted
+/// by name.
 fn dense_variants(
     groups: &[(&[OpSpec], usize)],
     out_dir: &Path,
@@ -266,6 +267,21 @@ fn dense_variants(
                     );
                     variants.push((name, constant));
                 }
+            }
+        }
+    }
+    for from in Elem::ALL {
+        for to in Elem::ALL {
+            if from != to {
+                let name = op_table::cast_kernel_name(from, to);
+                let constant = compile(
+                    out_dir,
+                    &dense_codegen::dense_kernel_name(&name),
+                    &dense_codegen::dense_cast_shader(from, to),
+                    generated,
+                    all,
+                );
+                variants.push((name, constant));
             }
         }
     }

@@ -310,6 +310,13 @@ pub(crate) fn op_function(spec: &OpSpec, arity: usize, elem: Elem) -> Option<(St
 /// nearest even (f16 and bf16 through f32), float to integer truncates and wraps, NaN becomes
 /// 0 and infinities the integer type's limits.
 pub fn cast_shader(from: Elem, to: Elem) -> String {
+    let (function, extra) = cast_function(from, to);
+    elementwise_shader(&[from], to, &function, extra)
+}
+
+/// The `nx_apply` function of the cast from `from` to `to` and the helpers it needs (shared
+/// with `dense_codegen.rs`).
+pub(crate) fn cast_function(from: Elem, to: Elem) -> (String, &'static str) {
     let target = compute_type(to);
     let (function, extra) = if from.is_float() && !to.is_float() {
         let (max, min) = integer_limits(to);
@@ -337,5 +344,5 @@ pub fn cast_shader(from: Elem, to: Elem) -> String {
             "",
         )
     };
-    elementwise_shader(&[from], to, &function, extra)
+    (function, extra)
 }

@@ -42,7 +42,7 @@ pub mod types;
 
 pub use catalog::{CatalogKernel, binary_kernel, cast_kernel, dtype_of, elem_of, unary_kernel};
 pub use codegen::{cast_shader, op_shader};
-pub use dense_codegen::{dense_kernel_name, dense_op_shader};
+pub use dense_codegen::{dense_cast_shader, dense_kernel_name, dense_op_shader};
 pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};
 pub use launch::{runs_dense, set_output_poison};
 pub use movement_codegen::{
