@@ -29,7 +29,7 @@ mod movement_codegen;
 mod scan_codegen;
 
 use op_table::{BinaryOp, Elem, OpSpec, UnaryOp};
-use reduce_codegen::{Accumulation, ReduceOp};
+use reduce_codegen::{Accumulation, ReduceLayout, ReduceOp};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -81,27 +81,35 @@ fn main() {
         cast_rows.push(row);
     }
 
-    let mut reduce_rows = Vec::new();
-    let mut reduce_f64_rows = Vec::new();
-    for &op in ReduceOp::ALL {
-        for (accumulation, rows) in [
-            (Accumulation::Native, &mut reduce_rows),
-            (Accumulation::F64, &mut reduce_f64_rows),
-        ] {
-            let row = Elem::ALL.map(|elem| {
-                (accumulation == Accumulation::Native || reduce_codegen::has_f64_variant(op, elem))
+    // Reduction kernels per layout, op and input type, with native and f64 accumulation.
+    let mut reduce_tables = Vec::new();
+    let mut reduce_f64_tables = Vec::new();
+    for layout in ReduceLayout::ALL {
+        let mut reduce_rows = Vec::new();
+        let mut reduce_f64_rows = Vec::new();
+        for &op in ReduceOp::ALL {
+            for (accumulation, rows) in [
+                (Accumulation::Native, &mut reduce_rows),
+                (Accumulation::F64, &mut reduce_f64_rows),
+            ] {
+                let row = Elem::ALL.map(|elem| {
+                    (accumulation == Accumulation::Native
+                        || reduce_codegen::has_f64_variant(op, elem))
                     .then(|| {
                         compile(
                             out_dir,
-                            &reduce_codegen::reduce_kernel_name(op, elem, accumulation),
-                            &reduce_codegen::reduce_shader(op, elem, accumulation),
+                            &reduce_codegen::reduce_kernel_name(op, elem, accumulation, layout),
+                            &reduce_codegen::reduce_shader(op, elem, accumulation, layout),
                             &mut generated,
                             &mut all,
                         )
                     })
-            });
-            rows.push(row);
+                });
+                rows.push(row);
+            }
         }
+        reduce_tables.push(reduce_rows);
+        reduce_f64_tables.push(reduce_f64_rows);
     }
     let copy_row: Vec<String> = movement_codegen::COPY_ELEMS
         .iter()
@@ -110,6 +118,18 @@ fn main() {
                 out_dir,
                 &movement_codegen::copy_kernel_name(elem),
                 &movement_codegen::copy_shader(elem),
+                &mut generated,
+                &mut all,
+            )
+        })
+        .collect();
+    let transpose_row: Vec<String> = movement_codegen::COPY_ELEMS
+        .iter()
+        .map(|&elem| {
+            compile(
+                out_dir,
+                &movement_codegen::transpose_kernel_name(elem),
+                &movement_codegen::transpose_shader(elem),
                 &mut generated,
                 &mut all,
             )
@@ -152,23 +172,37 @@ fn main() {
         "\n/// Cast kernels by [`Elem::index`] of the source and the target.\npub(crate) static CAST_KERNELS: [[Option<&CatalogKernel>; 12]; 12] = {};",
         table(&cast_rows)
     );
+    let tables = |layers: &[Vec<[Option<String>; 12]>]| {
+        let inner: Vec<String> = layers.iter().map(|rows| table(rows)).collect();
+        format!("[{}]", inner.join(",\n"))
+    };
     let _ = writeln!(
         generated,
-        "\n/// Reduction kernels (native accumulation) by `ReduceOp::index` and `Elem::index` of the input.\npub(crate) static REDUCE_KERNELS: [[Option<&CatalogKernel>; 12]; {}] = {};",
-        reduce_rows.len(),
-        table(&reduce_rows)
+        "\n/// Reduction kernels (native accumulation) by `ReduceLayout::index`, `ReduceOp::index` and `Elem::index` of the input.\npub(crate) static REDUCE_KERNELS: [[[Option<&CatalogKernel>; 12]; {}]; 3] = {};",
+        ReduceOp::ALL.len(),
+        tables(&reduce_tables)
     );
     let _ = writeln!(
         generated,
-        "\n/// Reduction kernels accumulating in f64, where they differ from the native ones.\npub(crate) static REDUCE_F64_KERNELS: [[Option<&CatalogKernel>; 12]; {}] = {};",
-        reduce_f64_rows.len(),
-        table(&reduce_f64_rows)
+        "\n/// Reduction kernels accumulating in f64, where they differ from the native ones.\npub(crate) static REDUCE_F64_KERNELS: [[[Option<&CatalogKernel>; 12]; {}]; 3] = {};",
+        ReduceOp::ALL.len(),
+        tables(&reduce_f64_tables)
     );
     let _ = writeln!(
         generated,
         "\n/// Strided copy kernels by element size (1, 2, 4 and 8 bytes).\npub(crate) static COPY_KERNELS: [&CatalogKernel; {}] = [{}];",
         copy_row.len(),
         copy_row
+            .iter()
+            .map(|constant| format!("&{constant}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        generated,
+        "\n/// Tiled transpose kernels by element size (1, 2, 4 and 8 bytes).\npub(crate) static TRANSPOSE_KERNELS: [&CatalogKernel; {}] = [{}];",
+        transpose_row.len(),
+        transpose_row
             .iter()
             .map(|constant| format!("&{constant}"))
             .collect::<Vec<_>>()
@@ -218,7 +252,8 @@ fn named_ops() -> String {
 }
 
 /// Compiles the dense variant (`dense_codegen.rs`) of every op kernel of `groups` (specs with
-/// their arity); returns (generic kernel name, dense constant) pairs sorted by name.
+/// their arity) and of every cast; returns (generic kernel name, dense constant) pairs sorted
+/// by name.
 fn dense_variants(
     groups: &[(&[OpSpec], usize)],
     out_dir: &Path,
@@ -240,6 +275,21 @@ fn dense_variants(
                     );
                     variants.push((name, constant));
                 }
+            }
+        }
+    }
+    for from in Elem::ALL {
+        for to in Elem::ALL {
+            if from != to {
+                let name = op_table::cast_kernel_name(from, to);
+                let constant = compile(
+                    out_dir,
+                    &dense_codegen::dense_kernel_name(&name),
+                    &dense_codegen::dense_cast_shader(from, to),
+                    generated,
+                    all,
+                );
+                variants.push((name, constant));
             }
         }
     }

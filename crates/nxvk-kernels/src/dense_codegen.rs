@@ -10,12 +10,13 @@
 //! while unrolling the generic template's scalar loop gave nothing: the wide accesses matter.
 //!
 //! The value of each element comes from the same `nx_apply` function as the generic kernel
-//! (`codegen::op_function`), applied per packet component with the same load and store
+//! (`codegen::op_function` for ops, `codegen::cast_function` for casts), applied per packet component with the same load and store
 //! conversions, so both variants give bit-identical results. Like `codegen.rs`, this file is
 //! included by the build script.
 
 use crate::codegen::{
-    WORKGROUP_SIZE, elementwise_prelude, load, op_function, storage_bytes, storage_type, store,
+    WORKGROUP_SIZE, cast_function, elementwise_prelude, load, op_function, storage_bytes,
+    storage_type, store,
 };
 use crate::op_table::{Elem, OpSpec};
 use std::fmt::Write as _;
@@ -41,7 +42,7 @@ pub fn dense_kernel_name(name: &str) -> String {
 }
 
 /// The GLSL vector type holding one packet of `elem` in memory (bf16 as raw bits).
-const fn packet_type(elem: Elem) -> &'static str {
+pub(crate) const fn packet_type(elem: Elem) -> &'static str {
     match elem {
         Elem::S8 => "i8vec4",
         Elem::U8 => "u8vec4",
@@ -61,7 +62,20 @@ const fn packet_type(elem: Elem) -> &'static str {
 /// one (exactly when `codegen::op_shader` has one).
 pub fn dense_op_shader(spec: &OpSpec, arity: usize, elem: Elem) -> Option<String> {
     let (function, output) = op_function(spec, arity, elem)?;
-    let mut shader = elementwise_prelude(elem, &function, "");
+    Some(dense_shader(elem, arity, output, &function, ""))
+}
+
+/// The dense shader of the cast from `from` to `to` (from the same function as
+/// `codegen::cast_shader`).
+pub fn dense_cast_shader(from: Elem, to: Elem) -> String {
+    let (function, extra) = cast_function(from, to);
+    dense_shader(from, 1, to, &function, extra)
+}
+
+/// A dense shader: `arity` inputs of compute type `elem`, `function` defining `nx_apply`, its
+/// result stored as `output`, `extra` helpers beside the shared ones.
+fn dense_shader(elem: Elem, arity: usize, output: Elem, function: &str, extra: &str) -> String {
+    let mut shader = elementwise_prelude(elem, function, extra);
     // One element's value, exactly as the generic template computes it.
     let component = |access_a: &str, access_b: &str| {
         let a = load(elem, access_a);
@@ -154,5 +168,5 @@ void main() {{
         lanes = lanes.join(", "),
         last_unroll = PACKETS_PER_ITERATION - 1,
     );
-    Some(shader)
+    shader
 }

@@ -81,7 +81,7 @@ pub use codegen::{
 };
 pub use conv::{ConvGeometry, ConvOptions, conv};
 pub use creation::{bitcast, eye, full, iota};
-pub use dense_codegen::{dense_kernel_name, dense_op_shader};
+pub use dense_codegen::{dense_cast_shader, dense_kernel_name, dense_op_shader};
 pub use dot::{dot, dot_with_config};
 pub use dot_codegen::{OperandOrder, TileConfig, gemm_shader};
 pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};
@@ -89,7 +89,9 @@ pub use launch::{runs_dense, set_output_poison};
 pub use linalg::{
     TriangularSolveOptions, cholesky, determinant, eigh, lu, qr, solve, triangular_solve,
 };
-pub use movement_codegen::{copy_kernel_name, copy_shader};
+pub use movement_codegen::{
+    copy_kernel_name, copy_shader, transpose_kernel_name, transpose_shader,
+};
 pub use op_table::{Accepts, BinaryOp, Elem, OpSpec, ResultRule, UnaryOp};
 pub use ops::{Path, as_type, binary, unary};
 pub use reduce::{Accumulation, ReduceOp, ReduceOptions, TieBreak, reduce};

@@ -7,15 +7,18 @@
 //! output strides, so a reversal is a negative stride, a strided slice a multiplied stride and
 //! an interior pad a multiplied output stride. Values are moved as raw bits, so every dtype of
 //! 1, 2, 4, 8 or 16 bytes (complex included) moves the same way; sub-byte types are reported
-//! as unsupported. A tiled transpose kernel (shared-memory tiles for coalesced reads and
-//! writes) is a later optimisation; this path is correct for any permutation first.
+//! as unsupported. A copy whose innermost output axis is strided in the input while another
+//! axis is contiguous there (a materialised transpose, possibly batched) runs the tiled
+//! transpose kernel instead: shared-memory tiles make both its reads and its writes coalesced,
+//! where the strided copy would read one memory segment per element.
 //!
 //! Operands of several tensors must share the dtype (callers apply Nx's type promotion first).
 
-use crate::catalog::COPY_KERNELS;
+use crate::catalog::{COPY_KERNELS, TRANSPOSE_KERNELS};
 use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::movement_codegen::{
     COPY_ELEMS, COPY_PARAMS_ADDRESS_OFFSET, COPY_PUSH_CONSTANT_BYTES, COPY_WORKGROUP_SIZE,
+    TILE_SIDE, TRANSPOSE_PUSH_CONSTANT_BYTES,
 };
 use nxvk_core::{BufferAccess, DType, Device, Error, Result, Tensor, contiguous_strides};
 use std::sync::Arc;
@@ -102,28 +105,8 @@ fn copy(
         detail: "sub-byte elements have no addresses to copy".into(),
     };
     let element_bytes = dtype.byte_size().ok_or_else(unsupported)?;
-    // 16-byte elements (c128) move as two 8-byte halves along an extra innermost axis.
-    let (mut shape, mut input_strides, mut output_strides, kernel_bytes, scale) = if element_bytes
-        == 16
-    {
-        let mut shape = shape.to_vec();
-        shape.push(2);
-        let mut input_strides: Vec<i64> = source.strides.iter().map(|stride| stride * 2).collect();
-        input_strides.push(1);
-        let mut output_strides: Vec<usize> =
-            output_strides.iter().map(|stride| stride * 2).collect();
-        output_strides.push(1);
-        (shape, input_strides, output_strides, 8u64, 2u64)
-    } else {
-        (
-            shape.to_vec(),
-            source.strides.clone(),
-            output_strides.to_vec(),
-            element_bytes,
-            1u64,
-        )
-    };
-    merge_axes(&mut shape, &mut input_strides, &mut output_strides);
+    let (shape, input_strides, output_strides, kernel_bytes, scale) =
+        kernel_axes(shape, &source.strides, output_strides, element_bytes);
     if n_elements as u64 * scale > MAX_ELEMENTS as u64 {
         return Err(bad(
             op,
@@ -131,7 +114,6 @@ fn copy(
             format!("{n_elements} elements exceed the kernels' 32-bit index arithmetic"),
         ));
     }
-    let mut words: Vec<u32> = Vec::with_capacity(shape.len() * 3 + 1);
     let too_large = |value: String| {
         bad(
             op,
@@ -139,6 +121,23 @@ fn copy(
             format!("{value} does not fit the copy kernel's 32-bit layout words"),
         )
     };
+    let input_address = input.buffer().device_address() + source.start as u64 * element_bytes;
+    let output_address = output.buffer().device_address() + output_start as u64 * element_bytes;
+    let index = COPY_ELEMS
+        .iter()
+        .position(|&elem| u64::from(elem.bits() / 8) == kernel_bytes)
+        .expect("a copy kernel for every element size");
+    if let Some(across) = tiled_axis(&input_strides, &output_strides) {
+        let tiled = Tiled {
+            shape: &shape,
+            input_strides: &input_strides,
+            output_strides: &output_strides,
+            across,
+        };
+        let words = tiled.words().map_err(too_large)?;
+        return transpose_tiles(words, [input_address, output_address], index, input, output);
+    }
+    let mut words: Vec<u32> = Vec::with_capacity(shape.len() * 3 + 1);
     for &size in &shape {
         words.push(u32::try_from(size).map_err(|_| too_large(format!("size {size}")))?);
     }
@@ -151,8 +150,6 @@ fn copy(
     }
     words.push(0);
     let params: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
-    let input_address = input.buffer().device_address() + source.start as u64 * element_bytes;
-    let output_address = output.buffer().device_address() + output_start as u64 * element_bytes;
     let count = n_elements as u64 * scale;
     let mut push = Vec::with_capacity(COPY_PUSH_CONSTANT_BYTES);
     for word in [input_address, output_address, 0] {
@@ -160,10 +157,6 @@ fn copy(
     }
     push.extend_from_slice(&(count as u32).to_le_bytes());
     push.extend_from_slice(&(shape.len() as u32).to_le_bytes());
-    let index = COPY_ELEMS
-        .iter()
-        .position(|&elem| u64::from(elem.bits() / 8) == kernel_bytes)
-        .expect("a copy kernel for every element size");
     let device = output.device();
     let kernel = COPY_KERNELS[index].load(device)?;
     let max_groups = device.capabilities().max_workgroup_count[0];
@@ -173,6 +166,158 @@ fn copy(
     device.dispatch_with_params(
         &kernel,
         [groups, 1, 1],
+        &push,
+        &params,
+        COPY_PARAMS_ADDRESS_OFFSET,
+        &[
+            BufferAccess::Read(input.buffer()),
+            BufferAccess::Write(output.buffer()),
+        ],
+    )
+}
+
+/// The axes a copy kernel walks for a copy of `shape` with these element strides: 16-byte
+/// elements (c128) move as two 8-byte halves along an extra innermost axis, then axes merge.
+/// Returns shape, input and output strides, the kernel's element bytes and the element scale.
+fn kernel_axes(
+    shape: &[usize],
+    input_strides: &[i64],
+    output_strides: &[usize],
+    element_bytes: u64,
+) -> (Vec<usize>, Vec<i64>, Vec<usize>, u64, u64) {
+    let (mut shape, mut input_strides, mut output_strides, kernel_bytes, scale) = if element_bytes
+        == 16
+    {
+        let mut shape = shape.to_vec();
+        shape.push(2);
+        let mut input_strides: Vec<i64> = input_strides.iter().map(|stride| stride * 2).collect();
+        input_strides.push(1);
+        let mut output_strides: Vec<usize> =
+            output_strides.iter().map(|stride| stride * 2).collect();
+        output_strides.push(1);
+        (shape, input_strides, output_strides, 8u64, 2u64)
+    } else {
+        (
+            shape.to_vec(),
+            input_strides.to_vec(),
+            output_strides.to_vec(),
+            element_bytes,
+            1u64,
+        )
+    };
+    merge_axes(&mut shape, &mut input_strides, &mut output_strides);
+    (shape, input_strides, output_strides, kernel_bytes, scale)
+}
+
+/// True when materialising `view` ([`contiguous`]) runs the tiled transpose kernel rather than
+/// the strided copy: a test hook, so tests can prove they exercise the tiles.
+pub fn transposes_by_tiles(view: &Tensor) -> bool {
+    let Some(element_bytes) = view.dtype().byte_size() else {
+        return false;
+    };
+    let source = Source::of(view);
+    let (_, input_strides, output_strides, _, _) = kernel_axes(
+        view.shape(),
+        &source.strides,
+        &contiguous_strides(view.shape()),
+        element_bytes,
+    );
+    !view.layout().is_contiguous() && tiled_axis(&input_strides, &output_strides).is_some()
+}
+
+/// The axis to tile against the innermost one, when a (merged) copy is a transpose: the
+/// innermost axis is contiguous in the output but strided in the input, and another axis,
+/// `across`, is contiguous in the input. Reading along one and writing along the other, the
+/// strided copy would touch a new memory segment per element on one side.
+fn tiled_axis(input_strides: &[i64], output_strides: &[usize]) -> Option<usize> {
+    let along = output_strides.len().checked_sub(1)?;
+    if output_strides[along] != 1 || input_strides[along] == 1 {
+        return None;
+    }
+    input_strides[..along]
+        .iter()
+        .position(|&stride| stride == 1)
+}
+
+/// A copy run as a batch of 2-D tiled transposes of axes `across` and the innermost one.
+struct Tiled<'a> {
+    shape: &'a [usize],
+    input_strides: &'a [i64],
+    output_strides: &'a [usize],
+    across: usize,
+}
+
+impl Tiled<'_> {
+    fn along(&self) -> usize {
+        self.shape.len() - 1
+    }
+
+    fn batch_axes(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.along()).filter(|&axis| axis != self.across)
+    }
+
+    /// Parameter words: batch shape, signed batch input strides, batch output strides; then
+    /// the push words after the three addresses. Errors name a value that does not fit.
+    fn words(&self) -> std::result::Result<(Vec<u32>, Vec<u32>), String> {
+        let size = |value: usize| u32::try_from(value).map_err(|_| format!("size {value}"));
+        let signed = |value: i64| {
+            i32::try_from(value)
+                .map_err(|_| format!("stride {value}"))
+                .map(|word| word as u32)
+        };
+        let mut params = Vec::new();
+        for axis in self.batch_axes() {
+            params.push(size(self.shape[axis])?);
+        }
+        for axis in self.batch_axes() {
+            params.push(signed(self.input_strides[axis])?);
+        }
+        for axis in self.batch_axes() {
+            params.push(size(self.output_strides[axis])?);
+        }
+        params.push(0);
+        let side = TILE_SIDE as usize;
+        let across_tiles = self.shape[self.across].div_ceil(side);
+        let along_tiles = self.shape[self.along()].div_ceil(side);
+        let batch: usize = self.batch_axes().map(|axis| self.shape[axis]).product();
+        let push = vec![
+            size(self.shape[self.across])?,
+            size(self.shape[self.along()])?,
+            signed(self.input_strides[self.along()])?,
+            size(self.output_strides[self.across])?,
+            size(self.shape.len() - 2)?,
+            size(across_tiles)?,
+            size(along_tiles)?,
+            size(across_tiles * along_tiles * batch)?,
+        ];
+        Ok((params, push))
+    }
+}
+
+/// Records a tiled transpose with parameter and push words (from [`Tiled::words`]) between
+/// `addresses` (input, output), on the kernel for element size `index`.
+fn transpose_tiles(
+    (params, push_words): (Vec<u32>, Vec<u32>),
+    addresses: [u64; 2],
+    index: usize,
+    input: &Tensor,
+    output: &Tensor,
+) -> Result<()> {
+    let params: Vec<u8> = params.iter().flat_map(|word| word.to_le_bytes()).collect();
+    let mut push = Vec::with_capacity(TRANSPOSE_PUSH_CONSTANT_BYTES);
+    for word in [addresses[0], addresses[1], 0] {
+        push.extend_from_slice(&word.to_le_bytes());
+    }
+    for word in &push_words {
+        push.extend_from_slice(&word.to_le_bytes());
+    }
+    let tiles = push_words[push_words.len() - 1];
+    let device = output.device();
+    let kernel = TRANSPOSE_KERNELS[index].load(device)?;
+    let max_groups = device.capabilities().max_workgroup_count[0];
+    device.dispatch_with_params(
+        &kernel,
+        [tiles.clamp(1, max_groups), 1, 1],
         &push,
         &params,
         COPY_PARAMS_ADDRESS_OFFSET,

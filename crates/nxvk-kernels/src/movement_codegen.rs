@@ -1,4 +1,5 @@
-//! GLSL for the catalog's data-movement kernel: one strided copy per element size.
+//! GLSL for the catalog's data-movement kernels, one per element size: a strided copy, and a
+//! tiled transpose for copies whose innermost output axis is strided in the input.
 //!
 //! Data movement never looks at values, so the copy moves raw bits (1, 2, 4 or 8 bytes) and one
 //! kernel per size serves every dtype of that size, NaN payloads and -0.0 included. The input
@@ -18,6 +19,17 @@ pub const COPY_PUSH_CONSTANT_BYTES: usize = 32;
 
 /// Byte offset of the parameter block's address in the push constants.
 pub const COPY_PARAMS_ADDRESS_OFFSET: usize = 16;
+
+/// Side of the square tiles of the transpose kernels.
+pub const TILE_SIDE: u32 = 32;
+
+/// Rows of a tile each transpose invocation moves (the workgroup is TILE_SIDE x
+/// TILE_SIDE / TILE_ROWS_PER_INVOCATION invocations).
+pub const TILE_ROWS_PER_INVOCATION: u32 = 4;
+
+/// Bytes of push constants of the transpose kernels: input, output and parameter-block
+/// addresses, then the two tiled axes' sizes and strides, the batch rank and the tile counts.
+pub const TRANSPOSE_PUSH_CONSTANT_BYTES: usize = 56;
 
 /// The unsigned types whose bits the copy kernels move, one per element size.
 pub const COPY_ELEMS: [Elem; 4] = [Elem::U8, Elem::U16, Elem::U32, Elem::U64];
@@ -67,6 +79,95 @@ void main() {{
     }}
 }}
 ",
+        bytes = storage_bytes(elem),
+        storage = storage_type(elem),
+    );
+    shader
+}
+
+/// The kernel name of the tiled transpose of `elem`'s size (`transpose_tiles_32`).
+pub fn transpose_kernel_name(elem: Elem) -> String {
+    format!("transpose_tiles_{}", elem.bits())
+}
+
+/// The tiled transpose of elements stored as `elem`: a batch of 2-D copies in which axis
+/// `across` has input stride 1 and axis `along` (the innermost output axis) output stride 1.
+/// A workgroup reads a tile coalesced along `across` into shared memory and writes it
+/// coalesced along `along`; the tile's rows are padded by one element so that reading it by
+/// columns does not hit one shared-memory bank 32 times. Batch axes (any others) are addressed
+/// through the parameter block: shape, signed input strides, output strides.
+pub fn transpose_shader(elem: Elem) -> String {
+    let mut shader = String::new();
+    let _ = write!(
+        shader,
+        "
+#define SIDE {TILE_SIDE}u
+#define ROWS_PER_INVOCATION {TILE_ROWS_PER_INVOCATION}u
+#define ROW_STEP (SIDE / ROWS_PER_INVOCATION)
+layout(local_size_x = {invocations}) in;
+layout(buffer_reference, scalar, buffer_reference_align = {bytes}) readonly buffer Input {{ {storage} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {bytes}) writeonly buffer Output {{ {storage} v; }};
+layout(buffer_reference, scalar) readonly buffer Params {{ uint v[]; }};
+layout(push_constant, scalar) uniform Push {{
+    uint64_t input0;
+    uint64_t output0;
+    Params params;
+    uint across_size;
+    uint along_size;
+    // Input stride of `along` (signed) and output stride of `across`.
+    uint along_input_stride;
+    uint across_output_stride;
+    uint batch_rank;
+    uint across_tiles;
+    uint along_tiles;
+    uint tiles;
+}} push;
+
+shared {storage} tile[SIDE][SIDE + 1u];
+
+void main() {{
+    uint column = gl_LocalInvocationID.x % SIDE;
+    uint first_row = gl_LocalInvocationID.x / SIDE;
+    int64_t along_input_stride = int64_t(int(push.along_input_stride));
+    // `task` is uniform over the workgroup, so every barrier is reached by all of it.
+    for (uint task = gl_WorkGroupID.x; task < push.tiles; task += gl_NumWorkGroups.x) {{
+        uint along_tile = task % push.along_tiles;
+        uint rest = task / push.along_tiles;
+        uint across_tile = rest % push.across_tiles;
+        uint batch = rest / push.across_tiles;
+        int64_t input_base = 0l;
+        uint64_t output_base = 0ul;
+        for (uint axis = push.batch_rank; axis > 0u; axis--) {{
+            uint size = push.params.v[axis - 1u];
+            uint coordinate = batch % size;
+            batch /= size;
+            input_base += int64_t(coordinate) * int64_t(int(push.params.v[push.batch_rank + axis - 1u]));
+            output_base += uint64_t(coordinate) * uint64_t(push.params.v[2u * push.batch_rank + axis - 1u]);
+        }}
+        // Read: neighbouring invocations take neighbouring `across` elements (input stride 1).
+        uint across = across_tile * SIDE + column;
+        for (uint row = first_row; row < SIDE; row += ROW_STEP) {{
+            uint along = along_tile * SIDE + row;
+            if (across < push.across_size && along < push.along_size) {{
+                int64_t element = input_base + int64_t(across) + int64_t(along) * along_input_stride;
+                tile[row][column] = Input(push.input0 + uint64_t(element) * {bytes}ul).v;
+            }}
+        }}
+        barrier();
+        // Write: neighbouring invocations take neighbouring `along` elements (output stride 1).
+        uint along = along_tile * SIDE + column;
+        for (uint row = first_row; row < SIDE; row += ROW_STEP) {{
+            uint across_out = across_tile * SIDE + row;
+            if (across_out < push.across_size && along < push.along_size) {{
+                uint64_t element = output_base + uint64_t(across_out) * uint64_t(push.across_output_stride) + uint64_t(along);
+                Output(push.output0 + element * {bytes}ul).v = tile[column][row];
+            }}
+        }}
+        barrier();
+    }}
+}}
+",
+        invocations = TILE_SIDE * TILE_SIDE / TILE_ROWS_PER_INVOCATION,
         bytes = storage_bytes(elem),
         storage = storage_type(elem),
     );

@@ -1,12 +1,21 @@
 //! Reductions: sum, product, reduce_max, reduce_min, all, any, argmax and argmin over any set
 //! of axes of any view, with Nx's result types and NaN rules (Nx.BinaryBackend's).
 //!
-//! The reduced axes are never moved in memory: the kernel walks the kept axes and the reduced
+//! The reduced axes are never moved in memory: the kernels walk the kept axes and the reduced
 //! axes through their own shapes and strides (each simplified by merging contiguous
-//! neighbours). One workgroup folds one output element with a shared-memory tree. When few
-//! outputs each reduce many elements (a full reduction of a large tensor), the first pass
-//! splits every output into chunks written as partial results in the accumulator type, and a
-//! second pass reduces the partials; argmax/argmin always take one pass.
+//! neighbours). The simplified layout picks the template (`reduce_codegen.rs`):
+//! - the reduced elements of each output form one contiguous run (full reductions and
+//!   reductions of the last axes of contiguous tensors; packet-aligned start, and a device with
+//!   subgroup shuffles): [`ReduceLayout::Rows`], a subgroup per row up to `32 x subgroup size`
+//!   elements, else a workgroup per row chunk;
+//! - one kept axis of stride 1 and one strided reduced axis (column sums):
+//!   [`ReduceLayout::Columns`], an invocation per column (four when aligned) per chunk of rows;
+//! - anything else: [`ReduceLayout::Strided`], a workgroup per output (or chunk of one).
+//!
+//! When a layout splits outputs into chunks, the first pass writes partial results in the
+//! accumulator type and further passes reduce the partials (contiguous again, so they take the
+//! fast templates); argmax/argmin always take one pass, and take the Strided template where
+//! one pass of the others would need too many iterations per invocation.
 //!
 //! Result types: sums and products of integers are s64/u64 (`Nx.Type.to_aggregate`), floats
 //! keep their type (f16 and bf16 accumulate in f32, and f32 optionally in f64 through
@@ -22,16 +31,17 @@ use crate::catalog::{
     CatalogKernel, REDUCE_F64_KERNELS, REDUCE_KERNELS, cast_kernel, device_supports, dtype_of,
     elem_of,
 };
+use crate::dense_codegen::{PACKET_ELEMENTS, packet_bytes};
 use crate::launch::{MAX_ELEMENTS, launch, poison_output, simplify};
 use crate::op_table::Elem;
 use crate::reduce_codegen::{
-    FLAG_TIE_BREAK_HIGH, REDUCE_PARAMS_ADDRESS_OFFSET, REDUCE_PUSH_CONSTANT_BYTES,
-    REDUCE_WORKGROUP_SIZE,
+    FLAG_PACKED_COLUMNS, FLAG_SUBGROUP_TEAMS, FLAG_TIE_BREAK_HIGH, REDUCE_PARAMS_ADDRESS_OFFSET,
+    REDUCE_PUSH_CONSTANT_BYTES, REDUCE_WORKGROUP_SIZE,
 };
 use crate::reference::{self, Value};
 use nxvk_core::{BufferAccess, Capabilities, DType, Error, Result, Tensor};
 
-pub use crate::reduce_codegen::{Accumulation, ReduceOp, accumulator_elem, fold};
+pub use crate::reduce_codegen::{Accumulation, ReduceLayout, ReduceOp, accumulator_elem, fold};
 
 /// Which index argmax/argmin return among equal extremes (Nx's `:tie_break`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -62,6 +72,18 @@ const CHUNK_ELEMENTS: usize = 8 * REDUCE_WORKGROUP_SIZE as usize;
 const SPLIT_MAX_TASKS: usize = 4096;
 /// Workgroups of one dispatch (a grid-stride loop covers more tasks).
 const MAX_GROUPS: usize = 65_535;
+/// Rows template: rows up to this many subgroups' widths take one subgroup each.
+const ROW_SUBGROUP_WIDTHS: usize = 32;
+/// Rows template: elements per chunk of a long row (16 packets per invocation of a workgroup).
+const ROW_CHUNK_ELEMENTS: usize = 16 * 1024;
+/// Rows template: most (row, chunk) tasks of one pass.
+const ROW_MAX_TASKS: usize = 65_536;
+/// Columns template: fewest rows per chunk...
+const COLUMN_MIN_ROWS: usize = 32;
+/// ...and about this many (column, chunk) items per pass, enough to fill a large GPU.
+const COLUMN_TARGET_ITEMS: usize = 1 << 20;
+/// Columns template: argmax/argmin (one pass) only up to this many rows per invocation.
+const COLUMN_ARG_MAX_ROWS: usize = 4096;
 
 /// Nx's result type of `op` on `input`.
 pub const fn result_dtype(op: ReduceOp, input: DType) -> DType {
@@ -129,29 +151,46 @@ fn to_u32(op: &'static str, input: &Tensor, value: usize) -> Result<u32> {
     })
 }
 
-fn kernel(op: ReduceOp, elem: Elem, accumulation: Accumulation) -> &'static CatalogKernel {
-    let native = REDUCE_KERNELS[op.index()][elem.index()];
+fn kernel(
+    op: ReduceOp,
+    elem: Elem,
+    accumulation: Accumulation,
+    layout: ReduceLayout,
+) -> &'static CatalogKernel {
+    let native = REDUCE_KERNELS[layout.index()][op.index()][elem.index()];
     let wide = match accumulation {
-        Accumulation::F64 => REDUCE_F64_KERNELS[op.index()][elem.index()],
+        Accumulation::F64 => REDUCE_F64_KERNELS[layout.index()][op.index()][elem.index()],
         Accumulation::Native => None,
     };
     wide.or(native)
         .expect("the build script compiles every reduction for every native type")
 }
 
-/// One dispatch of a reduction kernel: `kept` and `reduced` are (shape, strides) pairs of the
-/// input's view; `output` receives `n_outputs * chunks` accumulator values.
-#[allow(clippy::too_many_arguments)] // One launch description; a struct would only rename it.
-fn dispatch(
+/// One pass of a reduction: the kernel, the input's view as kept and reduced (shape, strides)
+/// pairs, the chunks each output splits into, the flags and the workgroups to launch.
+struct Pass<'a> {
     op: ReduceOp,
-    kernel: &CatalogKernel,
-    input: &Tensor,
-    kept: (&[usize], &[usize]),
-    reduced: (&[usize], &[usize]),
+    kernel: &'static CatalogKernel,
+    input: &'a Tensor,
+    kept: (&'a [usize], &'a [usize]),
+    reduced: (&'a [usize], &'a [usize]),
     chunks: usize,
-    tie_break: TieBreak,
-    output: &Tensor,
-) -> Result<()> {
+    flags: u32,
+    groups: usize,
+}
+
+/// Records `pass`, writing its accumulator values into `output`.
+fn dispatch(pass: &Pass<'_>, output: &Tensor) -> Result<()> {
+    let Pass {
+        op,
+        kernel,
+        input,
+        kept,
+        reduced,
+        chunks,
+        flags,
+        groups,
+    } = *pass;
     let name = op.name();
     let n_outputs: usize = kept.0.iter().product();
     let n_reduced: usize = reduced.0.iter().product();
@@ -164,22 +203,8 @@ fn dispatch(
     // The block must not be empty; rank-0 views read no words.
     words.push(0);
     let params: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
-    let address = |tensor: &Tensor| {
-        tensor.device_address().ok_or_else(|| {
-            bad(
-                name,
-                tensor,
-                "sub-byte tensors have no element addresses".into(),
-            )
-        })
-    };
-    let tasks = n_outputs * chunks;
-    let flags = match tie_break {
-        TieBreak::Low => 0,
-        TieBreak::High => FLAG_TIE_BREAK_HIGH,
-    };
     let mut push = Vec::with_capacity(REDUCE_PUSH_CONSTANT_BYTES);
-    for word in [address(input)?, address(output)?, 0] {
+    for word in [address(name, input)?, address(name, output)?, 0] {
         push.extend_from_slice(&word.to_le_bytes());
     }
     for word in [
@@ -187,17 +212,17 @@ fn dispatch(
         to_u32(name, input, n_reduced)?,
         kept.0.len() as u32,
         reduced.0.len() as u32,
-        chunks as u32,
+        to_u32(name, input, chunks)?,
         flags,
     ] {
         push.extend_from_slice(&word.to_le_bytes());
     }
-    to_u32(name, input, tasks)?;
+    to_u32(name, input, n_outputs * chunks)?;
     let device = output.device();
     poison_output(output.buffer())?;
     let loaded = kernel.load(device)?;
     let max_groups = device.capabilities().max_workgroup_count[0] as usize;
-    let groups = tasks.min(MAX_GROUPS).min(max_groups) as u32;
+    let groups = groups.clamp(1, MAX_GROUPS.min(max_groups)) as u32;
     device.dispatch_with_params(
         &loaded,
         [groups, 1, 1],
@@ -209,6 +234,202 @@ fn dispatch(
             BufferAccess::Write(output.buffer()),
         ],
     )
+}
+
+fn address(op: &'static str, tensor: &Tensor) -> Result<u64> {
+    tensor.device_address().ok_or_else(|| {
+        bad(
+            op,
+            tensor,
+            "sub-byte tensors have no element addresses".into(),
+        )
+    })
+}
+
+/// The template that reduces `kept` and `reduced` (simplified (shape, strides) pairs of
+/// `input`'s view) of `elem` fastest on this device (see the module documentation).
+fn reduce_layout(
+    op: ReduceOp,
+    elem: Elem,
+    input: &Tensor,
+    kept: (&[usize], &[usize]),
+    reduced: (&[usize], &[usize]),
+) -> ReduceLayout {
+    let capabilities = input.device().capabilities();
+    let aligned = packet_aligned(input, elem);
+    let n_reduced: usize = reduced.0.iter().product();
+    let subgroups =
+        capabilities.subgroup_operations.basic && capabilities.subgroup_operations.shuffle;
+    let contiguous_run = reduced.0.len() <= 1 && reduced.1.iter().all(|&stride| stride == 1);
+    let one_row_per_pass =
+        !op.is_arg() || n_reduced <= ROW_MAX_TASKS * REDUCE_WORKGROUP_SIZE as usize;
+    if contiguous_run && aligned && subgroups && one_row_per_pass {
+        return ReduceLayout::Rows;
+    }
+    let columns = kept.0.len() == 1 && kept.1[0] == 1 && reduced.0.len() == 1;
+    if columns && (!op.is_arg() || n_reduced <= COLUMN_ARG_MAX_ROWS) {
+        return ReduceLayout::Columns;
+    }
+    ReduceLayout::Strided
+}
+
+/// True when `input`'s first element (of catalog type `elem`) starts a packet.
+fn packet_aligned(input: &Tensor, elem: Elem) -> bool {
+    input
+        .device_address()
+        .is_some_and(|address| address.is_multiple_of(packet_bytes(elem)))
+}
+
+/// Reduces `kept`/`reduced` of `input` (of catalog type `elem`) into a fresh accumulator
+/// tensor of `output_shape`, in as many passes as the chosen template needs.
+#[allow(clippy::too_many_arguments)] // One reduction description; a struct would only rename it.
+fn reduce_passes(
+    op: ReduceOp,
+    elem: Elem,
+    accumulation: Accumulation,
+    input: &Tensor,
+    kept: (&[usize], &[usize]),
+    reduced: (&[usize], &[usize]),
+    tie_break: TieBreak,
+    output_shape: &[usize],
+) -> Result<Tensor> {
+    let device = input.device();
+    let accumulator = accumulator_elem(op, elem, accumulation);
+    let accumulator_dtype = dtype_of(accumulator);
+    let n_outputs: usize = kept.0.iter().product();
+    let n_reduced: usize = reduced.0.iter().product();
+    let layout = reduce_layout(op, elem, input, kept, reduced);
+    let tie_flag = match tie_break {
+        TieBreak::Low => 0,
+        TieBreak::High => FLAG_TIE_BREAK_HIGH,
+    };
+    let workgroup = REDUCE_WORKGROUP_SIZE as usize;
+    let (chunks, flags, groups) = match layout {
+        ReduceLayout::Rows => {
+            let subgroup_size = device.capabilities().subgroup_size.max(1) as usize;
+            if n_reduced <= ROW_SUBGROUP_WIDTHS * subgroup_size {
+                let rows_per_group = (workgroup / subgroup_size).max(1);
+                (
+                    1,
+                    tie_flag | FLAG_SUBGROUP_TEAMS,
+                    n_outputs.div_ceil(rows_per_group),
+                )
+            } else {
+                let chunks = if op.is_arg() {
+                    1
+                } else {
+                    n_reduced
+                        .div_ceil(ROW_CHUNK_ELEMENTS)
+                        .min(ROW_MAX_TASKS / n_outputs)
+                        .max(1)
+                };
+                (chunks, tie_flag, n_outputs * chunks)
+            }
+        }
+        ReduceLayout::Columns => {
+            let packed = n_outputs.is_multiple_of(PACKET_ELEMENTS as usize)
+                && reduced.1[0].is_multiple_of(PACKET_ELEMENTS as usize)
+                && packet_aligned(input, elem);
+            let width = if packed { PACKET_ELEMENTS as usize } else { 1 };
+            let column_groups = n_outputs.div_ceil(width);
+            let chunks = if op.is_arg() {
+                1
+            } else {
+                n_reduced
+                    .div_ceil(COLUMN_MIN_ROWS)
+                    .min(COLUMN_TARGET_ITEMS.div_ceil(column_groups))
+                    .max(1)
+            };
+            let flags = tie_flag | if packed { FLAG_PACKED_COLUMNS } else { 0 };
+            (chunks, flags, (column_groups * chunks).div_ceil(workgroup))
+        }
+        ReduceLayout::Strided => {
+            let chunks = if op.is_arg() || n_reduced < SPLIT_MIN_REDUCED {
+                1
+            } else {
+                n_reduced
+                    .div_ceil(CHUNK_ELEMENTS)
+                    .min(SPLIT_MAX_TASKS / n_outputs)
+                    .max(1)
+            };
+            (chunks, tie_flag, n_outputs * chunks)
+        }
+    };
+    let pass = Pass {
+        op,
+        kernel: kernel(op, elem, accumulation, layout),
+        input,
+        kept,
+        reduced,
+        chunks,
+        flags,
+        groups,
+    };
+    if chunks == 1 {
+        let output = Tensor::empty(device, accumulator_dtype, output_shape)?;
+        dispatch(&pass, &output)?;
+        return Ok(output);
+    }
+    // Partials: [outputs, chunks] for Rows and Strided, [chunks, outputs] for Columns; either
+    // way the next pass reduces them as a contiguous tensor of the accumulator type.
+    let (partial_shape, next_kept, next_reduced) = match layout {
+        ReduceLayout::Columns => ([chunks, n_outputs], [n_outputs, 1], [chunks, n_outputs]),
+        ReduceLayout::Rows | ReduceLayout::Strided => {
+            ([n_outputs, chunks], [n_outputs, chunks], [chunks, 1])
+        }
+    };
+    let partials = Tensor::empty(device, accumulator_dtype, &partial_shape)?;
+    dispatch(&pass, &partials)?;
+    reduce_passes(
+        op,
+        accumulator,
+        Accumulation::Native,
+        &partials,
+        (&next_kept[..1], &next_kept[1..]),
+        (&next_reduced[..1], &next_reduced[1..]),
+        tie_break,
+        output_shape,
+    )
+}
+
+/// The kept and the reduced axes (sorted `axes`) of `input`'s view as (shape, element strides)
+/// pairs, each simplified (size-1 axes dropped, contiguous neighbours merged).
+fn split_axes(input: &Tensor, axes: &[usize]) -> [(Vec<usize>, Vec<usize>); 2] {
+    let shape = input.shape();
+    let strides = input.layout().strides();
+    [false, true].map(|reduced| {
+        let (sizes, axis_strides): (Vec<usize>, Vec<usize>) = (0..shape.len())
+            .filter(|axis| axes.binary_search(axis).is_ok() == reduced)
+            .map(|axis| (shape[axis], strides[axis]))
+            .unzip();
+        let (sizes, mut axis_strides) = simplify(&sizes, &[axis_strides]);
+        (sizes, axis_strides.remove(0))
+    })
+}
+
+/// The template the first pass of `op` over `axes` of `input` takes on its device, or `None`
+/// when the reduction runs on the host: a test hook, so tests can prove which template they
+/// exercise.
+pub fn first_pass_layout(
+    op: ReduceOp,
+    input: &Tensor,
+    axes: Option<&[usize]>,
+) -> Result<Option<ReduceLayout>> {
+    let axes = reduced_axes(op.name(), input, axes)?;
+    let dtype = input.dtype();
+    let Some(elem) =
+        elem_of(dtype).filter(|_| runs_on_gpu(op, dtype, input.device().capabilities()))
+    else {
+        return Ok(None);
+    };
+    let [(kept_shape, kept_strides), (reduced_shape, reduced_strides)] = split_axes(input, &axes);
+    Ok(Some(reduce_layout(
+        op,
+        elem,
+        input,
+        (&kept_shape, &kept_strides),
+        (&reduced_shape, &reduced_strides),
+    )))
 }
 
 /// Runs `op` over `options.axes` of `input`.
@@ -230,23 +451,16 @@ pub fn reduce(op: ReduceOp, input: &Tensor, options: &ReduceOptions<'_>) -> Resu
     let result = result_dtype(op, dtype);
     let axes = reduced_axes(name, input, options.axes)?;
     let shape = input.shape();
-    let strides = input.layout().strides();
-    let is_reduced = |axis: &usize| axes.binary_search(axis).is_ok();
     let output_shape: Vec<usize> = (0..shape.len())
-        .filter_map(|axis| match (is_reduced(&axis), options.keep_axes) {
-            (false, _) => Some(shape[axis]),
-            (true, true) => Some(1),
-            (true, false) => None,
-        })
+        .filter_map(
+            |axis| match (axes.binary_search(&axis).is_ok(), options.keep_axes) {
+                (false, _) => Some(shape[axis]),
+                (true, true) => Some(1),
+                (true, false) => None,
+            },
+        )
         .collect();
-    let pick = |reduced: bool| -> (Vec<usize>, Vec<usize>) {
-        (0..shape.len())
-            .filter(|axis| is_reduced(axis) == reduced)
-            .map(|axis| (shape[axis], strides[axis]))
-            .unzip()
-    };
-    let (kept_shape, kept_strides) = pick(false);
-    let (reduced_shape, reduced_strides) = pick(true);
+    let [(kept_shape, kept_strides), (reduced_shape, reduced_strides)] = split_axes(input, &axes);
     let n_outputs: usize = kept_shape.iter().product();
     let n_reduced: usize = reduced_shape.iter().product();
     if n_outputs == 0 {
@@ -271,60 +485,19 @@ pub fn reduce(op: ReduceOp, input: &Tensor, options: &ReduceOptions<'_>) -> Resu
     if n_outputs > MAX_ELEMENTS || n_reduced > MAX_ELEMENTS {
         to_u32(name, input, usize::MAX)?;
     }
-    let (kept_shape, kept_strides) = simplify(&kept_shape, &[kept_strides]);
-    let (reduced_shape, reduced_strides) = simplify(&reduced_shape, &[reduced_strides]);
-    let kept = (&kept_shape[..], &kept_strides[0][..]);
-    let reduced = (&reduced_shape[..], &reduced_strides[0][..]);
-
-    let chunks = if op.is_arg() || n_reduced < SPLIT_MIN_REDUCED {
-        1
-    } else {
-        n_reduced
-            .div_ceil(CHUNK_ELEMENTS)
-            .min(SPLIT_MAX_TASKS / n_outputs)
-            .max(1)
-    };
+    let kept = (&kept_shape[..], &kept_strides[..]);
+    let reduced = (&reduced_shape[..], &reduced_strides[..]);
     let accumulator_dtype = dtype_of(accumulator);
-    let first_kernel = kernel(op, elem, options.accumulation);
-    let accumulated = if chunks == 1 {
-        let output = Tensor::empty(device, accumulator_dtype, &output_shape)?;
-        dispatch(
-            op,
-            first_kernel,
-            input,
-            kept,
-            reduced,
-            1,
-            options.tie_break,
-            &output,
-        )?;
-        output
-    } else {
-        let partials = Tensor::empty(device, accumulator_dtype, &[n_outputs, chunks])?;
-        dispatch(
-            op,
-            first_kernel,
-            input,
-            kept,
-            reduced,
-            chunks,
-            options.tie_break,
-            &partials,
-        )?;
-        let output = Tensor::empty(device, accumulator_dtype, &output_shape)?;
-        let second_kernel = kernel(op, accumulator, Accumulation::Native);
-        dispatch(
-            op,
-            second_kernel,
-            &partials,
-            (&[n_outputs], &[chunks]),
-            (&[chunks], &[1]),
-            1,
-            options.tie_break,
-            &output,
-        )?;
-        output
-    };
+    let accumulated = reduce_passes(
+        op,
+        elem,
+        options.accumulation,
+        input,
+        kept,
+        reduced,
+        options.tie_break,
+        &output_shape,
+    )?;
     if accumulator_dtype == result {
         return Ok(accumulated);
     }

@@ -1,21 +1,39 @@
-//! GLSL for the catalog's reduction kernels, one template for every reduction and dtype.
+//! GLSL for the catalog's reduction kernels: one template per memory layout of the reduced
+//! elements, each serving every reduction and dtype.
 //!
-//! A workgroup reduces one output element (or, for the first pass of a two-pass reduction, one
-//! chunk of one): each invocation folds a strided run of the reduced elements sequentially,
-//! then the workgroup combines the 256 partial results with a shared-memory tree. The tree
-//! (rather than one long sequential loop, or subgroup operations whose width differs between
-//! drivers: 8 on lavapipe, 32 on NVIDIA) keeps f32 sums accurate and the result independent of
-//! the subgroup size. Kept and reduced axes are addressed through shapes and element strides
-//! read from a parameter block, so any view (transposed, sliced, broadcast) is reduced in place.
+//! - [`ReduceLayout::Strided`], the general one: a workgroup reduces one output element (or one
+//!   chunk of one), each invocation folding a strided run of the reduced elements addressed
+//!   through shapes and strides, then a shared-memory tree over the 256 partial results. Any
+//!   view (transposed, sliced, broadcast, several reduced axes) reduces in place.
+//! - [`ReduceLayout::Rows`]: every output reduces one contiguous run (the last axes of a
+//!   contiguous tensor, or all of them). A team (a whole workgroup for long rows, one subgroup
+//!   per row for short ones) reads the run in packets of four elements (one vector load each,
+//!   four packets in flight per invocation), folds each packet lane into its own accumulator,
+//!   then combines lanes, the subgroup (a shuffle butterfly) and, for workgroup teams, the
+//!   subgroups through shared memory. Long runs split into chunks whose partial results a
+//!   second pass (the same kernel, one row of partials) reduces.
+//! - [`ReduceLayout::Columns`]: the outputs are contiguous columns and the reduced axis walks
+//!   rows with a stride. An invocation owns a column (or four neighbours, one vector load per
+//!   row, when aligned), walks its chunk of rows in order, and writes one partial per chunk;
+//!   further passes reduce the partial rows the same way until one row is left.
+//!
+//! Accumulation order of float sums (deterministic for a given device): Strided is a
+//! per-invocation sequential run then a binary tree; Rows is four interleaved per-invocation
+//! sequential runs (one per packet lane) combined pairwise, then a butterfly tree over the
+//! subgroup, a short sequential fold of subgroup results (as many as subgroups per lane) and
+//! a second butterfly; Columns is sequential over at most a chunk of rows per pass, passes
+//! nesting like a tree. The Rows order depends on the subgroup size (8 on lavapipe, 32 on
+//! NVIDIA), so f32 sums may differ in the last bits between devices, not between runs.
 //!
 //! Kernels write the accumulator type (`accumulator_elem`); the eager API casts to Nx's result
 //! type afterwards where the two differ (f16 and bf16 sums accumulate in f32). Like
 //! `codegen.rs`, this file is included by the build script and depends only on the op table and
-//! the elementwise code generator.
+//! the elementwise code generators.
 
 use crate::codegen::{
     BF16_HELPERS, FLOAT_CONTROLS, compute_type, load, storage_bytes, storage_type, store,
 };
+use crate::dense_codegen::{PACKET_ELEMENTS, packet_bytes, packet_type};
 use crate::op_table::Elem;
 use std::fmt::Write as _;
 
@@ -31,6 +49,46 @@ pub const REDUCE_PARAMS_ADDRESS_OFFSET: usize = 16;
 
 /// Flag bit: argmax/argmin break ties towards the highest index (Nx's `tie_break: :high`).
 pub const FLAG_TIE_BREAK_HIGH: u32 = 1;
+
+/// Flag bit of [`ReduceLayout::Rows`]: one subgroup per row instead of one workgroup.
+pub const FLAG_SUBGROUP_TEAMS: u32 = 2;
+
+/// Flag bit of [`ReduceLayout::Columns`]: each invocation owns four neighbouring columns and
+/// loads them as one packet per row.
+pub const FLAG_PACKED_COLUMNS: u32 = 4;
+
+/// How the elements one output reduces lie in memory, which picks the kernel's template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceLayout {
+    /// Any kept and reduced axes, through shapes and strides.
+    Strided,
+    /// Each output reduces one contiguous run of elements; kept axes through shapes and strides.
+    Rows,
+    /// Outputs are contiguous columns; the one reduced axis has a stride (the row length).
+    Columns,
+}
+
+impl ReduceLayout {
+    pub const ALL: [ReduceLayout; 3] = [
+        ReduceLayout::Strided,
+        ReduceLayout::Rows,
+        ReduceLayout::Columns,
+    ];
+
+    /// Position in [`ReduceLayout::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The kernel name suffix (`reduce_sum_f32_rows`).
+    const fn suffix(self) -> &'static str {
+        match self {
+            ReduceLayout::Strided => "",
+            ReduceLayout::Rows => "_rows",
+            ReduceLayout::Columns => "_columns",
+        }
+    }
+}
 
 /// The reductions of Nx.Backend the catalog implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -126,14 +184,19 @@ pub const fn has_f64_variant(op: ReduceOp, input: Elem) -> bool {
 }
 
 /// The kernel name of `op` on `input` (`reduce_sum_f32`, `reduce_sum_f32_acc_f64`, `argmax_s8`).
-pub fn reduce_kernel_name(op: ReduceOp, input: Elem, accumulation: Accumulation) -> String {
+pub fn reduce_kernel_name(
+    op: ReduceOp,
+    input: Elem,
+    accumulation: Accumulation,
+    layout: ReduceLayout,
+) -> String {
     let prefix = if op.is_arg() { "" } else { "reduce_" };
     let base = op.name().trim_start_matches("reduce_");
     let suffix = match accumulation {
         Accumulation::F64 if has_f64_variant(op, input) => "_acc_f64",
         _ => "",
     };
-    format!("{prefix}{base}_{}{suffix}", input.name())
+    format!("{prefix}{base}_{}{suffix}{}", input.name(), layout.suffix())
 }
 
 /// The largest and smallest value of a GLSL compute type, as literals.
@@ -185,20 +248,25 @@ pub fn fold(op: ReduceOp, value_type: &str, is_float: bool) -> (String, String) 
     }
 }
 
-/// The whole shader of `op` on `input` elements.
-pub fn reduce_shader(op: ReduceOp, input: Elem, accumulation: Accumulation) -> String {
+/// The whole shader of `op` on `input` elements for `layout`.
+pub fn reduce_shader(
+    op: ReduceOp,
+    input: Elem,
+    accumulation: Accumulation,
+    layout: ReduceLayout,
+) -> String {
     let accumulator = accumulator_elem(op, input, accumulation);
-    // The value type folded by the tree: the accumulator's compute type, or the input's for
-    // argmax/argmin (whose accumulator is the index beside it).
+    // The value type folded: the accumulator's compute type, or the input's for argmax/argmin
+    // (whose accumulator is the index beside it).
     let value_type = if op.is_arg() {
         compute_type(input)
     } else {
         compute_type(accumulator)
     };
-    let loaded = load(input, "Input(push.input0 + element * INPUT_BYTES).v");
     let is_float = input.is_float();
     let (identity, combine) = fold(op, value_type, is_float);
-    let load_value = match op {
+    let loaded = load(input, "raw");
+    let value_of_raw = match op {
         ReduceOp::All | ReduceOp::Any => {
             format!("(({loaded}) != {}(0)) ? 1u : 0u", compute_type(input))
         }
@@ -214,6 +282,12 @@ pub fn reduce_shader(op: ReduceOp, input: Elem, accumulation: Accumulation) -> S
     } else {
         ""
     };
+    // Folding (value, index) pairs: indices only matter to argmax/argmin.
+    let fold_step = if op.is_arg() {
+        "if (nx_take(value, index, other_value, other_index)) { value = other_value; index = other_index; }"
+    } else {
+        "value = nx_combine(value, other_value);"
+    };
     let mut shader = String::from(FLOAT_CONTROLS);
     shader.push_str(BF16_HELPERS);
     let _ = write!(
@@ -222,10 +296,31 @@ pub fn reduce_shader(op: ReduceOp, input: Elem, accumulation: Accumulation) -> S
 #define V {value_type}
 #define INPUT_BYTES {input_bytes}ul
 #define NO_INDEX 0xFFFFFFFFFFFFFFFFul
+#define IDENTITY {identity}
+#define HAS_INDEX {has_index}
+#define WORKGROUP_SIZE {REDUCE_WORKGROUP_SIZE}u
+#define PACKET_ELEMENTS {PACKET_ELEMENTS}u
+#define INPUT_PACKET {input_packet}
+#define FLAG_SUBGROUP_TEAMS {FLAG_SUBGROUP_TEAMS}u
+#define FLAG_PACKED_COLUMNS {FLAG_PACKED_COLUMNS}u
+// Folds (other_value, other_index) into (value, index).
+#define NX_FOLD(value, index, other_value, other_index) {{ {fold_step} }}
+// Folds packet lane k into accumulator k (element indices `element` + k, or all `row`).
+#define NX_FOLD_PACKET(packet, element) \\
+    NX_FOLD(value0, index0, nx_value(packet.x), (element)) \\
+    NX_FOLD(value1, index1, nx_value(packet.y), (element) + 1ul) \\
+    NX_FOLD(value2, index2, nx_value(packet.z), (element) + 2ul) \\
+    NX_FOLD(value3, index3, nx_value(packet.w), (element) + 3ul)
+#define NX_FOLD_COLUMNS(packet, row) \\
+    NX_FOLD(value0, index0, nx_value(packet.x), row) \\
+    NX_FOLD(value1, index1, nx_value(packet.y), row) \\
+    NX_FOLD(value2, index2, nx_value(packet.z), row) \\
+    NX_FOLD(value3, index3, nx_value(packet.w), row)
 layout(local_size_x = {REDUCE_WORKGROUP_SIZE}) in;
-// One element per reference, addressed in 64 bits (32-bit array indices wrap the byte offset
-// past 4 GiB on NVIDIA's driver).
+// Elements are addressed in 64 bits (32-bit array indices wrap the byte offset past 4 GiB on
+// NVIDIA's driver).
 layout(buffer_reference, scalar, buffer_reference_align = {input_bytes}) readonly buffer Input {{ {input_storage} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {packet_bytes}) readonly buffer InputPacket {{ {input_packet} v; }};
 layout(buffer_reference, scalar, buffer_reference_align = {output_bytes}) writeonly buffer Output {{ {output_storage} v; }};
 layout(buffer_reference, scalar) readonly buffer Params {{ uint v[]; }};
 layout(push_constant, scalar) uniform Push {{
@@ -240,9 +335,6 @@ layout(push_constant, scalar) uniform Push {{
     uint flags;
 }} push;
 
-shared V partial_value[{REDUCE_WORKGROUP_SIZE}];
-shared uint64_t partial_index[{REDUCE_WORKGROUP_SIZE}];
-
 // Parameter words: kept shape, kept strides, reduced shape, reduced strides (row-major axes).
 uint64_t nx_offset(uint index, uint first_word, uint rank) {{
     uint64_t offset = 0ul;
@@ -255,7 +347,17 @@ uint64_t nx_offset(uint index, uint first_word, uint rank) {{
     return offset;
 }}
 
-V nx_load(uint64_t element) {{ return {load_value}; }}
+V nx_value({input_storage} raw) {{ return {value_of_raw}; }}
+
+V nx_load(uint64_t element) {{ return nx_value(Input(push.input0 + element * INPUT_BYTES).v); }}
+
+{input_packet} nx_load_packet(uint64_t element) {{
+    return InputPacket(push.input0 + element * INPUT_BYTES).v;
+}}
+
+void nx_store(uint position, V value, uint64_t index) {{
+    Output(push.output0 + uint64_t(position) * {output_bytes}ul).v = {stored};
+}}
 
 V nx_combine(V a, V b) {{ return {combine}; }}
 
@@ -267,66 +369,245 @@ bool nx_take(V a, uint64_t a_index, V b, uint64_t b_index) {{
     if (a {better} b) return false;
     return ((push.flags & {FLAG_TIE_BREAK_HIGH}u) != 0u) ? b_index > a_index : b_index < a_index;
 }}
+",
+        input_bytes = storage_bytes(input),
+        has_index = u8::from(op.is_arg()),
+        packet_bytes = packet_bytes(input),
+        output_bytes = storage_bytes(accumulator),
+        input_storage = storage_type(input),
+        input_packet = packet_type(input),
+        output_storage = storage_type(accumulator),
+        stored = if op.is_arg() {
+            "int64_t(index)".to_owned()
+        } else {
+            store(accumulator, "value")
+        },
+    );
+    shader.push_str(&match layout {
+        ReduceLayout::Strided => STRIDED_MAIN.to_owned(),
+        ReduceLayout::Rows => format!("{}{ROWS_MAIN}", subgroup_helpers(value_type)),
+        ReduceLayout::Columns => COLUMNS_MAIN.to_owned(),
+    });
+    shader
+}
 
-void main() {{
+/// The general template: one workgroup per (output, chunk) task, a shared-memory tree.
+const STRIDED_MAIN: &str = "
+shared V partial_value[WORKGROUP_SIZE];
+shared uint64_t partial_index[WORKGROUP_SIZE];
+
+void main() {
     uint local = gl_LocalInvocationID.x;
     uint total = push.n_outputs * push.chunks;
-    uint step = push.chunks * {REDUCE_WORKGROUP_SIZE}u;
+    uint step = push.chunks * WORKGROUP_SIZE;
     uint reduced_first_word = 2u * push.kept_rank;
     // Grid-stride over workgroup tasks; `task` is uniform, so every barrier is reached by all.
-    for (uint task = gl_WorkGroupID.x; task < total; task += gl_NumWorkGroups.x) {{
+    for (uint task = gl_WorkGroupID.x; task < total; task += gl_NumWorkGroups.x) {
         uint output_index = task / push.chunks;
         uint chunk = task % push.chunks;
         uint64_t base = nx_offset(output_index, 0u, push.kept_rank);
-        V value = {identity};
+        V value = IDENTITY;
         uint64_t index = NO_INDEX;
-        for (uint reduced = chunk * {REDUCE_WORKGROUP_SIZE}u + local; reduced < push.n_reduced; reduced += step) {{
-            V element = nx_load(base + nx_offset(reduced, reduced_first_word, push.reduced_rank));
-            {fold}
-        }}
+        for (uint reduced = chunk * WORKGROUP_SIZE + local; reduced < push.n_reduced; reduced += step) {
+            V other_value = nx_load(base + nx_offset(reduced, reduced_first_word, push.reduced_rank));
+            uint64_t other_index = uint64_t(reduced);
+            NX_FOLD(value, index, other_value, other_index)
+        }
         partial_value[local] = value;
         partial_index[local] = index;
         barrier();
-        for (uint half_size = {half}u; half_size > 0u; half_size >>= 1u) {{
-            if (local < half_size) {{
-                {tree}
-            }}
+        for (uint half_size = WORKGROUP_SIZE / 2u; half_size > 0u; half_size >>= 1u) {
+            if (local < half_size) {
+                V other_value = partial_value[local + half_size];
+                uint64_t other_index = partial_index[local + half_size];
+                value = partial_value[local];
+                index = partial_index[local];
+                NX_FOLD(value, index, other_value, other_index)
+                partial_value[local] = value;
+                partial_index[local] = index;
+            }
             barrier();
-        }}
-        if (local == 0u) {{
-            Output(push.output0 + uint64_t(task) * {output_bytes}ul).v = {stored};
-        }}
+        }
+        if (local == 0u) {
+            nx_store(task, partial_value[0], partial_index[0]);
+        }
         barrier();
-    }}
-}}
-",
-        input_bytes = storage_bytes(input),
-        output_bytes = storage_bytes(accumulator),
-        input_storage = storage_type(input),
-        output_storage = storage_type(accumulator),
-        half = REDUCE_WORKGROUP_SIZE / 2,
-        fold = if op.is_arg() {
-            "if (nx_take(value, index, element, uint64_t(reduced))) { value = element; index = uint64_t(reduced); }"
-        } else {
-            "value = nx_combine(value, element);"
-        },
-        tree = if op.is_arg() {
-            "uint other = local + half_size;
-                if (nx_take(partial_value[local], partial_index[local], partial_value[other], partial_index[other])) {
-                    partial_value[local] = partial_value[other];
-                    partial_index[local] = partial_index[other];
-                }"
-        } else {
-            "partial_value[local] = nx_combine(partial_value[local], partial_value[local + half_size]);"
-        },
-        stored = if op.is_arg() {
-            "int64_t(partial_index[0])".to_owned()
-        } else {
-            store(accumulator, "partial_value[0]")
-        },
-    );
-    shader
+    }
 }
+";
+
+/// Subgroup shuffles of the folded value and index. 64-bit values move as two 32-bit words:
+/// shuffles of 64-bit integers need shaderSubgroupExtendedTypes, which not every device has.
+fn subgroup_helpers(value_type: &str) -> String {
+    let value_shuffle = match value_type {
+        "int64_t" | "uint64_t" => {
+            format!("{value_type}(nx_shuffle_xor_index(uint64_t(value), mask))")
+        }
+        "double" => "packDouble2x32(subgroupShuffleXor(unpackDouble2x32(value), mask))".to_owned(),
+        _ => "subgroupShuffleXor(value, mask)".to_owned(),
+    };
+    format!(
+        "
+uint64_t nx_shuffle_xor_index(uint64_t index, uint mask) {{
+    uvec2 words = subgroupShuffleXor(uvec2(uint(index), uint(index >> 32)), mask);
+    return uint64_t(words.x) | (uint64_t(words.y) << 32);
+}}
+
+V nx_shuffle_xor_value(V value, uint mask) {{ return {value_shuffle}; }}
+"
+    )
+}
+
+/// The contiguous-run template (see the module documentation).
+const ROWS_MAIN: &str = "
+shared V subgroup_value[WORKGROUP_SIZE];
+shared uint64_t subgroup_index[WORKGROUP_SIZE];
+
+// A butterfly over the subgroup: every lane ends with the fold of all lanes. Indices travel
+// only for argmax/argmin.
+void nx_subgroup_fold(inout V value, inout uint64_t index) {
+    for (uint mask = gl_SubgroupSize >> 1u; mask > 0u; mask >>= 1u) {
+        V other_value = nx_shuffle_xor_value(value, mask);
+#if HAS_INDEX
+        uint64_t other_index = nx_shuffle_xor_index(index, mask);
+#else
+        uint64_t other_index = NO_INDEX;
+#endif
+        NX_FOLD(value, index, other_value, other_index)
+    }
+}
+
+void main() {
+    bool subgroup_teams = (push.flags & FLAG_SUBGROUP_TEAMS) != 0u;
+    uint team = subgroup_teams ? gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID : gl_WorkGroupID.x;
+    uint teams = subgroup_teams ? gl_NumWorkGroups.x * gl_NumSubgroups : gl_NumWorkGroups.x;
+    uint lane = subgroup_teams ? gl_SubgroupInvocationID : gl_LocalInvocationID.x;
+    uint team_size = subgroup_teams ? gl_SubgroupSize : WORKGROUP_SIZE;
+    uint total = push.n_outputs * push.chunks;
+    // Chunks hold whole packets, so every chunk of an aligned row starts aligned.
+    uint chunk_length = ((push.n_reduced + push.chunks - 1u) / push.chunks + 3u) & ~3u;
+    // `task` is uniform over the team, so shuffles and barriers are reached by all of it.
+    for (uint task = team; task < total; task += teams) {
+        uint row = task / push.chunks;
+        uint chunk = task % push.chunks;
+        uint64_t row_base = nx_offset(row, 0u, push.kept_rank);
+        uint begin = min(chunk * chunk_length, push.n_reduced);
+        uint end = min(begin + chunk_length, push.n_reduced);
+        // Elements before the first packet-aligned one, whole packets, then the rest.
+        uint head = min((PACKET_ELEMENTS - uint((row_base + uint64_t(begin)) % uint64_t(PACKET_ELEMENTS))) % PACKET_ELEMENTS, end - begin);
+        uint body = begin + head;
+        uint packets = (end - body) / PACKET_ELEMENTS;
+        uint tail = body + packets * PACKET_ELEMENTS;
+        V value0 = IDENTITY, value1 = IDENTITY, value2 = IDENTITY, value3 = IDENTITY;
+        uint64_t index0 = NO_INDEX, index1 = NO_INDEX, index2 = NO_INDEX, index3 = NO_INDEX;
+        if (lane < head) {
+            NX_FOLD(value0, index0, nx_load(row_base + uint64_t(begin + lane)), uint64_t(begin + lane))
+        }
+        if (lane < end - tail) {
+            NX_FOLD(value1, index1, nx_load(row_base + uint64_t(tail + lane)), uint64_t(tail + lane))
+        }
+        uint packet = lane;
+        // Four packets in flight per invocation, then one at a time.
+        for (; packet + 3u * team_size < packets; packet += 4u * team_size) {
+            uint64_t element = uint64_t(body) + uint64_t(packet) * uint64_t(PACKET_ELEMENTS);
+            uint64_t step = uint64_t(team_size) * uint64_t(PACKET_ELEMENTS);
+            INPUT_PACKET packet0 = nx_load_packet(row_base + element);
+            INPUT_PACKET packet1 = nx_load_packet(row_base + element + step);
+            INPUT_PACKET packet2 = nx_load_packet(row_base + element + 2ul * step);
+            INPUT_PACKET packet3 = nx_load_packet(row_base + element + 3ul * step);
+            NX_FOLD_PACKET(packet0, element)
+            NX_FOLD_PACKET(packet1, element + step)
+            NX_FOLD_PACKET(packet2, element + 2ul * step)
+            NX_FOLD_PACKET(packet3, element + 3ul * step)
+        }
+        for (; packet < packets; packet += team_size) {
+            uint64_t element = uint64_t(body) + uint64_t(packet) * uint64_t(PACKET_ELEMENTS);
+            INPUT_PACKET packet0 = nx_load_packet(row_base + element);
+            NX_FOLD_PACKET(packet0, element)
+        }
+        NX_FOLD(value0, index0, value1, index1)
+        NX_FOLD(value2, index2, value3, index3)
+        NX_FOLD(value0, index0, value2, index2)
+        nx_subgroup_fold(value0, index0);
+        if (subgroup_teams) {
+            if (lane == 0u) {
+                nx_store(task, value0, index0);
+            }
+            continue;
+        }
+        if (gl_SubgroupInvocationID == 0u) {
+            subgroup_value[gl_SubgroupID] = value0;
+            subgroup_index[gl_SubgroupID] = index0;
+        }
+        barrier();
+        if (gl_SubgroupID == 0u) {
+            V value = IDENTITY;
+            uint64_t index = NO_INDEX;
+            for (uint subgroup = gl_SubgroupInvocationID; subgroup < gl_NumSubgroups; subgroup += gl_SubgroupSize) {
+                NX_FOLD(value, index, subgroup_value[subgroup], subgroup_index[subgroup])
+            }
+            nx_subgroup_fold(value, index);
+            if (lane == 0u) {
+                nx_store(task, value, index);
+            }
+        }
+        barrier();
+    }
+}
+";
+
+/// The column template (see the module documentation).
+const COLUMNS_MAIN: &str = "
+void main() {
+    bool packed = (push.flags & FLAG_PACKED_COLUMNS) != 0u;
+    uint width = packed ? PACKET_ELEMENTS : 1u;
+    uint column_groups = (push.n_outputs + width - 1u) / width;
+    uint total = column_groups * push.chunks;
+    // Parameter words: kept shape and stride (one axis of stride 1), reduced shape and stride.
+    uint64_t row_stride = uint64_t(push.params.v[3]);
+    uint rows_per_chunk = (push.n_reduced + push.chunks - 1u) / push.chunks;
+    uint threads = gl_NumWorkGroups.x * WORKGROUP_SIZE;
+    // Neighbouring invocations own neighbouring columns: every row read is coalesced.
+    for (uint item = gl_GlobalInvocationID.x; item < total; item += threads) {
+        uint column = (item % column_groups) * width;
+        uint chunk = item / column_groups;
+        uint row = min(chunk * rows_per_chunk, push.n_reduced);
+        uint end = min(row + rows_per_chunk, push.n_reduced);
+        uint position = chunk * push.n_outputs + column;
+        if (packed) {
+            V value0 = IDENTITY, value1 = IDENTITY, value2 = IDENTITY, value3 = IDENTITY;
+            uint64_t index0 = NO_INDEX, index1 = NO_INDEX, index2 = NO_INDEX, index3 = NO_INDEX;
+            // Four rows in flight, folded in row order.
+            for (; row + 3u < end; row += 4u) {
+                uint64_t element = uint64_t(row) * row_stride + uint64_t(column);
+                INPUT_PACKET packet0 = nx_load_packet(element);
+                INPUT_PACKET packet1 = nx_load_packet(element + row_stride);
+                INPUT_PACKET packet2 = nx_load_packet(element + 2ul * row_stride);
+                INPUT_PACKET packet3 = nx_load_packet(element + 3ul * row_stride);
+                NX_FOLD_COLUMNS(packet0, uint64_t(row))
+                NX_FOLD_COLUMNS(packet1, uint64_t(row + 1u))
+                NX_FOLD_COLUMNS(packet2, uint64_t(row + 2u))
+                NX_FOLD_COLUMNS(packet3, uint64_t(row + 3u))
+            }
+            for (; row < end; row++) {
+                INPUT_PACKET packet0 = nx_load_packet(uint64_t(row) * row_stride + uint64_t(column));
+                NX_FOLD_COLUMNS(packet0, uint64_t(row))
+            }
+            nx_store(position, value0, index0);
+            nx_store(position + 1u, value1, index1);
+            nx_store(position + 2u, value2, index2);
+            nx_store(position + 3u, value3, index3);
+        } else {
+            V value = IDENTITY;
+            uint64_t index = NO_INDEX;
+            for (; row < end; row++) {
+                NX_FOLD(value, index, nx_load(uint64_t(row) * row_stride + uint64_t(column)), uint64_t(row))
+            }
+            nx_store(position, value, index);
+        }
+    }
+}
+";
 
 #[cfg(test)]
 mod tests {
@@ -335,16 +616,31 @@ mod tests {
     #[test]
     fn names_and_accumulators_follow_nx_aggregate_types() {
         assert_eq!(
-            reduce_kernel_name(ReduceOp::Sum, Elem::F32, Accumulation::F64),
-            "reduce_sum_f32_acc_f64"
+            reduce_kernel_name(
+                ReduceOp::Sum,
+                Elem::F32,
+                Accumulation::F64,
+                ReduceLayout::Rows
+            ),
+            "reduce_sum_f32_acc_f64_rows"
         );
         assert_eq!(
-            reduce_kernel_name(ReduceOp::ReduceMax, Elem::S8, Accumulation::F64),
+            reduce_kernel_name(
+                ReduceOp::ReduceMax,
+                Elem::S8,
+                Accumulation::F64,
+                ReduceLayout::Strided
+            ),
             "reduce_max_s8"
         );
         assert_eq!(
-            reduce_kernel_name(ReduceOp::ArgMin, Elem::BF16, Accumulation::Native),
-            "argmin_bf16"
+            reduce_kernel_name(
+                ReduceOp::ArgMin,
+                Elem::BF16,
+                Accumulation::Native,
+                ReduceLayout::Columns
+            ),
+            "argmin_bf16_columns"
         );
         assert_eq!(
             accumulator_elem(ReduceOp::Sum, Elem::U8, Accumulation::Native),
@@ -365,10 +661,13 @@ mod tests {
     #[test]
     fn shaders_address_elements_in_64_bits() {
         for &op in ReduceOp::ALL {
-            let shader = reduce_shader(op, Elem::F16, Accumulation::Native);
-            assert!(shader.contains("Input(push.input0 + element * INPUT_BYTES)"));
-            assert!(shader.contains("Output(push.output0 + uint64_t(task) *"));
-            assert!(!shader.contains("Input v[") && !shader.contains("v[index]"));
+            for layout in ReduceLayout::ALL {
+                let shader = reduce_shader(op, Elem::F16, Accumulation::Native, layout);
+                assert!(shader.contains("Input(push.input0 + element * INPUT_BYTES)"));
+                assert!(shader.contains("InputPacket(push.input0 + element * INPUT_BYTES)"));
+                assert!(shader.contains("Output(push.output0 + uint64_t(position) *"));
+                assert!(!shader.contains("Input v[") && !shader.contains("v[index]"));
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The dense variant of the elementwise kernels (four elements per access, `dense_codegen.rs`)
 //! against the generic template, bit for bit: every op of the table on every native dtype whose
-//! kernel computes in that dtype, on lengths that exercise the unrolled loop, the single-packet
+//! kernel computes in that dtype and every cast between native dtypes, on lengths that exercise the unrolled loop, the single-packet
 //! loop and the tail, with NaN, infinities, -0.0 and extreme integers mixed in.
 //!
 //! Each case runs the op three ways on the same values: dense and packet-aligned (the dense
@@ -15,7 +15,9 @@ use common::*;
 use nxvk_core::{DType, Tensor};
 use nxvk_kernels::reference::{self, Value};
 use nxvk_kernels::types::{binary_types, unary_types};
-use nxvk_kernels::{BinaryOp, UnaryOp, binary_kernel, elem_of, ops, runs_dense, unary_kernel};
+use nxvk_kernels::{
+    BinaryOp, UnaryOp, binary_kernel, cast_kernel, elem_of, ops, runs_dense, unary_kernel,
+};
 use proptest::prelude::*;
 
 /// Cases per property (`NXVK_TEST_CASES` soaks them).
@@ -143,6 +145,22 @@ fn check_unary(op: UnaryOp, dtype: DType, n: usize, rng: &mut SplitMix) -> Resul
     )
 }
 
+fn check_cast(from: DType, to: DType, n: usize, rng: &mut SplitMix) -> Result<(), String> {
+    let (Some(from_elem), Some(to_elem)) = (elem_of(from), elem_of(to)) else {
+        return Ok(());
+    };
+    let Some(kernel) = cast_kernel(from_elem, to_elem) else {
+        return Ok(());
+    };
+    let input = layouts(from, &values(from, n, rng), rng);
+    check_layouts(
+        &format!("as_type {from:?} -> {to:?} n={n}"),
+        &[input],
+        |tensors| ops::as_type(tensors[0], to),
+        |tensors, output| runs_dense(kernel, tensors, output),
+    )
+}
+
 /// Lengths around the packet boundaries and, from 3076 elements, through the unrolled loop of
 /// four packets per invocation (launch.rs gives each invocation up to four packets, so lengths
 /// just under a multiple of 4096 run both loops and the tail).
@@ -164,6 +182,18 @@ proptest! {
                     .is_ok_and(|types| types.compute == dtype);
                 if computes_in_place {
                     check_binary(op, dtype, n, &mut rng).map_err(TestCaseError::fail)?;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dense_casts_match_the_generic_template_bit_for_bit(n in length(), seed in any::<u64>()) {
+        let mut rng = SplitMix(seed);
+        for from in ops::native_dtypes() {
+            for to in ops::native_dtypes() {
+                if from != to {
+                    check_cast(from, to, n, &mut rng).map_err(TestCaseError::fail)?;
                 }
             }
         }

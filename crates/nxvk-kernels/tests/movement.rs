@@ -361,6 +361,86 @@ fn known_values_and_errors() {
     assert!(movement::reverse(&sub_byte, &[0]).is_err());
 }
 
+/// Materialised transposes that take the tiled kernel: several 32 x 32 tiles with partial
+/// ones at both edges, batched (3-D) permutations, a transposed view of a sliced input (an
+/// offset and strides from a larger tensor) and a pad whose output region starts inside the
+/// result, on every byte-sized dtype (c128 moves as 8-byte halves and keeps the strided copy).
+#[test]
+fn tiled_transposes_match_host_index_arithmetic() {
+    let device = device();
+    let mut rng = SplitMix(5);
+    let cases: [(&[usize], &[usize]); 5] = [
+        (&[70, 45], &[1, 0]),
+        (&[3, 33, 65], &[0, 2, 1]),
+        (&[3, 33, 65], &[2, 1, 0]),
+        (&[40, 3, 37], &[2, 0, 1]),
+        (&[2, 34, 3, 35], &[3, 1, 2, 0]),
+    ];
+    for dtype in dtypes() {
+        for (shape, permutation) in cases {
+            let (input, values) = make_input(
+                &device,
+                dtype,
+                shape,
+                ViewKind::Contiguous,
+                Domain::Wide,
+                &mut rng,
+            );
+            let view = input.transpose(permutation).unwrap();
+            assert_eq!(
+                movement::transposes_by_tiles(&view),
+                dtype != DType::C128,
+                "{dtype} {shape:?} {permutation:?}"
+            );
+            let want: Vec<Value> = Layout::contiguous(shape)
+                .transpose(permutation)
+                .unwrap()
+                .element_indices()
+                .map(|index| values[index])
+                .collect();
+            let output = movement::transpose(&input, permutation).unwrap();
+            compare(
+                &format!("tiled transpose {shape:?} {permutation:?}"),
+                &output,
+                view.shape(),
+                &want,
+            )
+            .unwrap();
+        }
+        // A transposed view of a slice: offset and row stride from the larger tensor.
+        let (sliced, values) = make_input(
+            &device,
+            dtype,
+            &[36, 50],
+            ViewKind::Sliced,
+            Domain::Wide,
+            &mut rng,
+        );
+        let view = sliced.transpose(&[1, 0]).unwrap();
+        assert_eq!(movement::transposes_by_tiles(&view), dtype != DType::C128);
+        let want = expected(&[50, 36], &values, &[36, 50], None, |at| {
+            Some(vec![at[1], at[0]])
+        });
+        compare(
+            "tiled transpose of a slice",
+            &movement::contiguous(&view).unwrap(),
+            &[50, 36],
+            &want,
+        )
+        .unwrap();
+        // A pad of the transposed view: the tiles write a region of a larger output.
+        let fill = values[0];
+        let scalar =
+            Tensor::from_bytes(&device, dtype, &[], &reference::encode(dtype, &[fill])).unwrap();
+        let padded = movement::pad(&view, &scalar, &[(2, 1, 0), (1, 3, 0)]).unwrap();
+        let want = expected(&[53, 40], &values, &[36, 50], Some(fill), |at| {
+            let (row, column) = (at[0].checked_sub(2)?, at[1].checked_sub(1)?);
+            (row < 50 && column < 36).then(|| vec![column, row])
+        });
+        compare("pad of a transposed view", &padded, &[53, 40], &want).unwrap();
+    }
+}
+
 /// Null arm: `compare` rejects a wrong element and a wrong shape.
 #[test]
 fn compare_rejects_wrong_results() {

@@ -8,7 +8,9 @@ mod common;
 
 use common::*;
 use nxvk_core::{Complex32, DType, DTypeClass, Error, Layout, Tensor};
-use nxvk_kernels::reduce::{self, Accumulation, ReduceOp, ReduceOptions, TieBreak, result_dtype};
+use nxvk_kernels::reduce::{
+    self, Accumulation, ReduceLayout, ReduceOp, ReduceOptions, TieBreak, result_dtype,
+};
 use nxvk_kernels::reference::{self, Value};
 use proptest::prelude::*;
 
@@ -451,6 +453,90 @@ fn large_reductions_split_into_two_passes() {
             }
         }
     }
+}
+
+/// Shapes that take the fast templates (`reduce_codegen.rs`) in their less common corners, on
+/// every native dtype and op: rows whose starts are not packet-aligned (lavapipe's subgroup of
+/// 8 makes rows above 256 elements take whole workgroups), several kept axes, a long row split
+/// into chunks, packed and unpacked columns over several passes, and argmax/argmin over
+/// columns. NaN, infinities and extreme integers are mixed in except for float sums and
+/// products (see [`domain`]).
+#[test]
+fn row_and_column_templates_match_the_reference() {
+    let device = device();
+    let mut rng = SplitMix(11);
+    let shapes: [(&[usize], &[usize], ReduceLayout); 7] = [
+        (&[3, 1001], &[1], ReduceLayout::Rows),
+        (&[5, 37], &[1], ReduceLayout::Rows),
+        (&[2, 3, 300], &[2], ReduceLayout::Rows),
+        (&[40_000], &[0], ReduceLayout::Rows),
+        (&[70, 12], &[0], ReduceLayout::Columns),
+        (&[45, 6], &[0], ReduceLayout::Columns),
+        (&[33, 2, 8], &[0], ReduceLayout::Columns),
+    ];
+    for dtype in native() {
+        for (shape, axes, layout) in shapes {
+            for &op in ReduceOp::ALL {
+                let (input, values) = make_input(
+                    &device,
+                    dtype,
+                    shape,
+                    ViewKind::Contiguous,
+                    domain(op, dtype),
+                    &mut rng,
+                );
+                let axes = if op.is_arg() { &axes[..1] } else { axes };
+                // Rows need a device with subgroup shuffles (lavapipe and the H200 have them).
+                assert_eq!(
+                    reduce::first_pass_layout(op, &input, Some(axes)).unwrap(),
+                    Some(layout),
+                    "{} {dtype} {shape:?}",
+                    op.name()
+                );
+                let tie_breaks: &[TieBreak] = if op.is_arg() {
+                    &[TieBreak::Low, TieBreak::High]
+                } else {
+                    &[TieBreak::Low]
+                };
+                for &tie_break in tie_breaks {
+                    check_reduction(
+                        op,
+                        &input,
+                        &values,
+                        Some(axes),
+                        false,
+                        Accumulation::Native,
+                        tie_break,
+                    )
+                    .unwrap();
+                }
+            }
+        }
+    }
+}
+
+/// Ties and NaN positions of argmax/argmin land in different packet lanes, subgroups and
+/// chunks of a long row: the lowest (or highest) index must still win, and the last NaN.
+#[test]
+fn argmax_ties_and_nans_across_lanes_follow_nx() {
+    let device = device();
+    let n = 5000;
+    let mut values = vec![0.5f32; n];
+    for index in [3, 1026, 4097] {
+        values[index] = 2.0;
+    }
+    let input = Tensor::from_slice(&device, &[n], &values).unwrap();
+    let first = reduce::argmax(&input, None, TieBreak::Low, false).unwrap();
+    assert_eq!(first.to_vec::<i64>().unwrap(), vec![3]);
+    let last = reduce::argmax(&input, None, TieBreak::High, false).unwrap();
+    assert_eq!(last.to_vec::<i64>().unwrap(), vec![4097]);
+    for index in [17, 2222, 2223] {
+        values[index] = f32::NAN;
+    }
+    let input = Tensor::from_slice(&device, &[2, n / 2], &values).unwrap();
+    let rows = reduce::argmin(&input, Some(1), TieBreak::Low, false).unwrap();
+    // Row 0 holds every NaN (the last, 2223, wins); row 1 ties at 0.5 from its start.
+    assert_eq!(rows.to_vec::<i64>().unwrap(), vec![2223, 0]);
 }
 
 #[test]
