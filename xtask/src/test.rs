@@ -119,14 +119,7 @@ const STEPS: &[Step] = &[
     Step {
         name: "race",
         program: "cargo",
-        arguments: &[
-            "xtask",
-            "race",
-            "submit_threshold",
-            "--loopback",
-            "--replicates",
-            "5",
-        ],
+        arguments: &["xtask", "race", "cse", "--loopback", "--replicates", "5"],
         directory: ".",
         driver: Driver::Unpinned,
         requires_file: Some(LOOPBACK_FLEET),

@@ -8,7 +8,8 @@
 //! fails if they disagree, and if the CNN's final test accuracy is below 95%. It prints loss
 //! and test accuracy per epoch and writes a loss chart.
 //!
-//! Arguments: `--epochs N` (default 30), `--chart PATH` (default target/demo-loss.svg).
+//! Arguments: `--epochs N` (default 30), `--chart PATH` (default target/demo-loss.svg),
+//! `--data PATH` (default: the repository's data/digits/digits.csv.gz).
 
 mod chart;
 mod digits;
@@ -38,12 +39,14 @@ const ACCURACY_GOAL: f64 = 0.95;
 struct Arguments {
     epochs: usize,
     chart: PathBuf,
+    data: PathBuf,
 }
 
 fn parse_arguments() -> Result<Arguments> {
     let mut arguments = Arguments {
         epochs: 30,
         chart: PathBuf::from("target/demo-loss.svg"),
+        data: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/digits/digits.csv.gz"),
     };
     let mut words = std::env::args().skip(1);
     while let Some(word) = words.next() {
@@ -55,7 +58,10 @@ fn parse_arguments() -> Result<Arguments> {
         match word.as_str() {
             "--epochs" => arguments.epochs = value()?.parse().context("--epochs")?,
             "--chart" => arguments.chart = PathBuf::from(value()?),
-            other => bail!("unknown argument {other:?} (expected --epochs N, --chart PATH)"),
+            "--data" => arguments.data = PathBuf::from(value()?),
+            other => {
+                bail!("unknown argument {other:?} (expected --epochs N, --chart PATH, --data PATH)")
+            }
         }
     }
     Ok(arguments)
@@ -77,9 +83,7 @@ fn run() -> Result<()> {
     println!("device: {}", context.capabilities().summary());
     let device = context.device()?;
     let plans = PlanCache::new(&device);
-    let data_file =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/digits/digits.csv.gz");
-    let (train, test) = digits::split(&digits::load(&data_file)?);
+    let (train, test) = digits::split(&digits::load(&arguments.data)?);
     println!(
         "data: {} training and {} test images of 8x8 digits",
         train.len(),
