@@ -11,12 +11,19 @@
 //! **Invariant:** no NIF unwinds into the VM and none blocks a normal scheduler on the GPU:
 //! each body runs inside [`reply::guarded`], and each call that can wait is `Dirty*`.
 
+mod creation;
 mod device;
+mod dot;
 mod fallback;
+mod fft;
+mod index;
 mod movement;
 mod ops;
 mod reduce;
 mod reply;
+mod scan;
+mod select;
+mod sort;
 mod strict;
 mod tensor;
 mod terms;
