@@ -6,7 +6,8 @@
 //! kernel or run a host fallback on a dirty scheduler.
 //!
 //! It is not an op library: the ops, their types and their fallbacks live in `nxvk-kernels`,
-//! devices, tensors and counters in `nxvk-core`. Only this crate knows rustler.
+//! graphs, plans and fused kernels in `nxvk-fusion`, devices, tensors and counters in
+//! `nxvk-core`. Only this crate knows rustler.
 //!
 //! **Invariant:** no NIF unwinds into the VM and none blocks a normal scheduler on the GPU:
 //! each body runs inside [`reply::guarded`], and each call that can wait is `Dirty*`.
@@ -19,6 +20,7 @@ mod fft;
 mod index;
 mod movement;
 mod ops;
+mod plan;
 mod reduce;
 mod reply;
 mod scan;

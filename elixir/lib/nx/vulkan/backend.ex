@@ -496,6 +496,11 @@ if Code.ensure_loaded?(Nx) do
     ## Helpers
 
     @doc false
+    # A device tensor from a NIF tensor reference, shaped and typed as `template` (converted
+    # when a compiled plan's output type differs from Nx's).
+    def from_ref(%T{type: type} = template, ref), do: put_ref(template, cast_to(ref, type))
+
+    @doc false
     def dtype_name({:f8_e4m3fn, 8}), do: "f8_e4m3fn"
     def dtype_name({kind, bits}), do: "#{kind}#{bits}"
 

@@ -78,6 +78,10 @@ defmodule Nx.Vulkan.NIF do
   def rfft(_tensor, _length, _axis), do: :erlang.nif_error(:nif_not_loaded)
   def irfft(_tensor, _length, _axis), do: :erlang.nif_error(:nif_not_loaded)
 
+  # --- Compiled graphs (nxvk-fusion's encoding) ---
+  def plan_run(_graph, _inputs), do: :erlang.nif_error(:nif_not_loaded)
+  def plan_counters, do: :erlang.nif_error(:nif_not_loaded)
+
   # --- Host fallback gate (counted; refused under strict mode) ---
   def host_fallback(_op, _dtype, _shapes, _process_mode), do: :erlang.nif_error(:nif_not_loaded)
   def op_path(_kind, _name, _dtypes), do: :erlang.nif_error(:nif_not_loaded)
