@@ -320,7 +320,29 @@ if Code.ensure_loaded?(Nx) do
 
     ## Linear algebra
 
+    # nxvk-kernels' dot and conv have no complex kernels and no fallback of their own (they
+    # refuse c64 and c128 as unsupported): complex products take the counted, refusable host
+    # gate.
     @impl true
+    def dot(
+          %T{type: {:c, _}} = out,
+          left,
+          contract_left,
+          batch_left,
+          right,
+          contract_right,
+          batch_right
+        ),
+        do:
+          via_host(:dot, out, [
+            left,
+            contract_left,
+            batch_left,
+            right,
+            contract_right,
+            batch_right
+          ])
+
     def dot(out, left, contract_left, batch_left, right, contract_right, batch_right) do
       result =
         NIF.dot(ref(left), contract_left, batch_left, ref(right), contract_right, batch_right)
@@ -331,8 +353,6 @@ if Code.ensure_loaded?(Nx) do
     @conv_options ~w(strides padding input_dilation kernel_dilation feature_group_size
                      batch_group_size input_permutation kernel_permutation output_permutation)a
 
-    # nxvk-kernels' conv has no complex kernel and no fallback of its own (it refuses c64 and
-    # c128 as unsupported): complex convolutions take the counted, refusable host gate.
     @impl true
     def conv(%T{type: {:c, _}} = out, tensor, kernel, opts),
       do: via_host(:conv, out, [tensor, kernel, opts])

@@ -136,6 +136,11 @@ if Code.ensure_loaded?(Nx) do
       {[tag, u32(3), u32(a), u32(b), u32(c)], state}
     end
 
+    # nxvk's dot and conv have no complex kernels: those graphs keep the evaluator, whose
+    # backend callbacks take the counted host gate for them.
+    defp fields(%T{data: %Expr{op: op}, type: {:c, _}}, _state) when op in [:dot, :conv],
+      do: throw({:unsupported, op})
+
     defp fields(%T{data: %Expr{op: :dot, args: [left, cl, bl, right, cr, br]}}, state) do
       {left, state} = node(left, state)
       {right, state} = node(right, state)
