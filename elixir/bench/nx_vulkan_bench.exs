@@ -47,13 +47,20 @@ defmodule NxVulkanBench do
   defp workloads(quick) do
     large = if quick, do: 1 <<< 20, else: 1 <<< 28
     suffix = if quick, do: "1M", else: "256M"
+    gemm = if quick, do: 512, else: 8192
+    {sort_size, sort_suffix} = if quick, do: {1 <<< 16, "64K"}, else: {1 <<< 24, "16M"}
+    fft_rows = if quick, do: 8, else: 1024
 
     [
       {"small_roundtrip_us@elixir", {&small_roundtrip/0, "us", "lower"}},
       {"small_op_chain_us@elixir", {&small_op_chain/0, "us/op", "lower"}},
       {"add_f32_#{suffix}@elixir", {fn -> add(large) end, "GB/s", "higher"}},
       {"sum_f32_#{suffix}@elixir", {fn -> sum(large) end, "GB/s", "higher"}},
-      {"softmax_f32_#{suffix}@elixir_jit", {fn -> softmax(large) end, "ms", "lower"}}
+      {"softmax_f32_#{suffix}@elixir_jit", {fn -> softmax(large) end, "ms", "lower"}},
+      {"chain_f32_#{suffix}@elixir_jit", {fn -> chain(large) end, "ms", "lower"}},
+      {"sgemm_#{gemm}@elixir", {fn -> sgemm(gemm) end, "TFLOP/s", "higher"}},
+      {"sort_f32_#{sort_suffix}@elixir", {fn -> sort(sort_size) end, "ms", "lower"}},
+      {"fft_c64_#{fft_rows}x16K@elixir", {fn -> fft(fft_rows) end, "ms", "lower"}}
     ]
   end
 
@@ -109,6 +116,35 @@ defmodule NxVulkanBench do
       Nx.Defn.jit(&Nx.divide(Nx.exp(&1), Nx.sum(Nx.exp(&1))), compiler: Nx.Vulkan.Compiler)
 
     wall_time(fn -> softmax.(a) && Nx.Vulkan.synchronize() end, 3, 20) * 1.0e3
+  end
+
+  # sigmoid(x * a + 1.5) as one defn: a fused nxvk-fusion plan.
+  defp chain(size) do
+    x = random(size)
+
+    chain =
+      Nx.Defn.jit(&Nx.sigmoid(Nx.add(Nx.multiply(&1, 0.75), 1.5)), compiler: Nx.Vulkan.Compiler)
+
+    wall_time(fn -> chain.(x) && Nx.Vulkan.synchronize() end, 3, 20) * 1.0e3
+  end
+
+  defp sgemm(n) do
+    a = random(n * n) |> Nx.reshape({n, n})
+    b = Nx.cos(a)
+    seconds = wall_time(fn -> Nx.dot(a, b) && Nx.Vulkan.synchronize() end, 2, 10)
+    2 * n * n * n / seconds / 1.0e12
+  end
+
+  defp sort(size) do
+    # A scrambled sequence: sin of a large multiple is far from sorted.
+    a = Nx.iota({size}, type: :f32) |> Nx.multiply(12.9898) |> Nx.sin()
+    wall_time(fn -> Nx.sort(a) && Nx.Vulkan.synchronize() end, 2, 10) * 1.0e3
+  end
+
+  defp fft(rows) do
+    # c64 input made on the device by a first transform (as_type to complex is a host path).
+    a = random(rows * 16_384) |> Nx.reshape({rows, 16_384}) |> Nx.fft()
+    wall_time(fn -> Nx.fft(a) && Nx.Vulkan.synchronize() end, 2, 10) * 1.0e3
   end
 end
 

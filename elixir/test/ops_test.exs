@@ -81,9 +81,12 @@ defmodule Nx.Vulkan.OpListTest do
   use ExUnit.Case, async: true
 
   test "Nx.Vulkan.Ops lists exactly the op table's ops" do
-    {:ok, %{binary: binary, unary: unary, reduce: reduce}} = Nx.Vulkan.NIF.op_names()
+    {:ok, %{binary: binary, unary: unary, reduce: reduce, cumulative: cumulative}} =
+      Nx.Vulkan.NIF.op_names()
+
     assert Enum.map(Nx.Vulkan.Ops.binary(), &Atom.to_string/1) == binary
     assert Enum.map(Nx.Vulkan.Ops.unary(), &Atom.to_string/1) == unary
     assert Enum.map(Nx.Vulkan.Ops.reduce(), &Atom.to_string/1) == reduce
+    assert Enum.map(Nx.Vulkan.Ops.cumulative(), &Atom.to_string/1) == cumulative
   end
 end

@@ -6,17 +6,26 @@
 //! kernel or run a host fallback on a dirty scheduler.
 //!
 //! It is not an op library: the ops, their types and their fallbacks live in `nxvk-kernels`,
-//! devices, tensors and counters in `nxvk-core`. Only this crate knows rustler.
+//! graphs, plans and fused kernels in `nxvk-fusion`, devices, tensors and counters in
+//! `nxvk-core`. Only this crate knows rustler.
 //!
 //! **Invariant:** no NIF unwinds into the VM and none blocks a normal scheduler on the GPU:
 //! each body runs inside [`reply::guarded`], and each call that can wait is `Dirty*`.
 
+mod creation;
 mod device;
+mod dot;
 mod fallback;
+mod fft;
+mod index;
 mod movement;
 mod ops;
+mod plan;
 mod reduce;
 mod reply;
+mod scan;
+mod select;
+mod sort;
 mod strict;
 mod tensor;
 mod terms;

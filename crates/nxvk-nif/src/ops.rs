@@ -60,7 +60,7 @@ fn as_type(tensor: TensorArc, dtype: String) -> Reply<TensorArc> {
 }
 
 /// The op names the NIF accepts, from the catalog's tables:
-/// `%{binary: [...], unary: [...], reduce: [...]}`.
+/// `%{binary: [...], unary: [...], reduce: [...], cumulative: [...]}`.
 #[rustler::nif]
 fn op_names<'a>(env: Env<'a>) -> Reply<Term<'a>> {
     guarded("op_names", || {
@@ -73,6 +73,7 @@ fn op_names<'a>(env: Env<'a>) -> Reply<Term<'a>> {
                 ("binary", binary.encode(env)),
                 ("unary", unary.encode(env)),
                 ("reduce", crate::reduce::reduce_names().encode(env)),
+                ("cumulative", crate::scan::scan_names().encode(env)),
             ],
         )
     })

@@ -22,6 +22,30 @@ pub fn decode_indices(what: &str, term: Term<'_>) -> Reply<Vec<usize>> {
         .collect()
 }
 
+/// [`decode_indices`], or `None` for `nil` (an op's default axes).
+pub fn decode_optional_indices(what: &str, term: Term<'_>) -> Reply<Option<Vec<usize>>> {
+    if is_nil(term) {
+        Ok(None)
+    } else {
+        decode_indices(what, term).map(Some)
+    }
+}
+
+/// A non-negative integer, or `None` for `nil` (an op's default axis or length).
+pub fn decode_optional_index(what: &str, term: Term<'_>) -> Reply<Option<usize>> {
+    if is_nil(term) {
+        Ok(None)
+    } else {
+        term.decode::<usize>()
+            .map(Some)
+            .map_err(|_| format!("{what}: expected a non-negative integer or nil, got {term:?}"))
+    }
+}
+
+fn is_nil(term: Term<'_>) -> bool {
+    term == rustler::types::atom::nil().to_term(term.get_env())
+}
+
 /// A shape as an Elixir tuple.
 pub fn encode_shape<'a>(env: Env<'a>, shape: &[usize]) -> Term<'a> {
     let dimensions: Vec<Term<'a>> = shape.iter().map(|&size| size.encode(env)).collect();

@@ -7,13 +7,16 @@ if Code.ensure_loaded?(Nx) do
         Nx.default_backend(Nx.Vulkan.Backend)
 
     Native (GPU) today: creation from binaries and constants, iota and eye, every view (reshape, squeeze,
-    transpose, broadcast, unit-step slice), data movement (strided slice, pad, reverse,
-    concatenate, stack, put_slice, batching), `as_type`, every element-wise op of nxvk's op
-    table and the reductions (sum, product, reduce_max/min, all, any, argmax/argmin). The
-    callbacks that have no kernel yet (`@host_callbacks` below: dot, conv, gather, sort, ...)
-    run on `Nx.BinaryBackend` through one gate, `Nx.Vulkan.host_fallback!/3`, which counts
-    each one by (op, dtype) and refuses it under strict mode: no host path is silent.
-    `block/4` runs Nx's default implementation, built from the callbacks above.
+    transpose, broadcast, unit-step slice, bitcast), data movement (strided slice, pad,
+    reverse, concatenate, stack, put_slice, batching), `as_type`, every element-wise op of
+    nxvk's op table, select and clip, the reductions (sum, product, reduce_max/min, all, any,
+    argmax/argmin), dot, conv, gather, indexed_put/add, sort, argsort, fft and ifft; and in
+    `block/4`, the cumulative ops, take, take_along_axis, top_k, fft2/ifft2, rfft and irfft.
+    The callbacks that have no kernel yet (`@host_callbacks` below: the window family,
+    reduce, triangular_solve) run on `Nx.BinaryBackend` through one gate,
+    `Nx.Vulkan.host_fallback!/3`, which counts each one by (op, dtype) and refuses it under
+    strict mode: no host path is silent. Other blocks run Nx's default implementation, built
+    from the callbacks above.
     """
 
     @behaviour Nx.Backend
@@ -30,14 +33,6 @@ if Code.ensure_loaded?(Nx) do
     # Nx.BinaryBackend through the counted, refusable gate. Wiring a kernel in means deleting
     # its entry here and adding its name to an op list in Nx.Vulkan.Ops.
     @host_callbacks [
-      bitcast: 1,
-      select: 3,
-      clip: 3,
-      dot: 6,
-      conv: 3,
-      gather: 3,
-      indexed_add: 4,
-      indexed_put: 4,
       reduce: 4,
       window_reduce: 5,
       window_sum: 3,
@@ -46,11 +41,7 @@ if Code.ensure_loaded?(Nx) do
       window_min: 3,
       window_scatter_max: 5,
       window_scatter_min: 5,
-      sort: 2,
-      argsort: 2,
-      triangular_solve: 3,
-      fft: 2,
-      ifft: 2
+      triangular_solve: 3
     ]
 
     @eight_bit_floats [{:f, 8}, {:f8_e4m3fn, 8}]
@@ -90,55 +81,21 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    # iota and eye are composed from catalog kernels until nxvk-kernels has an iota kernel
-    # (then they become one NIF call each): an exact s64 counting sequence, viewed along the
-    # axis and cast to the output type as Nx.BinaryBackend converts integers. 8-bit floats,
-    # which the catalog cannot cast to, take the counted host fallback.
+    # iota and eye are nxvk-kernels' creation kernels; 8-bit floats, which the catalog cannot
+    # write, take the counted host fallback.
     @impl true
     def iota(%T{type: type} = out, axis, _backend_options) when type in @eight_bit_floats,
       do: host_creation(:iota, out, [axis])
 
-    def iota(%T{shape: shape, type: type} = out, nil, _backend_options) do
-      sequence = counting_sequence(Nx.size(shape))
-      put_ref(out, sequence |> reshape_to(shape) |> cast_to(type))
-    end
+    def iota(%T{shape: shape, type: type} = out, axis, _backend_options),
+      do: put_ref(out, unwrap!(NIF.iota(dtype_name(type), shape, axis)))
 
-    def iota(%T{shape: shape, type: type} = out, axis, _backend_options) do
-      sequence = counting_sequence(elem(shape, axis))
-      put_ref(out, unwrap!(NIF.broadcast(sequence, shape, [axis])) |> cast_to(type))
-    end
-
-    # Ones where the last two coordinates are equal: rows == columns, broadcast over the
-    # leading (batch) axes.
     @impl true
     def eye(%T{type: type} = out, _backend_options) when type in @eight_bit_floats,
       do: host_creation(:eye, out, [])
 
-    def eye(%T{shape: shape, type: type} = out, _backend_options) do
-      rank = tuple_size(shape)
-      {rows, columns} = {elem(shape, rank - 2), elem(shape, rank - 1)}
-      square = {rows, columns}
-      row_index = unwrap!(NIF.broadcast(counting_sequence(rows), square, [0]))
-      column_index = unwrap!(NIF.broadcast(counting_sequence(columns), square, [1]))
-      diagonal = unwrap!(NIF.binary_op(:equal, row_index, column_index))
-      put_ref(out, unwrap!(NIF.broadcast(diagonal, shape, [rank - 2, rank - 1])) |> cast_to(type))
-    end
-
-    # 0, 1, ..., length - 1 as s64, by doubling: the sequence so far joined with itself plus
-    # its length (ceil(log2(length)) steps of two kernels each), then cut to length.
-    defp counting_sequence(length) do
-      zero = unwrap!(NIF.from_binary(<<0::signed-64-native>>, "s64", {1}))
-      double_until(zero, 1, length)
-    end
-
-    defp double_until(sequence, reached, length) when reached >= length,
-      do: unwrap!(NIF.slice(sequence, [0], [length]))
-
-    defp double_until(sequence, reached, length) do
-      offset = unwrap!(NIF.from_binary(<<reached::signed-64-native>>, "s64", {}))
-      shifted = unwrap!(NIF.binary_op(:add, sequence, offset))
-      double_until(unwrap!(NIF.concatenate([sequence, shifted], 0)), 2 * reached, length)
-    end
+    def eye(%T{shape: shape, type: type} = out, _backend_options),
+      do: put_ref(out, unwrap!(NIF.eye(dtype_name(type), shape)))
 
     @impl true
     def from_pointer(_pointer, _type, _shape, _backend_opts, _opts) do
@@ -301,6 +258,24 @@ if Code.ensure_loaded?(Nx) do
     def as_type(%T{type: type} = out, tensor),
       do: put_ref(out, unwrap!(NIF.as_type(ref(tensor), dtype_name(type))))
 
+    @impl true
+    def bitcast(%T{type: type} = out, tensor),
+      do: put_ref(out, unwrap!(NIF.bitcast(ref(tensor), dtype_name(type))))
+
+    # The branches (and clip's bounds) arrive in their own types: they are converted to the
+    # output type first, as Nx.BinaryBackend converts each element.
+    @impl true
+    def select(%T{type: type} = out, pred, on_true, on_false) do
+      result = NIF.select(ref(pred), ref_as(on_true, type), ref_as(on_false, type))
+      put_ref(out, result |> unwrap!() |> cast_to(type))
+    end
+
+    @impl true
+    def clip(%T{type: type} = out, tensor, min, max) do
+      result = NIF.clip(ref_as(tensor, type), ref_as(min, type), ref_as(max, type))
+      put_ref(out, result |> unwrap!() |> cast_to(type))
+    end
+
     for op <- Nx.Vulkan.Ops.binary() do
       @impl true
       def unquote(op)(out, left, right) do
@@ -343,6 +318,90 @@ if Code.ensure_loaded?(Nx) do
 
     defp reduced_axes(_op, opts), do: {opts[:axes], opts[:keep_axes] || false}
 
+    ## Linear algebra
+
+    # nxvk-kernels' dot and conv have no complex kernels and no fallback of their own (they
+    # refuse c64 and c128 as unsupported): complex products take the counted, refusable host
+    # gate.
+    @impl true
+    def dot(
+          %T{type: {:c, _}} = out,
+          left,
+          contract_left,
+          batch_left,
+          right,
+          contract_right,
+          batch_right
+        ),
+        do:
+          via_host(:dot, out, [
+            left,
+            contract_left,
+            batch_left,
+            right,
+            contract_right,
+            batch_right
+          ])
+
+    def dot(out, left, contract_left, batch_left, right, contract_right, batch_right) do
+      result =
+        NIF.dot(ref(left), contract_left, batch_left, ref(right), contract_right, batch_right)
+
+      put_ref(out, result |> unwrap!() |> cast_to(out.type))
+    end
+
+    @conv_options ~w(strides padding input_dilation kernel_dilation feature_group_size
+                     batch_group_size input_permutation kernel_permutation output_permutation)a
+
+    @impl true
+    def conv(%T{type: {:c, _}} = out, tensor, kernel, opts),
+      do: via_host(:conv, out, [tensor, kernel, opts])
+
+    def conv(out, tensor, kernel, opts) do
+      options = Map.new(@conv_options, &{&1, opts[&1]})
+      result = NIF.conv(ref(tensor), ref(kernel), options)
+      put_ref(out, result |> unwrap!() |> cast_to(out.type))
+    end
+
+    ## Indexing
+
+    @impl true
+    def gather(out, tensor, indices, opts),
+      do: put_ref(out, unwrap!(NIF.gather(ref_as(tensor, out.type), ref(indices), opts[:axes])))
+
+    for op <- [:indexed_put, :indexed_add] do
+      @impl true
+      def unquote(op)(%T{type: type} = out, target, indices, updates, opts) do
+        result =
+          NIF.unquote(op)(ref_as(target, type), ref(indices), ref_as(updates, type), opts[:axes])
+
+        put_ref(out, unwrap!(result))
+      end
+    end
+
+    ## Sorting
+
+    @impl true
+    def sort(out, tensor, opts),
+      do: put_ref(out, unwrap!(NIF.sort(ref(tensor), opts[:axis], opts[:direction] || :asc)))
+
+    # nxvk's sort is stable, which satisfies both `stable: true` and `stable: false`.
+    @impl true
+    def argsort(%T{type: type} = out, tensor, opts) do
+      direction = opts[:direction] || :asc
+      put_ref(out, unwrap!(NIF.argsort(ref(tensor), opts[:axis], direction, dtype_name(type))))
+    end
+
+    ## Fourier transforms
+
+    for kind <- [:fft, :ifft] do
+      @impl true
+      def unquote(kind)(out, tensor, opts) do
+        result = NIF.fft(unquote(kind), ref(tensor), opts[:length], opts[:axis])
+        put_ref(out, result |> unwrap!() |> cast_to(out.type))
+      end
+    end
+
     ## Everything else: counted, refusable host fallbacks
 
     for {op, arity} <- @host_callbacks do
@@ -354,7 +413,54 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    ## Blocks with a kernel of their own; any other block runs Nx's default implementation,
+    ## built from the callbacks above.
+
+    @cumulative_blocks %{
+      Nx.Block.CumulativeSum => :cumulative_sum,
+      Nx.Block.CumulativeProduct => :cumulative_product,
+      Nx.Block.CumulativeMin => :cumulative_min,
+      Nx.Block.CumulativeMax => :cumulative_max
+    }
+
     @impl true
+    def block(%module{axis: axis, reverse: reverse}, out, [tensor], _fun)
+        when is_map_key(@cumulative_blocks, module) do
+      result = NIF.cumulative(@cumulative_blocks[module], ref(tensor), axis, reverse)
+      put_ref(out, result |> unwrap!() |> cast_to(out.type))
+    end
+
+    def block(%Nx.Block.Take{axis: axis}, out, [tensor, indices], _fun),
+      do: put_ref(out, unwrap!(NIF.take(ref_as(tensor, out.type), ref(indices), axis)))
+
+    def block(%Nx.Block.TakeAlongAxis{axis: axis}, out, [tensor, indices], _fun) do
+      result = NIF.take_along_axis(ref_as(tensor, out.type), ref(indices), axis)
+      put_ref(out, unwrap!(result))
+    end
+
+    def block(%Nx.Block.TopK{k: k}, {out_values, out_indices}, [tensor], _fun) do
+      {values, positions} = unwrap!(NIF.top_k(ref(tensor), k))
+      {put_ref(out_values, values), put_ref(out_indices, cast_to(positions, out_indices.type))}
+    end
+
+    def block(%kind{lengths: lengths, axes: [first, second]}, out, [tensor], _fun)
+        when kind in [Nx.Block.FFT2, Nx.Block.IFFT2] do
+      direction = if kind == Nx.Block.FFT2, do: :fft, else: :ifft
+      lengths = if lengths, do: List.to_tuple(lengths)
+      result = NIF.fft2(direction, ref(tensor), lengths, {first, second})
+      put_ref(out, result |> unwrap!() |> cast_to(out.type))
+    end
+
+    def block(%Nx.Block.RFFT{length: length, axis: axis}, out, [tensor], _fun) do
+      result = NIF.rfft(ref(tensor), length, axis)
+      put_ref(out, result |> unwrap!() |> cast_to(out.type))
+    end
+
+    def block(%Nx.Block.IRFFT{length: length, axis: axis}, out, [tensor], _fun) do
+      result = NIF.irfft(ref(tensor), length, axis)
+      put_ref(out, result |> unwrap!() |> cast_to(out.type))
+    end
+
     def block(struct, _output, args, fun), do: apply(fun, [struct | args])
 
     defp host_creation(op, out, arguments) do
@@ -408,6 +514,11 @@ if Code.ensure_loaded?(Nx) do
       do: tuple |> Tuple.to_list() |> Enum.map(&from_host/1) |> List.to_tuple()
 
     ## Helpers
+
+    @doc false
+    # A device tensor from a NIF tensor reference, shaped and typed as `template` (converted
+    # when a compiled plan's output type differs from Nx's).
+    def from_ref(%T{type: type} = template, ref), do: put_ref(template, cast_to(ref, type))
 
     @doc false
     def dtype_name({:f8_e4m3fn, 8}), do: "f8_e4m3fn"

@@ -6,12 +6,16 @@ if Code.ensure_loaded?(Nx) do
 
         Nx.Defn.jit(&MyModule.softmax/1, compiler: Nx.Vulkan.Compiler).(tensor)
 
-    Today a compiled plan is `Nx.Defn.Evaluator`'s: the traced expression evaluated node by
-    node with `Nx.Vulkan.Backend` as the backend (inputs moved to the device first), so every
-    node runs as the eager op does, native or through the counted host fallback. Plans are
-    cached per key in `Nx.Vulkan.PlanCache` (per process, see there why), so a function is
-    traced once per input shape and type in each process. The fused path (the expression encoded into nxvk-fusion's IR, planned into fused
-    kernels) replaces the evaluator inside `plan/4` once the NIF decodes that IR.
+    A function whose traced expression `Nx.Vulkan.GraphEncoding` can encode (flat graphs of
+    element-wise ops, views, select, clip, reductions, dot, conv) runs through nxvk-fusion:
+    the NIF's `plan_run/2` plans it into fused kernels once per input signature (one plan
+    cache per device, in the NIF, shared by every process) and runs the plan on each call.
+    Any other function (control flow, blocks, gather, sort, vectorized inputs, ...) runs as
+    `Nx.Defn.Evaluator`'s plan: the expression evaluated node by node with
+    `Nx.Vulkan.Backend` (inputs moved to the device first), each node as the eager op does,
+    native or through the counted host fallback. Either plan is cached per key in
+    `Nx.Vulkan.PlanCache` (per process, see there why), so a function is traced once per
+    input shape and type in each process.
     """
 
     @behaviour Nx.Defn.Compiler
@@ -48,8 +52,45 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
-    defp plan(key, vars, fun, plan_options),
-      do: Nx.Defn.Evaluator.__compile__(key, vars, fun, plan_options)
+    # Hooks run Elixir code on intermediate values, which a fused plan cannot call back into:
+    # functions with hooks keep the evaluator.
+    defp plan(key, vars, fun, plan_options) do
+      fused = if plan_options[:hooks] in [nil, %{}], do: fused_plan(vars, fun)
+      fused || Nx.Defn.Evaluator.__compile__(key, vars, fun, plan_options)
+    end
+
+    # The fused plan, or nil when the expression has a node the IR lacks.
+    defp fused_plan(vars, fun) do
+      parameters = Composite.flatten_list(vars)
+      result = fun.(vars)
+      outputs = Composite.flatten_list([result])
+      flat? = Enum.all?(parameters ++ outputs, &(&1.vectorized_axes == []))
+
+      with true <- flat?,
+           {:ok, graph} <- Nx.Vulkan.GraphEncoding.encode(parameters, outputs) do
+        templates = Enum.map(outputs, &Nx.to_template/1)
+
+        fn [params] ->
+          inputs = Enum.map(params, &device_ref(&1.()))
+          refs = Nx.Vulkan.unwrap!(Nx.Vulkan.NIF.plan_run(graph, inputs))
+          tensors = Enum.zip_with(templates, refs, &Nx.Vulkan.Backend.from_ref/2)
+
+          {rebuilt, []} =
+            Composite.traverse(result, tensors, fn _, [head | tail] -> {head, tail} end)
+
+          [rebuilt]
+        end
+      else
+        _ -> nil
+      end
+    end
+
+    defp device_ref(tensor) do
+      %Nx.Tensor{data: %Nx.Vulkan.Backend{ref: ref}} =
+        Nx.backend_transfer(tensor, Nx.Vulkan.Backend)
+
+      ref
+    end
 
     # Parameters arrive as functions returning tensors of any backend.
     defp on_device(parameters) do

@@ -47,6 +47,41 @@ defmodule Nx.Vulkan.NIF do
   def reduce(_name, _tensor, _axes, _keep_axes, _tie_break),
     do: :erlang.nif_error(:nif_not_loaded)
 
+  # --- Creation ---
+  def iota(_dtype, _shape, _axis), do: :erlang.nif_error(:nif_not_loaded)
+  def eye(_dtype, _shape), do: :erlang.nif_error(:nif_not_loaded)
+  def bitcast(_tensor, _dtype), do: :erlang.nif_error(:nif_not_loaded)
+
+  # --- Selection, scans, contractions ---
+  def select(_pred, _on_true, _on_false), do: :erlang.nif_error(:nif_not_loaded)
+  def clip(_tensor, _min, _max), do: :erlang.nif_error(:nif_not_loaded)
+  def cumulative(_name, _tensor, _axis, _reverse), do: :erlang.nif_error(:nif_not_loaded)
+
+  def dot(_a, _contract_a, _batch_a, _b, _contract_b, _batch_b),
+    do: :erlang.nif_error(:nif_not_loaded)
+
+  def conv(_input, _kernel, _options), do: :erlang.nif_error(:nif_not_loaded)
+
+  # --- Indexing and sorting ---
+  def gather(_tensor, _indices, _axes), do: :erlang.nif_error(:nif_not_loaded)
+  def take(_tensor, _indices, _axis), do: :erlang.nif_error(:nif_not_loaded)
+  def take_along_axis(_tensor, _indices, _axis), do: :erlang.nif_error(:nif_not_loaded)
+  def indexed_put(_target, _indices, _updates, _axes), do: :erlang.nif_error(:nif_not_loaded)
+  def indexed_add(_target, _indices, _updates, _axes), do: :erlang.nif_error(:nif_not_loaded)
+  def sort(_tensor, _axis, _direction), do: :erlang.nif_error(:nif_not_loaded)
+  def argsort(_tensor, _axis, _direction, _index_dtype), do: :erlang.nif_error(:nif_not_loaded)
+  def top_k(_tensor, _k), do: :erlang.nif_error(:nif_not_loaded)
+
+  # --- Fourier transforms (kind is :fft or :ifft) ---
+  def fft(_kind, _tensor, _length, _axis), do: :erlang.nif_error(:nif_not_loaded)
+  def fft2(_kind, _tensor, _lengths, _axes), do: :erlang.nif_error(:nif_not_loaded)
+  def rfft(_tensor, _length, _axis), do: :erlang.nif_error(:nif_not_loaded)
+  def irfft(_tensor, _length, _axis), do: :erlang.nif_error(:nif_not_loaded)
+
+  # --- Compiled graphs (nxvk-fusion's encoding) ---
+  def plan_run(_graph, _inputs), do: :erlang.nif_error(:nif_not_loaded)
+  def plan_counters, do: :erlang.nif_error(:nif_not_loaded)
+
   # --- Host fallback gate (counted; refused under strict mode) ---
   def host_fallback(_op, _dtype, _shapes, _process_mode), do: :erlang.nif_error(:nif_not_loaded)
   def op_path(_kind, _name, _dtypes), do: :erlang.nif_error(:nif_not_loaded)

@@ -20,6 +20,9 @@ defmodule Nx.Vulkan.Ops do
   # Reductions over `:axes` (with `:keep_axes`), and the arg-reductions over one `:axis`.
   @reduce ~w(sum product reduce_max reduce_min all any argmax argmin)a
 
+  # Cumulative ops along one axis (Nx routes them through `block/4`).
+  @cumulative ~w(cumulative_sum cumulative_product cumulative_min cumulative_max)a
+
   @doc "Binary element-wise ops (two tensors in, one out)."
   def binary, do: @binary
 
@@ -28,4 +31,7 @@ defmodule Nx.Vulkan.Ops do
 
   @doc "Reductions (`Nx.Vulkan.NIF.reduce/5`)."
   def reduce, do: @reduce
+
+  @doc "Cumulative ops (`Nx.Vulkan.NIF.cumulative/4`)."
+  def cumulative, do: @cumulative
 end

@@ -1,0 +1,239 @@
+# Compiled only when Nx is a dependency (set NX_PATH, see docs/ELIXIR.md): CI has no Nx.
+if Code.ensure_loaded?(Nx) do
+  defmodule Nx.Vulkan.GraphEncoding do
+    @moduledoc """
+    Encodes an `Nx.Defn.Expr` graph into nxvk-fusion's versioned binary format (version 1; the
+    node tags and fields are listed in `crates/nxvk-fusion/src/encoding.rs`), which the NIF's
+    `plan_run/2` decodes, plans and runs.
+
+    Only flat graphs are encoded: parameters, constants, tensors, the catalog's element-wise
+    ops, `as_type`, views (broadcast, reshape, transpose, squeeze, slice), select, clip, the
+    reductions, dot, conv, reverse and metadata. Any other node (`cond`, `while`, `fun`,
+    `optional`/blocks, `elem`, tokens, gather, sort, ...) makes `encode/2` return
+    `{:unsupported, op}`, and `Nx.Vulkan.Compiler` keeps the evaluator for that function:
+    encoding a graph partly would split it into fused and evaluated halves with a transfer in
+    between, which the evaluator already does without the split.
+    """
+
+    alias Nx.Tensor, as: T
+    alias Nx.Defn.Expr
+
+    @magic "NXVKGRPH"
+    @version 1
+
+    @unary MapSet.new(Nx.Vulkan.Ops.unary())
+    @binary MapSet.new(Nx.Vulkan.Ops.binary())
+    @reduce MapSet.new(Nx.Vulkan.Ops.reduce())
+
+    @doc """
+    `{:ok, bytes}` for the graph whose outputs are `outputs` (a list of expression tensors)
+    over `parameters` (templates, in parameter order), or `{:unsupported, op}`.
+    """
+    def encode(parameters, outputs) do
+      state = %{ids: %{}, nodes: [], count: 0}
+
+      state =
+        Enum.reduce(parameters, state, fn %T{type: type, shape: shape}, state ->
+          add(state, [<<0>>, text(dtype(type)), list(Tuple.to_list(shape))])
+        end)
+
+      {output_ids, state} = Enum.map_reduce(outputs, state, &node/2)
+
+      bytes =
+        IO.iodata_to_binary([
+          @magic,
+          u32(@version),
+          u32(state.count),
+          Enum.reverse(state.nodes),
+          u32(length(output_ids)),
+          Enum.map(output_ids, &u32/1)
+        ])
+
+      {:ok, bytes}
+    catch
+      {:unsupported, op} -> {:unsupported, op}
+    end
+
+    # --- Nodes: each expression is encoded once (by its id), after its operands ---
+
+    # Parameter `position` is node `position`: the parameters are emitted first, in order.
+    defp node(%T{data: %Expr{op: :parameter, args: [position]}}, state), do: {position, state}
+
+    defp node(%T{data: %Expr{id: id}} = tensor, state) do
+      case state.ids do
+        %{^id => index} ->
+          {index, state}
+
+        _ ->
+          {fields, state} = fields(tensor, state)
+          state = add(state, fields)
+          index = state.count - 1
+          {index, %{state | ids: Map.put(state.ids, id, index)}}
+      end
+    end
+
+    defp add(state, fields),
+      do: %{state | nodes: [fields | state.nodes], count: state.count + 1}
+
+    defp fields(%T{data: %Expr{op: :constant, args: [number]}, type: type, shape: shape}, state) do
+      scalar = Nx.BinaryBackend.constant(%T{shape: {}, type: type, names: []}, number, [])
+      element = Nx.BinaryBackend.to_binary(scalar, 1)
+      {[<<1>>, text(dtype(type)), list(Tuple.to_list(shape)), bytes(element)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :tensor, args: [tensor]}, type: type, shape: shape}, state) do
+      data = tensor |> Nx.to_binary() |> whole_bytes()
+      {[<<2>>, text(dtype(type)), list(Tuple.to_list(shape)), bytes(data)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :metadata, args: [input, _metadata]}}, state) do
+      {input, state} = node(input, state)
+      {[<<16>>, u32(input), text("metadata")], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :as_type, args: [input]}, type: type}, state) do
+      {input, state} = node(input, state)
+      {[<<5>>, text(dtype(type)), u32(input)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :broadcast, args: [input, shape, axes]}}, state) do
+      {input, state} = node(input, state)
+      {[<<6>>, u32(input), list(Tuple.to_list(shape)), list(axes)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :reshape, args: [input]}, shape: shape}, state) do
+      {input, state} = node(input, state)
+      {[<<7>>, u32(input), list(Tuple.to_list(shape))], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :transpose, args: [input, axes]}}, state) do
+      {input, state} = node(input, state)
+      {[<<8>>, u32(input), list(axes)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :squeeze, args: [input, axes]}}, state) do
+      {input, state} = node(input, state)
+      {[<<9>>, u32(input), list(axes)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :slice, args: [input, starts, lengths, strides]}}, state) do
+      # Starts that are tensors (dynamic slices) are not part of the IR.
+      unless Enum.all?(starts, &is_integer/1), do: throw({:unsupported, :dynamic_slice})
+      {input, state} = node(input, state)
+      {[<<10>>, u32(input), list(starts), list(lengths), list(strides)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :reverse, args: [input, axes]}}, state) do
+      {input, state} = node(input, state)
+      {[<<22>>, u32(input), list(axes)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: op, args: [a, b, c]}}, state) when op in [:select, :clip] do
+      {[a, b, c], state} = Enum.map_reduce([a, b, c], state, &node/2)
+      tag = if op == :select, do: <<11>>, else: <<12>>
+      # The decoder reads the three operands as an id list (count first), whatever the
+      # format's table says: follow the code.
+      {[tag, u32(3), u32(a), u32(b), u32(c)], state}
+    end
+
+    # nxvk's dot and conv have no complex kernels: those graphs keep the evaluator, whose
+    # backend callbacks take the counted host gate for them.
+    defp fields(%T{data: %Expr{op: op}, type: {:c, _}}, _state) when op in [:dot, :conv],
+      do: throw({:unsupported, op})
+
+    defp fields(%T{data: %Expr{op: :dot, args: [left, cl, bl, right, cr, br]}}, state) do
+      {left, state} = node(left, state)
+      {right, state} = node(right, state)
+      {[<<14>>, u32(left), u32(right), list(cl), list(bl), list(cr), list(br)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :conv, args: [input, kernel, opts]}}, state) do
+      {input, state} = node(input, state)
+      {kernel, state} = node(kernel, state)
+
+      fields = [
+        <<21>>,
+        u32(input),
+        u32(kernel),
+        list(opts[:strides]),
+        pairs(opts[:padding]),
+        list(opts[:input_dilation]),
+        list(opts[:kernel_dilation]),
+        u32(opts[:feature_group_size]),
+        u32(opts[:batch_group_size]),
+        permutation(opts[:input_permutation]),
+        permutation(opts[:kernel_permutation]),
+        permutation(opts[:output_permutation])
+      ]
+
+      {fields, state}
+    end
+
+    defp fields(%T{data: %Expr{op: op, args: [input, opts]}}, state) when is_list(opts) do
+      unless MapSet.member?(@reduce, op), do: throw({:unsupported, op})
+      {input, state} = node(input, state)
+
+      {axes, keep_axes} =
+        if op in [:argmax, :argmin] do
+          {if(opts[:axis], do: [opts[:axis]]), opts[:keep_axis] || false}
+        else
+          {opts[:axes], opts[:keep_axes] || false}
+        end
+
+      all_axes = if axes == nil, do: 1, else: 0
+      tie_break_high = if opts[:tie_break] == :high, do: 1, else: 0
+
+      fields = [
+        <<13>>,
+        text(Atom.to_string(op)),
+        u32(input),
+        <<all_axes>>,
+        list(axes || []),
+        <<if(keep_axes, do: 1, else: 0)>>,
+        <<tie_break_high>>
+      ]
+
+      {fields, state}
+    end
+
+    defp fields(%T{data: %Expr{op: op, args: [input]}}, state) do
+      unless MapSet.member?(@unary, op), do: throw({:unsupported, op})
+      {input, state} = node(input, state)
+      {[<<3>>, text(Atom.to_string(op)), u32(input)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: op, args: [left, right]}}, state) do
+      unless MapSet.member?(@binary, op), do: throw({:unsupported, op})
+      {left, state} = node(left, state)
+      {right, state} = node(right, state)
+      {[<<4>>, text(Atom.to_string(op)), u32(left), u32(right)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: op}}, _state), do: throw({:unsupported, op})
+
+    # --- Field encodings (little-endian) ---
+
+    defp u32(value), do: <<value::unsigned-little-32>>
+    defp text(string), do: [u32(byte_size(string)), string]
+    defp bytes(binary), do: [u32(byte_size(binary)), binary]
+    defp list(items), do: [u32(length(items)), Enum.map(items, &<<&1::unsigned-little-64>>)]
+
+    defp pairs(pairs),
+      do: [
+        u32(length(pairs)),
+        Enum.map(pairs, fn {low, high} -> <<low::signed-little-64, high::signed-little-64>> end)
+      ]
+
+    defp permutation(nil), do: [<<0>>, list([])]
+    defp permutation(axes), do: [<<1>>, list(axes)]
+
+    defp dtype(type), do: Nx.Vulkan.Backend.dtype_name(type)
+
+    defp whole_bytes(bits) do
+      case rem(bit_size(bits), 8) do
+        0 -> bits
+        used -> <<bits::bitstring, 0::size(8 - used)>>
+      end
+    end
+  end
+end
