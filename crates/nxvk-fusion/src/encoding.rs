@@ -25,8 +25,8 @@
 //!  8  transpose   input:u32 permutation:list
 //!  9  squeeze     input:u32 axes:list
 //! 10  slice       input:u32 starts:list lengths:list strides:list
-//! 11  select      predicate:u32 on_true:u32 on_false:u32
-//! 12  clip        input:u32 min:u32 max:u32
+//! 11  select      operands:ids                     (three: predicate, on_true, on_false)
+//! 12  clip        operands:ids                     (three: input, min, max)
 //! 13  reduce      op:text input:u32 all_axes:u8 axes:list keep_axes:u8 tie_break_high:u8
 //! 14  dot         left:u32 right:u32 contract_left:list batch_left:list contract_right:list batch_right:list
 //! 15  elem        tuple:u32 index:u32
