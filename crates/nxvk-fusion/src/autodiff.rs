@@ -344,10 +344,12 @@ impl Differentiator<'_> {
             }
             Op::Dot { left, right, axes } => {
                 if wants(left) && is_float(self, left) {
-                    contributions.push((left, self.dot_left(gradient, left, right, &axes)?));
+                    let value = self.dot_operand_gradient(gradient, left, right, &axes, true)?;
+                    contributions.push((left, value));
                 }
                 if wants(right) && is_float(self, right) {
-                    contributions.push((right, self.dot_right(gradient, left, right, &axes)?));
+                    let value = self.dot_operand_gradient(gradient, left, right, &axes, false)?;
+                    contributions.push((right, value));
                 }
             }
             Op::Conv {
@@ -661,91 +663,74 @@ impl Differentiator<'_> {
         Ok(Some(value))
     }
 
-    /// d left of `dot(left, right)`: `gradient` contracted with `right` over right's free axes,
-    /// then permuted back to left's axis order.
-    fn dot_left(
+    /// d left (`is_left`) or d right of `dot(left, right)`: the output gradient contracted
+    /// with the other operand over that operand's free axes, then permuted back to this
+    /// operand's axis order.
+    fn dot_operand_gradient(
         &mut self,
         gradient: NodeId,
         left: NodeId,
         right: NodeId,
         axes: &DotAxes,
+        is_left: bool,
     ) -> Result<NodeId> {
         let (left_rank, right_rank) = (self.ty(left)?.shape.len(), self.ty(right)?.shape.len());
         let batch = axes.batch_left.len();
         let left_free = free_axes(left_rank, &axes.contract_left, &axes.batch_left);
         let right_free = free_axes(right_rank, &axes.contract_right, &axes.batch_right);
-        // Gradient axes: batch, then left's free axes, then right's free axes.
+        // The gradient's axes: batch, then left's free axes, then right's free axes.
+        let gradient_batch: Vec<usize> = (0..batch).collect();
+        let gradient_left_free: Vec<usize> = (batch..batch + left_free.len()).collect();
         let gradient_right_free: Vec<usize> =
             (batch + left_free.len()..batch + left_free.len() + right_free.len()).collect();
-        let product = self.builder.dot(
-            gradient,
-            right,
-            DotAxes {
+        let (own_contract, own_batch, own_free, other_contract) = if is_left {
+            (
+                &axes.contract_left,
+                &axes.batch_left,
+                left_free.clone(),
+                &axes.contract_right,
+            )
+        } else {
+            (
+                &axes.contract_right,
+                &axes.batch_right,
+                right_free.clone(),
+                &axes.contract_left,
+            )
+        };
+        // The gradient keeps the batch axes first, so it stays on the side of its operand.
+        let product = if is_left {
+            let dot_axes = DotAxes {
                 contract_left: gradient_right_free,
-                batch_left: (0..batch).collect(),
+                batch_left: gradient_batch,
                 contract_right: right_free,
                 batch_right: axes.batch_right.clone(),
-            },
-        )?;
-        // The product's axes: batch, left's free axes, then right's remaining (contracted)
-        // axes in right's order, each standing for its partner in left.
-        let mut partners: Vec<(usize, usize)> = axes
-            .contract_right
-            .iter()
-            .copied()
-            .zip(axes.contract_left.iter().copied())
-            .collect();
-        partners.sort_unstable();
-        let source: Vec<usize> = axes
-            .batch_left
-            .iter()
-            .copied()
-            .chain(left_free)
-            .chain(partners.into_iter().map(|(_, left_axis)| left_axis))
-            .collect();
-        self.permuted_to_target_order(product, &source)
-    }
-
-    /// d right of `dot(left, right)`: `left` contracted with `gradient` over left's free axes,
-    /// then permuted back to right's axis order.
-    fn dot_right(
-        &mut self,
-        gradient: NodeId,
-        left: NodeId,
-        right: NodeId,
-        axes: &DotAxes,
-    ) -> Result<NodeId> {
-        let (left_rank, right_rank) = (self.ty(left)?.shape.len(), self.ty(right)?.shape.len());
-        let batch = axes.batch_left.len();
-        let left_free = free_axes(left_rank, &axes.contract_left, &axes.batch_left);
-        let right_free = free_axes(right_rank, &axes.contract_right, &axes.batch_right);
-        let gradient_left_free: Vec<usize> = (batch..batch + left_free.len()).collect();
-        let product = self.builder.dot(
-            left,
-            gradient,
-            DotAxes {
+            };
+            self.builder.dot(gradient, right, dot_axes)?
+        } else {
+            let dot_axes = DotAxes {
                 contract_left: left_free,
                 batch_left: axes.batch_left.clone(),
                 contract_right: gradient_left_free,
-                batch_right: (0..batch).collect(),
-            },
-        )?;
-        // The product's axes: batch, left's remaining (contracted) axes in left's order, each
-        // standing for its partner in right, then right's free axes.
-        let mut partners: Vec<(usize, usize)> = axes
-            .contract_left
+                batch_right: gradient_batch,
+            };
+            self.builder.dot(left, gradient, dot_axes)?
+        };
+        // The other operand's contracted axes survive in its order, each standing for its
+        // partner in this operand.
+        let mut partners: Vec<(usize, usize)> = other_contract
             .iter()
             .copied()
-            .zip(axes.contract_right.iter().copied())
+            .zip(own_contract.iter().copied())
             .collect();
         partners.sort_unstable();
-        let source: Vec<usize> = axes
-            .batch_right
-            .iter()
-            .copied()
-            .chain(partners.into_iter().map(|(_, right_axis)| right_axis))
-            .chain(right_free)
-            .collect();
+        let partner_axes = partners.into_iter().map(|(_, own_axis)| own_axis);
+        let batch_axes = own_batch.iter().copied();
+        let source: Vec<usize> = if is_left {
+            batch_axes.chain(own_free).chain(partner_axes).collect()
+        } else {
+            batch_axes.chain(partner_axes).chain(own_free).collect()
+        };
         self.permuted_to_target_order(product, &source)
     }
 

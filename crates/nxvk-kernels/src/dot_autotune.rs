@@ -300,6 +300,11 @@ pub(crate) fn choose(
     let mut tables = tables().lock().unwrap_or_else(|poison| poison.into_inner());
     let table = tables.entry(path.clone()).or_default();
     table.choices.insert(key, winner);
+    // Other processes on the same device may have saved choices since this one loaded the
+    // file: keep theirs too, so concurrent processes do not erase each other's races.
+    for (other_key, other_choice) in load_table(&path).choices {
+        table.choices.entry(other_key).or_insert(other_choice);
+    }
     if let Err(error) = save_table(&path, table) {
         eprintln!("nxvk: could not save GEMM tuning file: {error}");
     }
