@@ -50,6 +50,7 @@ defmodule NxVulkanBench do
     gemm = if quick, do: 512, else: 8192
     {sort_size, sort_suffix} = if quick, do: {1 <<< 16, "64K"}, else: {1 <<< 24, "16M"}
     fft_rows = if quick, do: 8, else: 1024
+    {batch, order} = if quick, do: {8, 32}, else: {256, 256}
 
     [
       {"small_roundtrip_us@elixir", {&small_roundtrip/0, "us", "lower"}},
@@ -60,7 +61,10 @@ defmodule NxVulkanBench do
       {"chain_f32_#{suffix}@elixir_jit", {fn -> chain(large) end, "ms", "lower"}},
       {"sgemm_#{gemm}@elixir", {fn -> sgemm(gemm) end, "TFLOP/s", "higher"}},
       {"sort_f32_#{sort_suffix}@elixir", {fn -> sort(sort_size) end, "ms", "lower"}},
-      {"fft_c64_#{fft_rows}x16K@elixir", {fn -> fft(fft_rows) end, "ms", "lower"}}
+      {"fft_c64_#{fft_rows}x16K@elixir", {fn -> fft(fft_rows) end, "ms", "lower"}},
+      {"maxpool2x2_f32_#{suffix}@elixir", {fn -> maxpool(large) end, "GB/s", "higher"}},
+      {"trsm_f32_#{batch}x#{order}@elixir",
+       {fn -> triangular_solve(batch, order) end, "ms", "lower"}}
     ]
   end
 
@@ -145,6 +149,31 @@ defmodule NxVulkanBench do
     # c64 input made on the device by a first transform (as_type to complex is a host path).
     a = random(rows * 16_384) |> Nx.reshape({rows, 16_384}) |> Nx.fft()
     wall_time(fn -> Nx.fft(a) && Nx.Vulkan.synchronize() end, 2, 10) * 1.0e3
+  end
+
+  # window_max over 2x2 windows with stride 2 of a [size / 4096, 4096] matrix: the input read
+  # once and a quarter of it written.
+  defp maxpool(size) do
+    a = random(size) |> Nx.reshape({div(size, 4096), 4096})
+
+    seconds =
+      wall_time(
+        fn -> Nx.window_max(a, {2, 2}, strides: [2, 2]) && Nx.Vulkan.synchronize() end,
+        3,
+        20
+      )
+
+    1.25 * 4 * size / seconds / 1.0e9
+  end
+
+  # A batch of lower-triangular solves with as many right-hand sides as the order; includes
+  # the singularity check Nx's contract needs (one boolean read back).
+  defp triangular_solve(batch, n) do
+    a = random(batch * n * n) |> Nx.reshape({batch, n, n}) |> Nx.add(Nx.multiply(Nx.eye(n), 4.0))
+    b = random(batch * n * n) |> Nx.reshape({batch, n, n}) |> Nx.cos()
+
+    wall_time(fn -> Nx.LinAlg.triangular_solve(a, b) && Nx.Vulkan.synchronize() end, 2, 10) *
+      1.0e3
   end
 end
 

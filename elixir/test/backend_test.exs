@@ -80,26 +80,62 @@ if Code.ensure_loaded?(Nx) do
     end
 
     test "a callback without a kernel is counted, and refused under strict mode" do
-      # window_sum has no kernel yet (nxvk-kernels' window.rs is pending).
+      # reduce takes an Elixir function, which no kernel runs.
       a = random({3, 4}, :f32)
+      add = fn x, y -> Nx.add(x, y) end
 
       {sums, taken} =
         Nx.Vulkan.with_strict(:allow, fn ->
-          Nx.Vulkan.with_fallback_count(fn -> Nx.window_sum(a, {2, 2}) end)
+          Nx.Vulkan.with_fallback_count(fn -> Nx.reduce(a, 0.0, [axes: [1]], add) end)
         end)
 
       assert taken == 1
       assert %Nx.Tensor{data: %Nx.Vulkan.Backend{}} = sums
-      assert Nx.all_close(host(sums), Nx.window_sum(host(a), {2, 2})) |> Nx.to_number() == 1
+      assert Nx.all_close(host(sums), Nx.sum(host(a), axes: [1])) |> Nx.to_number() == 1
 
       error =
         assert_raise RuntimeError, fn ->
-          Nx.Vulkan.with_process_strict(:raise, fn -> Nx.window_sum(a, {2, 2}) end)
+          Nx.Vulkan.with_process_strict(:raise, fn -> Nx.reduce(a, 0.0, [axes: [1]], add) end)
         end
 
-      assert error.message =~ "window_sum"
+      assert error.message =~ "reduce"
       assert error.message =~ "f32"
       assert error.message =~ "strict mode refuses"
+    end
+
+    test "the window family and triangular_solve run natively and agree with Nx.BinaryBackend" do
+      a = random({5, 6}, :f32)
+      lower = Nx.add(random({4, 4}, :f32), Nx.multiply(Nx.eye(4), 3.0))
+      b = random({4, 2}, :f32)
+
+      results =
+        Nx.Vulkan.with_process_strict(:raise, fn ->
+          [
+            Nx.window_sum(a, {2, 3}, strides: [1, 2], padding: [{1, 0}, {0, 1}]),
+            Nx.window_max(a, {2, 2}, padding: :same),
+            Nx.window_scatter_max(a, Nx.iota({2, 3}, type: :f32), 0.0, {2, 2}, strides: [2, 2]),
+            Nx.LinAlg.triangular_solve(lower, b)
+          ]
+        end)
+
+      expected = [
+        Nx.window_sum(host(a), {2, 3}, strides: [1, 2], padding: [{1, 0}, {0, 1}]),
+        Nx.window_max(host(a), {2, 2}, padding: :same),
+        Nx.window_scatter_max(host(a), Nx.iota({2, 3}, type: :f32), 0.0, {2, 2}, strides: [2, 2]),
+        Nx.LinAlg.triangular_solve(host(lower), host(b))
+      ]
+
+      for {result, reference} <- Enum.zip(results, expected) do
+        assert Nx.all_close(host(result), reference, atol: 1.0e-5) |> Nx.to_number() == 1
+      end
+
+      # Null arm: a shifted result is told apart.
+      shifted = Nx.add(host(hd(results)), 1.0e-3)
+      assert Nx.all_close(shifted, hd(expected), atol: 1.0e-5) |> Nx.to_number() == 0
+
+      assert_raise ArgumentError, ~r/singular/, fn ->
+        Nx.LinAlg.triangular_solve(Nx.multiply(lower, 0.0), b)
+      end
     end
 
     test "a process :raise scope also refuses the catalog's own fallbacks (complex add)" do

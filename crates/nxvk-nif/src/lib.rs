@@ -18,6 +18,7 @@ mod dot;
 mod fallback;
 mod fft;
 mod index;
+mod linalg;
 mod movement;
 mod ops;
 mod plan;
@@ -29,6 +30,7 @@ mod sort;
 mod strict;
 mod tensor;
 mod terms;
+mod window;
 
 pub use tensor::TensorResource;
 

@@ -12,8 +12,11 @@ if Code.ensure_loaded?(Nx) do
     nxvk's op table, select and clip, the reductions (sum, product, reduce_max/min, all, any,
     argmax/argmin), dot, conv, gather, indexed_put/add, sort, argsort, fft and ifft; and in
     `block/4`, the cumulative ops, take, take_along_axis, top_k, fft2/ifft2, rfft and irfft.
-    The callbacks that have no kernel yet (`@host_callbacks` below: the window family,
-    reduce, triangular_solve) run on `Nx.BinaryBackend` through one gate,
+    The window family (window_sum/product/max/min, window_scatter_max/min) and
+    triangular_solve run natively on real types, and in `block/4` so do Nx.LinAlg's cholesky,
+    lu, determinant and solve.
+    The callbacks that have no kernel yet (`@host_callbacks` below: reduce and window_reduce
+    with an arbitrary function; complex operands of the window family and triangular_solve) run on `Nx.BinaryBackend` through one gate,
     `Nx.Vulkan.host_fallback!/3`, which counts each one by (op, dtype) and refuses it under
     strict mode: no host path is silent. Other blocks run Nx's default implementation, built
     from the callbacks above.
@@ -34,14 +37,7 @@ if Code.ensure_loaded?(Nx) do
     # its entry here and adding its name to an op list in Nx.Vulkan.Ops.
     @host_callbacks [
       reduce: 4,
-      window_reduce: 5,
-      window_sum: 3,
-      window_product: 3,
-      window_max: 3,
-      window_min: 3,
-      window_scatter_max: 5,
-      window_scatter_min: 5,
-      triangular_solve: 3
+      window_reduce: 5
     ]
 
     @eight_bit_floats [{:f, 8}, {:f8_e4m3fn, 8}]
@@ -402,6 +398,90 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    ## Window ops: padding is a list of {low, high} per axis after Nx's normalisation
+
+    for op <- [:window_sum, :window_product, :window_max, :window_min] do
+      @impl true
+      def unquote(op)(%T{type: {:c, _}} = out, tensor, window_dimensions, opts),
+        do: via_host(unquote(op), out, [tensor, window_dimensions, opts])
+
+      def unquote(op)(out, tensor, window_dimensions, opts) do
+        result =
+          NIF.window_reduce(
+            unquote(op),
+            ref_as(tensor, out.type),
+            window_dimensions,
+            window_options(opts)
+          )
+
+        put_ref(out, unwrap!(result))
+      end
+    end
+
+    for op <- [:window_scatter_max, :window_scatter_min] do
+      @impl true
+      def unquote(op)(%T{type: {:c, _}} = out, tensor, source, init_value, window_dims, opts),
+        do: via_host(unquote(op), out, [tensor, source, init_value, window_dims, opts])
+
+      def unquote(op)(out, tensor, source, init_value, window_dimensions, opts) do
+        result =
+          NIF.window_scatter(
+            unquote(op),
+            ref_as(tensor, out.type),
+            ref_as(source, out.type),
+            ref_as(init_value, out.type),
+            window_dimensions,
+            window_options(opts)
+          )
+
+        put_ref(out, unwrap!(result))
+      end
+    end
+
+    defp window_options(opts) do
+      %{
+        strides: opts[:strides] || [],
+        padding: opts[:padding] || [],
+        window_dilations: opts[:window_dilations] || []
+      }
+    end
+
+    ## Linear algebra
+
+    # `transform_a: :conjugate` conjugates without transposing, which on real types is :none.
+    @impl true
+    def triangular_solve(%T{type: {:c, _}} = out, a, b, opts),
+      do: via_host(:triangular_solve, out, [a, b, opts])
+
+    def triangular_solve(out, a, b, opts) do
+      if singular?(a), do: raise(ArgumentError, "can't solve for singular matrix")
+
+      result =
+        NIF.triangular_solve(
+          ref_as(a, out.type),
+          ref_as(b, out.type),
+          Keyword.get(opts, :lower, true),
+          Keyword.get(opts, :left_side, true),
+          opts[:transform_a] == :transpose
+        )
+
+      put_ref(out, unwrap!(result))
+    end
+
+    # Nx raises where a triangular matrix has a zero on its diagonal (the kernel would divide
+    # by it); the check reads one boolean back.
+    defp singular?(%T{shape: shape} = a) do
+      n = elem(shape, tuple_size(shape) - 1)
+
+      n > 0 and Nx.size(a) > 0 and
+        a
+        |> Nx.reshape({div(Nx.size(a), n * n), n * n})
+        |> Nx.slice_along_axis(0, n * n, axis: 1, strides: n + 1)
+        |> Nx.equal(0)
+        |> Nx.any()
+        |> Nx.to_number() == 1
+    end
+
     ## Everything else: counted, refusable host fallbacks
 
     for {op, arity} <- @host_callbacks do
@@ -459,6 +539,29 @@ if Code.ensure_loaded?(Nx) do
     def block(%Nx.Block.IRFFT{length: length, axis: axis}, out, [tensor], _fun) do
       result = NIF.irfft(ref(tensor), length, axis)
       put_ref(out, result |> unwrap!() |> cast_to(out.type))
+    end
+
+    # Nx.LinAlg's cholesky, lu, determinant and solve blocks on real operands run the linalg
+    # kernels (which compute in the floating result type); complex operands take Nx's default
+    # implementation. qr and eigh keep Nx's default: nxvk's Householder QR does not follow
+    # Nx's sign convention (Nx makes R's diagonal non-negative) and nxvk's eigh sorts the
+    # eigenvalues ascending where Nx keeps its Jacobi order, so results differ from Nx's.
+    def block(%Nx.Block.LinAlg.Cholesky{}, %T{type: {kind, _}} = out, [tensor], _fun)
+        when kind != :c,
+        do: put_ref(out, unwrap!(NIF.cholesky(ref_as(tensor, out.type))))
+
+    def block(%Nx.Block.LinAlg.Determinant{}, %T{type: {kind, _}} = out, [tensor], _fun)
+        when kind != :c,
+        do: put_ref(out, unwrap!(NIF.determinant(ref_as(tensor, out.type))))
+
+    def block(%Nx.Block.LinAlg.Solve{}, %T{type: {kind, _}} = out, [a, b], _fun)
+        when kind != :c,
+        do: put_ref(out, unwrap!(NIF.solve(ref_as(a, out.type), ref_as(b, out.type))))
+
+    def block(%Nx.Block.LinAlg.LU{}, {p_out, %T{type: {kind, _}} = l_out, u_out}, [tensor], _fun)
+        when kind != :c do
+      {p, l, u} = unwrap!(NIF.lu(ref_as(tensor, l_out.type)))
+      {put_ref(p_out, cast_to(p, p_out.type)), put_ref(l_out, l), put_ref(u_out, u)}
     end
 
     def block(struct, _output, args, fun), do: apply(fun, [struct | args])

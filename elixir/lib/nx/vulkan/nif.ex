@@ -62,6 +62,23 @@ defmodule Nx.Vulkan.NIF do
 
   def conv(_input, _kernel, _options), do: :erlang.nif_error(:nif_not_loaded)
 
+  # --- Windows and linear algebra ---
+  def window_reduce(_name, _tensor, _window_dimensions, _options),
+    do: :erlang.nif_error(:nif_not_loaded)
+
+  def window_scatter(_name, _tensor, _source, _init_value, _window_dimensions, _options),
+    do: :erlang.nif_error(:nif_not_loaded)
+
+  def triangular_solve(_a, _b, _lower, _left_side, _transpose_a),
+    do: :erlang.nif_error(:nif_not_loaded)
+
+  def cholesky(_a), do: :erlang.nif_error(:nif_not_loaded)
+  def lu(_a), do: :erlang.nif_error(:nif_not_loaded)
+  def qr(_a, _complete), do: :erlang.nif_error(:nif_not_loaded)
+  def eigh(_a), do: :erlang.nif_error(:nif_not_loaded)
+  def determinant(_a), do: :erlang.nif_error(:nif_not_loaded)
+  def solve(_a, _b), do: :erlang.nif_error(:nif_not_loaded)
+
   # --- Indexing and sorting ---
   def gather(_tensor, _indices, _axes), do: :erlang.nif_error(:nif_not_loaded)
   def take(_tensor, _indices, _axis), do: :erlang.nif_error(:nif_not_loaded)
