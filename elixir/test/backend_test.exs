@@ -179,6 +179,7 @@ if Code.ensure_loaded?(Nx) do
       # Null arm: a result off by 1e-4 relative is not close.
       refute Nx.all_close(Nx.multiply(fused, 1.0001), eager, rtol: 1.0e-6, atol: 0.0)
              |> Nx.to_number() == 1
+
       _again = softmax.(random({8}, :f32))
       assert Nx.Vulkan.PlanCache.size() == 1
       _other_shape = softmax.(random({3}, :f32))
