@@ -90,25 +90,27 @@ defmodule Nx.Vulkan.WindowLinalgTest do
     end
   end
 
-  # The kernel's select-and-scatter: each window adds its source value at the position of its
-  # extreme (values here are distinct, so ties cannot decide); padding selections drop.
+  # Nx's select-and-scatter: the input is padded with `init`, each window adds its source value
+  # at the position of its extreme (values here are distinct and never equal `init`, so ties
+  # can only be between padding positions); a selection in the padding drops.
   defp scatter_reference(select, values, source, init, geometry) do
     {shape, dims, strides, padding, dilations} = geometry
     pick = if select == :window_scatter_max, do: &Enum.max_by/2, else: &Enum.min_by/2
     windows = all_coordinates(output_shape(shape, dims, strides, padding, dilations))
 
+    value_at = fn
+      nil -> init
+      position -> Enum.at(values, flat_index(position, shape))
+    end
+
     windows
     |> Enum.zip(source)
     |> Enum.reduce(List.duplicate(init, length(values)), fn {window, contribution}, acc ->
-      case window
-           |> window_positions(shape, dims, strides, padding, dilations)
-           |> Enum.reject(&is_nil/1) do
-        [] ->
-          acc
+      positions = window_positions(window, shape, dims, strides, padding, dilations)
 
-        positions ->
-          chosen = pick.(positions, &Enum.at(values, flat_index(&1, shape)))
-          List.update_at(acc, flat_index(chosen, shape), &(&1 + contribution))
+      case pick.(positions, value_at) do
+        nil -> acc
+        chosen -> List.update_at(acc, flat_index(chosen, shape), &(&1 + contribution))
       end
     end)
   end

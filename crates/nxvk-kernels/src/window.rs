@@ -10,10 +10,11 @@
 //! in Nx. Results keep the input type (integer sums and products wrap; f16 and bf16 compute in
 //! f32 and round once); max and min propagate NaN, as the catalog's reductions do.
 //!
-//! window_scatter_max/min (select-and-scatter): every window selects the first position (in
-//! row-major window order) holding its maximum (minimum), and the source value of that window
-//! is added there; positions start at `init_value`, and a selection that falls in the padding
-//! is dropped. Overlapping windows are handled without atomics: each output element gathers,
+//! window_scatter_max/min (select-and-scatter): the input is padded with `init_value` (as
+//! Nx.BinaryBackend pads it), every window selects the last position (in row-major window
+//! order) holding its maximum (minimum; Nx selects with greater_equal / less_equal), and the
+//! source value of that window is added there; positions start at `init_value`, and a
+//! selection that falls in the padding is dropped. Overlapping windows are handled without atomics: each output element gathers,
 //! over the windows that contain it, the sources of those that select it. That costs
 //! (window size)^2 per element, so windows of more than [`MAX_SCATTER_WINDOW`] positions are
 //! refused (lavapipe stops loops at 65,535 iterations).
@@ -143,11 +144,17 @@ fn combine(op: WindowOp, is_float: bool) -> &'static str {
 /// The shader of `op` on `elem` (`scatter`: window_scatter with `op`'s extreme).
 fn window_shader(op: WindowOp, elem: Elem, scatter: bool) -> String {
     let value_type = compute_type(elem);
-    let pad = narrow_identity(op, elem).unwrap_or_else(|| identity(op, value_type).to_owned());
+    // Reductions pad with their identity; select-and-scatter pads with `init_value`, as Nx does.
+    let pad = if scatter {
+        "load_at(push.init)".to_owned()
+    } else {
+        narrow_identity(op, elem).unwrap_or_else(|| identity(op, value_type).to_owned())
+    };
     let bf16 = if elem == Elem::BF16 { BF16_HELPERS } else { "" };
     let loaded = load(elem, "Element(address).v");
     let stored = store(elem, "result");
-    let better = if op == WindowOp::Max { ">" } else { "<" };
+    // Ties go to the later position, as Nx's greater_equal / less_equal selection does.
+    let better = if op == WindowOp::Max { ">=" } else { "<=" };
     let body = if scatter {
         format!(
             "    for (uint index = gl_GlobalInvocationID.x; index < push.count; index += threads) {{
@@ -175,7 +182,7 @@ fn window_shader(op: WindowOp, elem: Elem, scatter: bool) -> String {
                 scale *= uint(push.params.v[base]);
             }}
             if (!exists) continue;
-            // The window's first extreme position.
+            // The window's last extreme position.
             uint chosen = 0u;
             V best = V(0);
             for (uint candidate = 0u; candidate < positions; candidate++) {{

@@ -246,19 +246,19 @@ proptest! {
         let init = random_value(dtype, Domain::SmallInteger, &mut rng);
         let init_tensor = Tensor::from_bytes(&device(), dtype, &[], &reference::encode(dtype, &[init])).unwrap();
         let output = window_scatter(select, &input, &source, &init_tensor, &window, &options).unwrap();
-        // Host: each window picks its first extreme position (padding included, never kept).
-        let extreme = match select { ScatterSelect::Max => WindowOp::Max, ScatterSelect::Min => WindowOp::Min };
+        // Host: each window picks its last extreme position, the padding holding `init` (as
+        // Nx pads before selecting); a selection in the padding is dropped.
         let positions: usize = window.iter().product();
         let mut sums: Vec<Vec<Value>> = vec![Vec::new(); values.len()];
         for (window_index, &source_value) in source_values.iter().enumerate() {
             let coordinates = unravel(window_index, &pooled);
             let element = |position: usize| window_element(&shape, &window, &options, &coordinates, position);
-            let value = |position: usize| element(position).map_or(padding_value(extreme, dtype), |index| values[index]);
+            let value = |position: usize| element(position).map_or(init, |index| values[index]);
             let better = |a: Value, b: Value| match (a, b, select) {
-                (Value::Int(a), Value::Int(b), ScatterSelect::Max) => a > b,
-                (Value::Int(a), Value::Int(b), ScatterSelect::Min) => a < b,
-                (Value::Float(a), Value::Float(b), ScatterSelect::Max) => a > b,
-                (Value::Float(a), Value::Float(b), ScatterSelect::Min) => a < b,
+                (Value::Int(a), Value::Int(b), ScatterSelect::Max) => a >= b,
+                (Value::Int(a), Value::Int(b), ScatterSelect::Min) => a <= b,
+                (Value::Float(a), Value::Float(b), ScatterSelect::Max) => a >= b,
+                (Value::Float(a), Value::Float(b), ScatterSelect::Min) => a <= b,
                 _ => unreachable!(),
             };
             let mut chosen = 0;
