@@ -12,7 +12,8 @@ use nxvk_core::{BufferAccess, Context, DType, Device, Result, Tensor};
 use nxvk_kernels::fft::{self, Transform};
 use nxvk_kernels::sort::{self, Direction};
 use nxvk_kernels::{
-    ConvOptions, TieBreak, UnaryOp, conv, cumulative_sum, dot, index, movement, ops, reduce, select,
+    ConvOptions, TieBreak, TileConfig, UnaryOp, conv, cumulative_sum, dot, dot_autotune, index,
+    movement, ops, reduce, select,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -76,30 +77,30 @@ fn main() {
         (8192, (512, 256))
     };
     let conv_batch = if quick { 1 } else { 32 };
-    let workloads: Vec<(String, Workload)> = vec![
+    let mut workloads: Vec<(String, Workload)> = vec![
         (
             format!("conv_f32_n{conv_batch}c64h56k64r3"),
             Box::new(move |b| b.conv(conv_batch)),
         ),
         (
             format!("sgemm_{gemm_side}"),
-            Box::new(move |b| b.gemm(DType::F32, 1, gemm_side)),
+            Box::new(move |b| b.gemm(DType::F32, 1, gemm_side, None)),
         ),
         (
             format!("dgemm_{gemm_side}"),
-            Box::new(move |b| b.gemm(DType::F64, 1, gemm_side)),
+            Box::new(move |b| b.gemm(DType::F64, 1, gemm_side, None)),
         ),
         (
             format!("hgemm_{gemm_side}"),
-            Box::new(move |b| b.gemm(DType::F16, 1, gemm_side)),
+            Box::new(move |b| b.gemm(DType::F16, 1, gemm_side, None)),
         ),
         (
             format!("bf16gemm_{gemm_side}"),
-            Box::new(move |b| b.gemm(DType::BF16, 1, gemm_side)),
+            Box::new(move |b| b.gemm(DType::BF16, 1, gemm_side, None)),
         ),
         (
             format!("bgemm_f32_{}x{}", batched_gemm.0, batched_gemm.1),
-            Box::new(move |b| b.gemm(DType::F32, batched_gemm.0, batched_gemm.1)),
+            Box::new(move |b| b.gemm(DType::F32, batched_gemm.0, batched_gemm.1, None)),
         ),
         (
             format!("add_f32_{big_label}"),
@@ -226,6 +227,28 @@ fn main() {
             Box::new(move |b| b.select(half)),
         ),
     ];
+    // Every tile configuration of the f64 and f32 GEMMs at half the side, forced: the
+    // autotuner's race is skipped when one default run exceeds its budget, so these show
+    // what each configuration does at full scale.
+    let config_side = gemm_side / 2;
+    for (prefix, dtype) in [("dgemm", DType::F64), ("sgemm", DType::F32)] {
+        let elem = nxvk_kernels::elem_of(dtype).expect("a native dtype");
+        for config in dot_autotune::candidates(elem, context.capabilities()) {
+            let TileConfig {
+                tile_m,
+                tile_n,
+                tile_k,
+                thread_m,
+                thread_n,
+            } = config;
+            workloads.push((
+                format!(
+                    "{prefix}_{config_side}@tile{tile_m}x{tile_n}x{tile_k}r{thread_m}x{thread_n}"
+                ),
+                Box::new(move |b| b.gemm(dtype, 1, config_side, Some(config))),
+            ));
+        }
+    }
     for (name, workload) in workloads {
         let wanted = only.is_empty()
             || only
@@ -360,11 +383,18 @@ impl Bench {
 
     /// `batches` products of two `side x side` matrices of `dtype` (f16/bf16 accumulate in
     /// f32), through `dot` with its autotuned tiles; 2 * batches * side^3 flops.
-    fn gemm(&self, dtype: DType, batches: usize, side: usize) -> Result<Record> {
+    /// A (batched) square GEMM with the autotuner's configuration, or with `config` forced.
+    fn gemm(
+        &self,
+        dtype: DType,
+        batches: usize,
+        side: usize,
+        config: Option<TileConfig>,
+    ) -> Result<Record> {
         let shape = [batches, side, side];
         let a = self.tensor(&shape, dtype)?;
         let b = self.tensor(&shape, dtype)?;
-        let run = || dot::dot(&a, &[2], &[0], &b, &[1], &[0]).map(drop);
+        let run = || dot::dot_with_config(&a, &[2], &[0], &b, &[1], &[0], config).map(drop);
         // The first call races the tile configurations (once per device and size bucket).
         run()?;
         let time = self.gpu_median(run)?;

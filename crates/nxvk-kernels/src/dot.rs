@@ -477,7 +477,7 @@ impl Problem {
                 other => return other,
             }
         }
-        let default = default_config(self.batches, self.m, self.n);
+        let default = default_config(self.batches, self.m, self.n, gemm_accumulator(self.elem));
         let multiply_adds =
             (self.batches as u64) * (self.m as u64) * (self.n as u64) * (self.k as u64);
         let key = TuneKey::of(self.elem, self.batches, self.m, self.n, self.k)
