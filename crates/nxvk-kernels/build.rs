@@ -111,30 +111,28 @@ fn main() {
         reduce_tables.push(reduce_rows);
         reduce_f64_tables.push(reduce_f64_rows);
     }
-    let copy_row: Vec<String> = movement_codegen::COPY_ELEMS
-        .iter()
-        .map(|&elem| {
-            compile(
-                out_dir,
-                &movement_codegen::copy_kernel_name(elem),
-                &movement_codegen::copy_shader(elem),
-                &mut generated,
-                &mut all,
-            )
-        })
-        .collect();
-    let transpose_row: Vec<String> = movement_codegen::COPY_ELEMS
-        .iter()
-        .map(|&elem| {
-            compile(
-                out_dir,
-                &movement_codegen::transpose_kernel_name(elem),
-                &movement_codegen::transpose_shader(elem),
-                &mut generated,
-                &mut all,
-            )
-        })
-        .collect();
+    let mut movement_row = |name: fn(Elem) -> String, shader: fn(Elem) -> String| -> Vec<String> {
+        movement_codegen::COPY_ELEMS
+            .iter()
+            .map(|&elem| {
+                compile(
+                    out_dir,
+                    &name(elem),
+                    &shader(elem),
+                    &mut generated,
+                    &mut all,
+                )
+            })
+            .collect()
+    };
+    let copy_row = movement_row(
+        movement_codegen::copy_kernel_name,
+        movement_codegen::copy_shader,
+    );
+    let transpose_row = movement_row(
+        movement_codegen::transpose_kernel_name,
+        movement_codegen::transpose_shader,
+    );
 
     creation_select_and_scan_kernels(out_dir, &mut generated, &mut all);
 

@@ -11,7 +11,7 @@ mod gemm_check;
 
 use common::*;
 use gemm_check::check_all;
-use nxvk_core::{DType, Error, Layout, Tensor};
+use nxvk_core::{DType, Error, Tensor};
 use nxvk_kernels::dot::{dot, dot_with_config, result_dtype};
 use nxvk_kernels::dot_autotune::{TuneKey, TuneTable, candidates, tune_file_path};
 use nxvk_kernels::elem_of;
@@ -106,45 +106,9 @@ fn input(
     specials: bool,
     rng: &mut SplitMix,
 ) -> (Tensor, Vec<Value>) {
-    let base_shape: Vec<usize> = match view {
-        ViewKind::Contiguous => shape.to_vec(),
-        ViewKind::Transposed => shape.iter().rev().copied().collect(),
-        ViewKind::Sliced => shape.iter().map(|size| size + 1).collect(),
-    };
-    let count: usize = base_shape.iter().product();
-    let values: Vec<Value> = (0..count)
-        .map(|_| dot_value(dtype, specials, rng))
-        .collect();
-    let base = Tensor::from_bytes(
-        &device(),
-        dtype,
-        &base_shape,
-        &reference::encode(dtype, &values),
-    )
-    .unwrap();
-    let layout = Layout::contiguous(&base_shape);
-    let (tensor, layout) = match view {
-        ViewKind::Contiguous => (base, layout),
-        ViewKind::Transposed => {
-            let permutation: Vec<usize> = (0..shape.len()).rev().collect();
-            (
-                base.transpose(&permutation).unwrap(),
-                layout.transpose(&permutation).unwrap(),
-            )
-        }
-        ViewKind::Sliced => {
-            let starts = vec![1; shape.len()];
-            (
-                base.slice(&starts, shape).unwrap(),
-                layout.slice(&starts, shape).unwrap(),
-            )
-        }
-    };
-    let logical = layout
-        .element_indices()
-        .map(|index| values[index])
-        .collect();
-    (tensor, logical)
+    make_view_input(&device(), dtype, shape, view, || {
+        dot_value(dtype, specials, rng)
+    })
 }
 
 fn row_major_strides(shape: &[usize]) -> Vec<usize> {

@@ -148,15 +148,26 @@ pub fn make_input(
     domain: Domain,
     rng: &mut SplitMix,
 ) -> (Tensor, Vec<Value>) {
+    make_view_input(device, dtype, shape, view, || {
+        random_value(dtype, domain, rng)
+    })
+}
+
+/// [`make_input`] with the base tensor's values drawn from `value`.
+pub fn make_view_input(
+    device: &Arc<Device>,
+    dtype: DType,
+    shape: &[usize],
+    view: ViewKind,
+    mut value: impl FnMut() -> Value,
+) -> (Tensor, Vec<Value>) {
     let base_shape: Vec<usize> = match view {
         ViewKind::Contiguous => shape.to_vec(),
         ViewKind::Transposed => shape.iter().rev().copied().collect(),
         ViewKind::Sliced => shape.iter().map(|size| size + 1).collect(),
     };
     let base_count: usize = base_shape.iter().product();
-    let base_values: Vec<Value> = (0..base_count)
-        .map(|_| random_value(dtype, domain, rng))
-        .collect();
+    let base_values: Vec<Value> = (0..base_count).map(|_| value()).collect();
     let base = Tensor::from_bytes(
         device,
         dtype,
