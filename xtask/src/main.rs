@@ -9,6 +9,7 @@ mod backports;
 mod bench;
 mod coverage;
 mod demo;
+mod disk;
 mod drivers;
 mod example;
 mod fleet;

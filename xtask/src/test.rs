@@ -16,7 +16,7 @@ use clap::Args;
 use clap::builder::PossibleValuesParser;
 
 use crate::drivers::{self, IcdFiles};
-use crate::{process, setup};
+use crate::{disk, process, setup};
 
 #[derive(Debug, Args)]
 pub struct TestArgs {
@@ -148,6 +148,7 @@ pub fn run(args: &TestArgs) -> Result<()> {
         .collect::<Vec<_>>()
         .join(":");
 
+    println!("disk: {}", disk::report(&workspace_root));
     let mut results = Vec::new();
     for (index, step) in STEPS.iter().enumerate() {
         let started = Instant::now();
@@ -166,13 +167,18 @@ pub fn run(args: &TestArgs) -> Result<()> {
         let seconds = started.elapsed().as_secs_f64();
         match &outcome {
             Outcome::Passed => println!("==> {}: ok in {seconds:.1} s", step.name),
-            Outcome::Failed(why) => println!("==> {}: FAILED in {seconds:.1} s ({why})", step.name),
+            Outcome::Failed(why) => println!(
+                "==> {}: FAILED in {seconds:.1} s ({why}; disk: {})",
+                step.name,
+                disk::report(&workspace_root)
+            ),
             Outcome::Skipped(why) => println!("==> {}: skipped: {why}", step.name),
         }
         results.push((step.name, outcome, seconds));
     }
 
     print_summary(&results);
+    println!("disk: {}", disk::report(&workspace_root));
     let failed: Vec<&str> = results
         .iter()
         .filter(|(_, outcome, _)| matches!(outcome, Outcome::Failed(_)))
