@@ -18,7 +18,7 @@
 //! Lowering: per group g, `C[g]` (filters of the group x output positions of all images) =
 //! `A[g]` (the group's filters, dense `[filters][channels * kernel positions]`) times `B[g]`, where
 //! `B[g]`'s element (channel * kernel position, image * output position) is gathered from the
-//! input view inside the GEMM's staging loop (`dot_codegen::convolution_loader`): any input
+//! input view inside the GEMM's staging loop (`conv_gather.rs`, geometry baked in): any input
 //! strides, so the input permutation never moves data. The kernel is made dense once (it is
 //! small), and C is moved into the output layout by one copy. Tiles, split-K and the autotuner
 //! are the GEMM's (`dot.rs`).
@@ -28,8 +28,8 @@
 //! has an empty spatial axis, and so does this function.
 
 use crate::catalog::{device_supports, elem_of};
+use crate::conv_gather::{ConvolutionGather, GatherAxis};
 use crate::dot::{Matrices, Problem, saturating_product};
-use crate::dot_codegen::{CONVOLUTION_AXIS_WORDS, CONVOLUTION_HEADER_WORDS};
 use crate::{movement, ops, types};
 use nxvk_core::{DType, Error, Result, Tensor};
 
@@ -311,68 +311,53 @@ pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Te
     let group_filters = filters / groups;
     let cast_input = ops::as_type(&canonical_input, result)?;
     let dense_kernel = movement::contiguous(&ops::as_type(&canonical_kernel, result)?)?;
-    let word = |value: i128| -> Result<u32> {
-        u32::try_from(value)
-            .or_else(|_| i32::try_from(value).map(|signed| signed as u32))
-            .map_err(|_| {
-                bad(
-                    input,
-                    kernel,
-                    format!("{value} does not fit the kernel's 32-bit index arithmetic"),
-                )
-            })
+    let word = |value: usize| -> Result<u32> {
+        u32::try_from(value).map_err(|_| {
+            bad(
+                input,
+                kernel,
+                format!("{value} does not fit the kernel's 32-bit index arithmetic"),
+            )
+        })
     };
     let input_strides = cast_input.layout().strides().to_vec();
-    let mut words = vec![
-        spatial as i128,
-        kernel_positions as i128,
-        output_positions as i128,
-        if feature_groups > 1 {
-            group_channels as i128
-        } else {
-            0
-        },
-        if batch_groups > 1 {
-            output_batch as i128
-        } else {
-            0
-        },
-        input_strides[0] as i128,
-        input_strides[1] as i128,
-    ];
-    debug_assert_eq!(words.len(), CONVOLUTION_HEADER_WORDS);
+    let mut axes = Vec::with_capacity(spatial);
     for axis in 0..spatial {
-        // The gather computes `output * stride + kernel * dilation` in signed 32 bits.
+        // The gather computes `output * stride + kernel * dilation - padding` in signed 32 bits.
         let reach = (output_spatial[axis] as i128) * strides[axis] as i128
             + (canonical_kernel.shape()[axis + 2] as i128) * kernel_dilation[axis] as i128;
-        if reach > i128::from(i32::MAX) || i128::from(padding[axis].0).abs() > i128::from(i32::MAX)
-        {
+        let low_padding = i32::try_from(padding[axis].0).ok();
+        let (Some(low_padding), true) = (low_padding, reach <= i128::from(i32::MAX)) else {
             return Err(bad(
                 input,
                 kernel,
                 format!("spatial axis {axis} exceeds the kernel's 32-bit index arithmetic"),
             ));
-        }
-        let record = [
-            output_spatial[axis] as i128,
-            canonical_kernel.shape()[axis + 2] as i128,
-            strides[axis] as i128,
-            kernel_dilation[axis] as i128,
-            input_dilation[axis] as i128,
-            i128::from(padding[axis].0),
-            canonical_input.shape()[axis + 2] as i128,
-            input_strides[axis + 2] as i128,
-        ];
-        debug_assert_eq!(record.len(), CONVOLUTION_AXIS_WORDS);
-        words.extend(record);
+        };
+        axes.push(GatherAxis {
+            output_size: word(output_spatial[axis])?,
+            kernel_size: word(canonical_kernel.shape()[axis + 2])?,
+            stride: word(strides[axis])?,
+            kernel_dilation: word(kernel_dilation[axis])?,
+            input_dilation: word(input_dilation[axis])?,
+            low_padding,
+            input_size: word(canonical_input.shape()[axis + 2])?,
+            input_stride: word(input_strides[axis + 2])?,
+        });
     }
-    let params: Vec<u8> = words
-        .into_iter()
-        .map(word)
-        .collect::<Result<Vec<u32>>>()?
-        .into_iter()
-        .flat_map(u32::to_le_bytes)
-        .collect();
+    let gather = ConvolutionGather {
+        kernel_positions: word(kernel_positions)?,
+        output_positions: word(output_positions)?,
+        group_channel_offset: word(if feature_groups > 1 {
+            group_channels
+        } else {
+            0
+        })?,
+        group_batch_offset: word(if batch_groups > 1 { output_batch } else { 0 })?,
+        input_batch_stride: word(input_strides[0])?,
+        input_channel_stride: word(input_strides[1])?,
+        axes,
+    };
     let problem = Problem {
         elem,
         batches: groups,
@@ -391,7 +376,7 @@ pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Te
             first_stride: 0,
             second_stride: 0,
         },
-        convolution: Some(params),
+        convolution: Some(gather),
     };
     // C is [group][filter][image][position]: one copy puts it in the output's layout.
     let products = problem

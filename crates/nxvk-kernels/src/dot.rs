@@ -25,10 +25,11 @@
 
 use crate::catalog::{device_supports, dtype_of, elem_of};
 use crate::codegen::storage_bytes;
+use crate::conv_gather::ConvolutionGather;
 use crate::dot_autotune::{TuneKey, candidates, choose, default_config};
 use crate::dot_codegen::{
-    GEMM_PARAMS_ADDRESS_OFFSET, GEMM_PUSH_CONSTANT_BYTES, OperandOrder, TileConfig,
-    gemm_accumulator, gemm_kernel_name, gemm_shader, has_vector_loads,
+    GEMM_PUSH_CONSTANT_BYTES, OperandOrder, TileConfig, gemm_accumulator, gemm_kernel_name,
+    gemm_shader, has_vector_loads,
 };
 use crate::dot_cooperative::{
     COOPERATIVE_TILE_M, COOPERATIVE_TILE_N, FRAGMENT, cooperative_kernel_name, cooperative_shader,
@@ -349,8 +350,8 @@ impl Variant {
 }
 
 /// One batched GEMM: `a` is [batch][M][K] (first = M, second = K), `b` is [batch][K][N]
-/// (first = K, second = N), or, with `convolution` (the gather's parameter block, see
-/// `dot_codegen::convolution_loader`), a convolution input whose strides live in that block.
+/// (first = K, second = N), or, with `convolution`, a convolution input read through that
+/// gather (`conv_gather.rs`; B's strides are then unused).
 pub(crate) struct Problem {
     pub(crate) elem: Elem,
     pub(crate) batches: usize,
@@ -359,7 +360,7 @@ pub(crate) struct Problem {
     pub(crate) k: usize,
     pub(crate) a: Matrices,
     pub(crate) b: Matrices,
-    pub(crate) convolution: Option<Vec<u8>>,
+    pub(crate) convolution: Option<ConvolutionGather>,
 }
 
 impl Problem {
@@ -369,7 +370,6 @@ impl Problem {
                 a_k_contiguous: self.a.second_stride == 1,
                 b_n_contiguous: true,
                 vector_loads: false,
-                b_is_convolution_input: true,
             };
         }
         let a_k_contiguous = self.a.second_stride == 1 || self.k == 1;
@@ -403,7 +403,6 @@ impl Problem {
             a_k_contiguous,
             b_n_contiguous,
             vector_loads: has_vector_loads(self.elem) && a_vector && b_vector,
-            b_is_convolution_input: false,
         }
     }
 
@@ -508,8 +507,20 @@ impl Problem {
         )?;
         let (name, shader) = match variant {
             Variant::Tiled(config) => (
-                gemm_kernel_name(self.elem, output_elem, config, order),
-                gemm_shader(self.elem, output_elem, config, order),
+                gemm_kernel_name(
+                    self.elem,
+                    output_elem,
+                    config,
+                    order,
+                    self.convolution.is_some(),
+                ),
+                gemm_shader(
+                    self.elem,
+                    output_elem,
+                    config,
+                    order,
+                    self.convolution.as_ref(),
+                ),
             ),
             Variant::Cooperative { subgroup_size } => {
                 let (a_k, b_n) = (self.a.second_stride == 1, self.b.second_stride == 1);
@@ -563,8 +574,6 @@ impl Problem {
         ] {
             push.extend_from_slice(&word(value)?.to_le_bytes());
         }
-        // The parameter block's address, written by the device when it records the dispatch.
-        push.extend_from_slice(&0u64.to_le_bytes());
         let limits = device.capabilities().max_workgroup_count;
         let groups = [
             self.n.div_ceil(tile_n),
@@ -586,17 +595,7 @@ impl Problem {
             BufferAccess::Read(self.b.tensor.buffer()),
             BufferAccess::Write(output.buffer()),
         ];
-        match &self.convolution {
-            None => device.dispatch(&kernel, group_counts, &push, &accesses)?,
-            Some(params) => device.dispatch_with_params(
-                &kernel,
-                group_counts,
-                &push,
-                params,
-                GEMM_PARAMS_ADDRESS_OFFSET,
-                &accesses,
-            )?,
-        }
+        device.dispatch(&kernel, group_counts, &push, &accesses)?;
         if splits == 1 {
             return output.reshape(&[self.batches, self.m, self.n]);
         }

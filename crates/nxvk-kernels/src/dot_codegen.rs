@@ -1,4 +1,4 @@
-//! GLSL for the batched GEMM behind `dot` (and, later, convolution's implicit GEMM): one
+//! GLSL for the batched GEMM behind `dot` and convolution's implicit GEMM: one
 //! template for every dtype and tile configuration, compiled at run time through
 //! `Device::kernel_from_glsl` (content-addressed on disk), so the autotuner can try
 //! configurations the build script never saw.
@@ -31,20 +31,30 @@
 use crate::codegen::{
     BF16_HELPERS, FLOAT_CONTROLS, compute_type, load, storage_bytes, storage_type, store,
 };
+use crate::conv_gather::ConvolutionGather;
 use crate::op_table::Elem;
 
-/// Bytes of the GEMM kernels' push constants: three addresses, twelve words, then the address
-/// of the convolution parameter block (zero for plain GEMMs).
-pub const GEMM_PUSH_CONSTANT_BYTES: usize = 24 + 12 * 4 + 8;
+/// Bytes of the GEMM kernels' push constants: three addresses and twelve words.
+pub const GEMM_PUSH_CONSTANT_BYTES: usize = 24 + 12 * 4;
 
-/// Byte offset of the parameter block's address in the push constants.
-pub const GEMM_PARAMS_ADDRESS_OFFSET: usize = 24 + 12 * 4;
-
-/// Words of a convolution parameter block before the per-spatial-axis records.
-pub const CONVOLUTION_HEADER_WORDS: usize = 7;
-
-/// Words per spatial axis in a convolution parameter block.
-pub const CONVOLUTION_AXIS_WORDS: usize = 8;
+/// The push-constant block of every GEMM kernel (tiled and cooperative), as dot.rs fills it.
+pub(crate) const GEMM_PUSH_BLOCK: &str = "layout(push_constant, scalar) uniform Push {
+    uint64_t a;
+    uint64_t b;
+    uint64_t c;
+    uint m;
+    uint n;
+    uint k;
+    uint batches;
+    uint a_batch_stride;
+    uint a_m_stride;
+    uint a_k_stride;
+    uint b_batch_stride;
+    uint b_k_stride;
+    uint b_n_stride;
+    uint k_per_split;
+    uint splits;
+} push;";
 
 /// Elements each shared-memory row is padded by (staging stores along K then spread over
 /// the banks instead of hitting one).
@@ -131,9 +141,6 @@ pub struct OperandOrder {
     /// Staging may read four elements at once along the contiguous axes (their lengths are
     /// multiples of four and the operands' addresses are 16-byte aligned).
     pub vector_loads: bool,
-    /// B is not a matrix but a convolution's input, gathered on the fly (implicit GEMM; see
-    /// `convolution_loader`).
-    pub b_is_convolution_input: bool,
 }
 
 /// The element type products are accumulated in.
@@ -150,6 +157,7 @@ pub fn gemm_kernel_name(
     output: Elem,
     config: TileConfig,
     order: OperandOrder,
+    convolution: bool,
 ) -> String {
     format!(
         "gemm_{}_{}_{}{}{}{}_to_{}",
@@ -158,11 +166,7 @@ pub fn gemm_kernel_name(
         if order.a_k_contiguous { "k" } else { "m" },
         if order.b_n_contiguous { "n" } else { "k" },
         if order.vector_loads { "_v4" } else { "" },
-        if order.b_is_convolution_input {
-            "_conv"
-        } else {
-            ""
-        },
+        if convolution { "_conv" } else { "" },
         output.name()
     )
 }
@@ -173,8 +177,15 @@ pub const fn has_vector_loads(input: Elem) -> bool {
 }
 
 /// The shader of one instantiation: `input` operands, `output` elements written to C (the
-/// result type, or the accumulator type for split-K partial sums).
-pub fn gemm_shader(input: Elem, output: Elem, config: TileConfig, order: OperandOrder) -> String {
+/// result type, or the accumulator type for split-K partial sums); with `convolution`, B is
+/// that convolution's input, gathered on the fly (implicit GEMM, `conv_gather.rs`).
+pub fn gemm_shader(
+    input: Elem,
+    output: Elem,
+    config: TileConfig,
+    order: OperandOrder,
+    convolution: Option<&ConvolutionGather>,
+) -> String {
     let accumulator = gemm_accumulator(input);
     let accumulator_type = compute_type(accumulator);
     let multiply_add = if accumulator.is_float() {
@@ -193,8 +204,8 @@ pub fn gemm_shader(input: Elem, output: Elem, config: TileConfig, order: Operand
         ""
     };
     let a_staging = staging(Operand::A, order.a_k_contiguous, vector_loads, input);
-    let b_staging = if order.b_is_convolution_input {
-        convolution_staging()
+    let b_staging = if convolution.is_some() {
+        convolution_staging(config)
     } else {
         staging(Operand::B, !order.b_n_contiguous, vector_loads, input)
     };
@@ -210,11 +221,7 @@ pub fn gemm_shader(input: Elem, output: Elem, config: TileConfig, order: Operand
         b_staging.load("(k0 + TILE_K)")
     );
     let store_staged = format!("{}\n{}", a_staging.store(), b_staging.store());
-    let loader = if order.b_is_convolution_input {
-        convolution_loader(input)
-    } else {
-        String::new()
-    };
+    let loader = convolution.map_or_else(String::new, |gather| gather.functions(input));
     format!(
         "{FLOAT_CONTROLS}
 #define TILE_M {tile_m}u
@@ -229,24 +236,7 @@ layout(local_size_x = {invocations}) in;
 layout(buffer_reference, scalar, buffer_reference_align = {input_bytes}) readonly buffer Element {{ {input_storage} v; }};
 layout(buffer_reference, scalar, buffer_reference_align = {vector_align}) readonly buffer Element4 {{ {vector_type} v; }};
 layout(buffer_reference, scalar, buffer_reference_align = {output_bytes}) writeonly buffer Output {{ {output_storage} v; }};
-layout(push_constant, scalar) uniform Push {{
-    uint64_t a;
-    uint64_t b;
-    uint64_t c;
-    uint m;
-    uint n;
-    uint k;
-    uint batches;
-    uint a_batch_stride;
-    uint a_m_stride;
-    uint a_k_stride;
-    uint b_batch_stride;
-    uint b_k_stride;
-    uint b_n_stride;
-    uint k_per_split;
-    uint splits;
-    uint64_t params;
-}} push;
+{GEMM_PUSH_BLOCK}
 {bf16}
 // Staged slices, K-major; each row padded so that staging stores along K fall in different
 // banks.
@@ -331,51 +321,6 @@ void main() {{
     )
 }
 
-/// The gather of a convolution's input as the GEMM's B (implicit GEMM): element (`depth`,
-/// `column`) of group `group` is input channel `depth / R` (plus the group's channel offset)
-/// at kernel position `depth % R`, for image `column / P` (plus the group's batch offset) at
-/// output position `column % P`, where R and P are the kernel's and the output's spatial
-/// sizes. Positions falling in padding, between dilated input elements, or outside the input
-/// read zero. The parameter block holds, as words: spatial rank, R, P, channel offset per
-/// group, batch offset per group, input batch stride, input channel stride, then per spatial
-/// axis: output size, kernel size, stride, kernel dilation, input dilation, low padding (as a
-/// signed word), input size, input stride.
-fn convolution_loader(input: Elem) -> String {
-    format!(
-        "layout(buffer_reference, scalar) readonly buffer ConvolutionParams {{ uint v[]; }};
-ACC load_convolution_input(uint group, uint depth, uint column) {{
-    ConvolutionParams p = ConvolutionParams(push.params);
-    uint rank = p.v[0];
-    uint channel = depth / p.v[1];
-    uint kernel_rest = depth % p.v[1];
-    uint image = column / p.v[2];
-    uint output_rest = column % p.v[2];
-    uint64_t offset = uint64_t(image + group * p.v[4]) * uint64_t(p.v[5])
-        + uint64_t(channel + group * p.v[3]) * uint64_t(p.v[6]);
-    for (uint axis = rank; axis > 0u; axis--) {{
-        uint base = {header}u + (axis - 1u) * {axis_words}u;
-        uint output_coordinate = output_rest % p.v[base];
-        output_rest /= p.v[base];
-        uint kernel_coordinate = kernel_rest % p.v[base + 1u];
-        kernel_rest /= p.v[base + 1u];
-        int padded = int(output_coordinate * p.v[base + 2u] + kernel_coordinate * p.v[base + 3u])
-            - int(p.v[base + 5u]);
-        if (padded < 0) return ACC(0);
-        uint dilated = uint(padded);
-        if (dilated % p.v[base + 4u] != 0u) return ACC(0);
-        uint coordinate = dilated / p.v[base + 4u];
-        if (coordinate >= p.v[base + 6u]) return ACC(0);
-        offset += uint64_t(coordinate) * uint64_t(p.v[base + 7u]);
-    }}
-    return load_element(push.b + offset * {bytes}ul);
-}}
-",
-        header = CONVOLUTION_HEADER_WORDS,
-        axis_words = CONVOLUTION_AXIS_WORDS,
-        bytes = storage_bytes(input),
-    )
-}
-
 /// How one operand's slice is staged: `slots` elements of `value_type` (one element or four)
 /// per step, split over the workgroup; each invocation first loads its share into registers
 /// (`load`, issued for the next step before the current one is computed, so global loads
@@ -396,6 +341,8 @@ struct Staging {
     load: String,
     /// GLSL statements writing `value` at (`kk`, local) of the shared tile.
     scatter: String,
+    /// GLSL statements run once per task, before the first load.
+    prelude: String,
 }
 
 impl Staging {
@@ -408,10 +355,11 @@ impl Staging {
 
     fn declare(&self) -> String {
         format!(
-            "        {} {}_stage[{}];",
+            "        {} {}_stage[{}];{}",
             self.value_type,
             self.name,
-            self.slots()
+            self.slots(),
+            self.prelude
         )
     }
 
@@ -474,8 +422,23 @@ impl Staging {
 }
 
 /// B's staging for a convolution input: neighbouring invocations take neighbouring columns
-/// (output positions, usually neighbouring input addresses).
-fn convolution_staging() -> Staging {
+/// (output positions, usually neighbouring input addresses). When the workgroup's invocations
+/// are a whole number of tile rows, each invocation stages the same column at every slot and
+/// step, so its column is decoded once per task.
+fn convolution_staging(config: TileConfig) -> Staging {
+    let fixed_column = config.invocations().is_multiple_of(config.tile_n);
+    let (prelude, load) = if fixed_column {
+        (
+            "
+        ConvolutionColumn b_column = convolution_column(batch, tile_n0 + invocation % TILE_N);",
+            "load_convolution_input(b_column, depth)",
+        )
+    } else {
+        (
+            "",
+            "load_convolution_input(convolution_column(batch, position), depth)",
+        )
+    };
     Staging {
         name: "b",
         axis: "n",
@@ -484,8 +447,9 @@ fn convolution_staging() -> Staging {
         count: "(TILE_N * TILE_K)".into(),
         k_local: "slot / TILE_N".into(),
         axis_local: "slot % TILE_N".into(),
-        load: "load_convolution_input(batch, depth, position)".into(),
+        load: load.into(),
         scatter: "b_tile[kk][n_local] = value;".into(),
+        prelude: prelude.into(),
     }
 }
 
@@ -547,6 +511,7 @@ fn staging(operand: Operand, k_fast: bool, vector_loads: bool, input: Elem) -> S
                         {name}_tile[kk + {k_step}][{axis}_local + {axis_step}] = value[lane];
                     }}"
             ),
+            prelude: String::new(),
         }
     } else {
         Staging {
@@ -559,6 +524,7 @@ fn staging(operand: Operand, k_fast: bool, vector_loads: bool, input: Elem) -> S
             axis_local,
             load: format!("load_element({address})"),
             scatter: format!("{name}_tile[kk][{axis}_local] = value;"),
+            prelude: String::new(),
         }
     }
 }

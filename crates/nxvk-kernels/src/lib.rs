@@ -45,6 +45,7 @@ pub mod accuracy;
 pub mod catalog;
 pub mod codegen;
 pub mod conv;
+mod conv_gather;
 pub mod coverage;
 pub mod creation;
 mod dense_codegen;
