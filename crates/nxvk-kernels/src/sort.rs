@@ -10,8 +10,8 @@
 //! invocation holding the 16 items they connect in registers. No invocation loops more than
 //! a few times, whatever the row length (2^24 and beyond).
 //!
-//! One row of at least 2,049 elements with keys of up to 32 bits (the common `sort` of a long
-//! vector) sorts instead by a stable LSD radix sort (`sort_radix.rs`): 8-bit digits, one pass
+//! Up to 16 rows of at least 2,049 elements with keys of up to 32 bits (the common `sort` of
+//! a long vector) sort instead by a stable LSD radix sort (`sort_radix.rs`): 8-bit digits, one pass
 //! per key byte, reading the input in its first pass and writing the values or positions in
 //! its last; top_k takes its items.
 //!
@@ -29,7 +29,7 @@ use crate::sort_codegen::{
     Finish, MAX_GLOBAL_STEPS, SORT_BLOCK, SORT_WORKGROUP_SIZE, finish_shader, global_shader,
     keys_shader, local_shader, wide_keys,
 };
-use crate::sort_radix::{radix_applies, radix_sort_row};
+use crate::sort_radix::{radix_applies, radix_sort_rows};
 use crate::sort_radix_codegen::RadixDestination;
 use nxvk_core::{BufferAccess, DType, Device, DeviceBuffer, Error, Result, Tensor};
 use std::sync::Arc;
@@ -151,7 +151,7 @@ fn prepare(op: &'static str, input: &Tensor, axis: usize) -> Result<Rows> {
 }
 
 /// Sorts the rows as items (key, position), padded to a power of two per row: by radix for
-/// one long row, by the bitonic network otherwise.
+/// a few long rows, by the bitonic network otherwise.
 fn sort_rows(op: &'static str, rows: Rows, direction: Direction) -> Result<SortedRows> {
     let Rows {
         tensor: rows_tensor,
@@ -183,13 +183,15 @@ fn sort_rows(op: &'static str, rows: Rows, direction: Direction) -> Result<Sorte
         log2_padded: padded.trailing_zeros(),
     };
     if radix_applies(&device, dtype, rows, row_length) {
-        radix_sort_row(
+        radix_sort_rows(
             op,
             &sorted.rows_tensor,
+            row_length,
             direction,
             RadixDestination::Items,
             &sorted.items,
             sorted.items.device_address(),
+            (padded * item_bytes) as u64,
         )?;
     } else if total > 0 {
         run_network(op, &device, &sorted, total as u32, padded as u32, direction)?;
@@ -197,7 +199,7 @@ fn sort_rows(op: &'static str, rows: Rows, direction: Direction) -> Result<Sorte
     Ok(sorted)
 }
 
-/// Sorts one long row by radix straight into a fresh tensor of `dtype` (the values or the
+/// Sorts a few long rows by radix straight into a fresh tensor of `dtype` (the values or the
 /// positions, as `destination` says), with the axis moved back: `None` when the rows do not
 /// sort by radix.
 fn radix_result(
@@ -213,13 +215,15 @@ fn radix_result(
         return Ok(None);
     }
     let output = Tensor::empty(device, dtype, rows.tensor.shape())?;
-    radix_sort_row(
+    radix_sort_rows(
         op,
         &rows.tensor,
+        rows.row_length,
         direction,
         destination,
         output.buffer(),
         output.device_address().unwrap_or_default(),
+        (rows.row_length * (dtype.bits() / 8) as usize) as u64,
     )?;
     restore_axis(output, &rows.permutation, original_shape).map(Some)
 }

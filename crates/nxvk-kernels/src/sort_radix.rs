@@ -1,4 +1,4 @@
-//! The radix sort of one long row with keys of up to 32 bits (`sort.rs` picks it; GLSL in
+//! The radix sort of a few long rows with keys of up to 32 bits (`sort.rs` picks it; GLSL in
 //! `sort_radix_codegen.rs`).
 //!
 //! Design: a stable LSD radix sort with 8-bit digits, so one pass per key byte: 4 passes for
@@ -25,7 +25,8 @@
 //! Rejected: 4-bit digits (twice the passes; the previous design), and a single-pass chained
 //! scan (decoupled look-back: it saves the count reads, 20 of the 84 bytes, but spins on other
 //! workgroups' progress, which Vulkan does not guarantee and lavapipe's loop cap makes risky).
-//! Not done yet: many rows (the row would join the key's high digits) and 64-bit keys.
+//! Rows sort one after another (up to 16 rows; more rows take the network). Not done yet:
+//! many rows in one sort (the row would join the key's high digits) and 64-bit keys.
 
 use crate::launch::poison_output;
 use crate::sort::Direction;
@@ -37,9 +38,13 @@ use crate::sort_radix_codegen::{
 use nxvk_core::{BufferAccess, Device, DeviceBuffer, Error, Result, Tensor};
 use std::sync::Arc;
 
-/// Rows at least this long sort by radix (when they are the only row); shorter rows sort
-/// faster in the bitonic network's one shared-memory dispatch and few global steps.
+/// Rows at least this long sort by radix; shorter rows sort faster in the bitonic network's
+/// one shared-memory dispatch and few global steps.
 const RADIX_MIN_ITEMS: usize = 2049;
+
+/// Rows sort by radix one after another (three dispatches per key byte each), so only a few
+/// rows do: more rows sort together in the network's dispatches.
+const RADIX_MAX_ROWS: usize = 16;
 
 /// Whether `rows` rows of `row_length` elements of `dtype` sort by radix on `device`.
 pub(crate) fn radix_applies(
@@ -48,7 +53,7 @@ pub(crate) fn radix_applies(
     rows: usize,
     row_length: usize,
 ) -> bool {
-    rows == 1
+    (1..=RADIX_MAX_ROWS).contains(&rows)
         && row_length >= RADIX_MIN_ITEMS
         && row_length <= u32::MAX as usize
         && key_bits(dtype).is_some_and(|bits| bits <= 32)
@@ -80,19 +85,23 @@ impl RadixPush {
     }
 }
 
-/// Sorts the one contiguous row `row` (of a dtype with keys of up to 32 bits) in `direction`,
-/// stably, writing the result as `destination` into `output` (at `output_address`): items
+/// Sorts each row of `row_length` elements of the contiguous `rows` (of a dtype with keys of
+/// up to 32 bits) in `direction`, stably, one row after another, writing the result as
+/// `destination` into `output` (row `r` at `output_address + r * output_row_bytes`): items
 /// (key, position) for the network's finishing kernels, the sorted values, or the positions.
-pub(crate) fn radix_sort_row(
+#[allow(clippy::too_many_arguments)] // Each is one fact about the result; a struct would only rename them.
+pub(crate) fn radix_sort_rows(
     op: &'static str,
-    row: &Tensor,
+    rows: &Tensor,
+    row_length: usize,
     direction: Direction,
     destination: RadixDestination,
     output: &DeviceBuffer,
     output_address: u64,
+    output_row_bytes: u64,
 ) -> Result<()> {
-    let device = row.device();
-    let dtype = row.dtype();
+    let device = rows.device();
+    let dtype = rows.dtype();
     let unsupported = |detail: &str| Error::Unsupported {
         op,
         dtype,
@@ -103,8 +112,8 @@ pub(crate) fn radix_sort_row(
     let bits = key_bits(dtype)
         .filter(|&bits| bits <= 32)
         .ok_or_else(|| unsupported("no radix keys of up to 32 bits for this dtype"))?;
-    let total =
-        u32::try_from(row.n_elements()).map_err(|_| unsupported("rows beyond 2^32 elements"))?;
+    let total = u32::try_from(row_length).map_err(|_| unsupported("rows beyond 2^32 elements"))?;
+    let row_count = rows.n_elements().checked_div(row_length).unwrap_or(0);
     let tiles = total.div_ceil(shape.tile());
     let passes = bits / RADIX_BITS;
     let payload = match destination {
@@ -126,10 +135,10 @@ pub(crate) fn radix_sort_row(
         .collect::<Result<Vec<_>>>()?;
     // A pass writes the output when it is the last, or when the result is items and an even
     // number of passes follow; otherwise the scratch buffers, alternating.
-    let target_of = |pass: u32| -> (&DeviceBuffer, u64) {
+    let target_of = |pass: u32, row_output: u64| -> (&DeviceBuffer, u64) {
         let passes_after = passes - 1 - pass;
         if passes_after == 0 || (final_is_items && passes_after.is_multiple_of(2)) {
-            (output, output_address)
+            (output, row_output)
         } else {
             let buffer = &scratch[(passes_after as usize + 1) % scratch.len()];
             (buffer, buffer.device_address())
@@ -145,73 +154,82 @@ pub(crate) fn radix_sort_row(
         &scan_shader(shape),
         &[],
     )?;
-    let source_kind = RadixSource::Input { dtype, payload };
-    let mut source: (&DeviceBuffer, u64) = (
-        row.buffer(),
-        row.device_address()
-            .ok_or_else(|| unsupported("no address"))?,
-    );
-    for pass in 0..passes {
-        let pass_source = if pass == 0 {
-            source_kind
-        } else {
-            RadixSource::Items
-        };
-        let pass_destination = if pass + 1 == passes {
-            destination
-        } else {
-            RadixDestination::Items
-        };
-        let (target, target_address) = target_of(pass);
-        let count = compile(
-            device,
-            kernel_name("count", shape, pass_source, None),
-            count_shader(shape, pass_source),
-            op,
-            dtype,
-        )?;
-        let scatter = compile(
-            device,
-            kernel_name("scatter", shape, pass_source, Some(pass_destination)),
-            scatter_shader(shape, pass_source, pass_destination),
-            op,
-            dtype,
-        )?;
-        let push = RadixPush {
-            source: source.1,
-            destination: target_address,
-            counts: counts.device_address(),
-            totals: totals.device_address(),
-            total,
-            tiles,
-            shift: pass * RADIX_BITS,
-            flip,
+    // Each pass's (count, scatter) kernels.
+    let kernels = (0..passes)
+        .map(|pass| {
+            let source = if pass == 0 {
+                RadixSource::Input { dtype, payload }
+            } else {
+                RadixSource::Items
+            };
+            let target = if pass + 1 == passes {
+                destination
+            } else {
+                RadixDestination::Items
+            };
+            let count = compile(
+                device,
+                kernel_name("count", shape, source, None),
+                count_shader(shape, source),
+                op,
+                dtype,
+            )?;
+            let scatter = compile(
+                device,
+                kernel_name("scatter", shape, source, Some(target)),
+                scatter_shader(shape, source, target),
+                op,
+                dtype,
+            )?;
+            Ok((count, scatter))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let input_address = rows
+        .device_address()
+        .ok_or_else(|| unsupported("no address"))?;
+    let input_row_bytes = row_length as u64 * u64::from(dtype.bits() / 8);
+    for row in 0..row_count as u64 {
+        let row_output = output_address + row * output_row_bytes;
+        let mut source: (&DeviceBuffer, u64) =
+            (rows.buffer(), input_address + row * input_row_bytes);
+        for (pass, (count, scatter)) in (0..passes).zip(&kernels) {
+            let (target, target_address) = target_of(pass, row_output);
+            let push = RadixPush {
+                source: source.1,
+                destination: target_address,
+                counts: counts.device_address(),
+                totals: totals.device_address(),
+                total,
+                tiles,
+                shift: pass * RADIX_BITS,
+                flip,
+            }
+            .bytes();
+            device.dispatch(
+                count,
+                [tile_groups, 1, 1],
+                &push,
+                &[BufferAccess::Read(source.0), BufferAccess::Write(&counts)],
+            )?;
+            device.dispatch(
+                &scan,
+                [256u32.min(max_groups), 1, 1],
+                &push,
+                &[BufferAccess::Write(&counts), BufferAccess::Write(&totals)],
+            )?;
+            device.dispatch(
+                scatter,
+                [tile_groups, 1, 1],
+                &push,
+                &[
+                    BufferAccess::Read(source.0),
+                    BufferAccess::Read(&counts),
+                    BufferAccess::Read(&totals),
+                    BufferAccess::Write(target),
+                ],
+            )?;
+            source = (target, target_address);
         }
-        .bytes();
-        device.dispatch(
-            &count,
-            [tile_groups, 1, 1],
-            &push,
-            &[BufferAccess::Read(source.0), BufferAccess::Write(&counts)],
-        )?;
-        device.dispatch(
-            &scan,
-            [256u32.min(max_groups), 1, 1],
-            &push,
-            &[BufferAccess::Write(&counts), BufferAccess::Write(&totals)],
-        )?;
-        device.dispatch(
-            &scatter,
-            [tile_groups, 1, 1],
-            &push,
-            &[
-                BufferAccess::Read(source.0),
-                BufferAccess::Read(&counts),
-                BufferAccess::Read(&totals),
-                BufferAccess::Write(target),
-            ],
-        )?;
-        source = (target, target_address);
     }
     Ok(())
 }

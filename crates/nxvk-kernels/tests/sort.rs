@@ -316,13 +316,15 @@ fn a_million_keys_sort_stably() {
     );
 }
 
-/// Shapes whose one row sorts by radix: a vector, a row along the last axis, and a column
-/// (the axis moved last and back).
-fn one_row_shape(length: usize, layout: u8) -> (Vec<usize>, usize) {
-    match layout % 3 {
+/// Shapes whose rows sort by radix: a vector, a row along the last axis, a column (the axis
+/// moved last and back), and two or three rows (sorted one after another).
+fn radix_rows_shape(length: usize, layout: u8) -> (Vec<usize>, usize) {
+    match layout % 5 {
         0 => (vec![length], 0),
         1 => (vec![1, length], 1),
-        _ => (vec![length, 1], 0),
+        2 => (vec![length, 1], 0),
+        3 => (vec![3, length], 1),
+        _ => (vec![length, 2], 0),
     }
 }
 
@@ -337,30 +339,38 @@ fn radix_length() -> impl Strategy<Value = usize> {
     ]
 }
 
-/// top_k of one row against the host's stable descending order.
-fn check_top_k(dtype: DType, values: &[Value], k: usize) -> Result<(), String> {
-    let length = values.len();
-    let input = upload(dtype, &[length], values);
-    let (top, positions) = sort::top_k(&input, k).map_err(|error| error.to_string())?;
-    let order = host_argsort(values, &[length], 0, Direction::Descending);
-    let expected: Vec<usize> = order[..k].to_vec();
-    let actual = positions_of(&positions);
-    if actual != expected {
-        return Err(format!("{dtype} top_k {k} of {length}: positions differ"));
+/// top_k of `rows` rows (the values, row after row) against the host's stable descending
+/// order.
+fn check_top_k(dtype: DType, rows: usize, values: &[Value], k: usize) -> Result<(), String> {
+    let length = values.len() / rows;
+    let input = upload(dtype, &[rows, length], values);
+    let what = format!("{dtype} top_k {k} of {rows} x {length}");
+    let (top, positions) = sort::top_k(&input, k).map_err(|error| format!("{what}: {error}"))?;
+    let order = host_argsort(values, &[rows, length], 1, Direction::Descending);
+    let expected: Vec<usize> = order
+        .chunks(length)
+        .flat_map(|row| row[..k].to_vec())
+        .collect();
+    if positions_of(&positions) != expected {
+        return Err(format!("{what}: positions differ"));
     }
-    let expected_values: Vec<Value> = expected.iter().map(|&p| values[p]).collect();
+    let expected_values: Vec<Value> = expected
+        .iter()
+        .enumerate()
+        .map(|(slot, &position)| values[slot / k * length + position])
+        .collect();
     check_all(dtype, Tolerance::Exact, &read(&top), &expected_values, &[])
-        .map_err(|why| format!("{dtype} top_k {k} of {length}: {why}"))
+        .map_err(|why| format!("{what}: {why}"))
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 16, ..ProptestConfig::default() })]
 
-    /// One long row (the radix sort for dtypes of up to 32 bits, the network for 64-bit ones):
-    /// sort, argsort (s32, s64 or u16 positions) and top_k of every real dtype, ties and
+    /// A few long rows (the radix sort for dtypes of up to 32 bits, the network for 64-bit
+    /// ones): sort, argsort (s32, s64 or u16 positions) and top_k of every real dtype, ties and
     /// specials (NaN, +-0.0, +-infinity) included, both directions.
     #[test]
-    fn one_long_row_matches_a_stable_host_sort(
+    fn long_rows_match_a_stable_host_sort(
         length in radix_length(),
         layout in any::<u8>(),
         descending in any::<bool>(),
@@ -369,15 +379,17 @@ proptest! {
     ) {
         let mut rng = SplitMix(seed);
         let direction = if descending { Direction::Descending } else { Direction::Ascending };
-        let (shape, axis) = one_row_shape(length, layout);
+        let (shape, axis) = radix_rows_shape(length, layout);
         for dtype in real_dtypes() {
             if let Err(why) = check(dtype, &shape, axis, direction, &mut rng) {
                 prop_assert!(false, "{}", why);
             }
         }
-        let values: Vec<Value> = (0..length).map(|_| tie_value(DType::F32, &mut rng)).collect();
+        let rows = 1 + usize::from(layout % 2);
+        let values: Vec<Value> =
+            (0..rows * length).map(|_| tie_value(DType::F32, &mut rng)).collect();
         let k = ((length as f64 * k_fraction) as usize).max(1);
-        if let Err(why) = check_top_k(DType::F32, &values, k) {
+        if let Err(why) = check_top_k(DType::F32, rows, &values, k) {
             prop_assert!(false, "{}", why);
         }
     }

@@ -1,5 +1,5 @@
-//! Which path a sort takes, by its dispatch count: one long row of keys of up to 32 bits sorts
-//! by radix (count, scan and scatter per key byte, nothing else), so the radix tests in
+//! Which path a sort takes, by its dispatch count: a few long rows of keys of up to 32 bits
+//! sort by radix (count, scan and scatter per key byte and row, nothing else), so the radix tests in
 //! `sort.rs` really test the radix kernels on this device. A binary of its own: the counters
 //! are per device, and other tests would dispatch in between.
 
@@ -29,17 +29,21 @@ fn long_rows_of_narrow_keys_sort_by_radix_and_others_by_the_network() {
         assert_eq!(sort, 3 * passes, "{dtype} sort");
         assert_eq!(argsort, 3 * passes, "{dtype} argsort");
     }
-    // Null arm: a short row, several rows and 64-bit keys take the bitonic network, whose
+    let two_rows = Tensor::zeros(&device, DType::F32, &[2, 5000]).unwrap();
+    let count = dispatches_of(|| drop(sort::sort(&two_rows, 1, Direction::Ascending).unwrap()));
+    assert_eq!(count, 2 * 12, "two rows, one after another");
+    // Null arm: a short row, many rows and 64-bit keys take the bitonic network, whose
     // dispatch count differs (one test, so no other test dispatches in between).
     for (dtype, shape) in [
         (DType::F32, vec![2048]),
-        (DType::F32, vec![2, 5000]),
+        (DType::F32, vec![17, 5000]),
         (DType::F64, vec![5000]),
     ] {
         let input = Tensor::zeros(&device, dtype, &shape).unwrap();
         let count = dispatches_of(|| {
             drop(sort::sort(&input, shape.len() - 1, Direction::Ascending).unwrap())
         });
-        assert_ne!(count, 12, "{dtype} {shape:?}");
+        let rows: usize = shape[..shape.len() - 1].iter().product();
+        assert_ne!(count, 12 * rows as u64, "{dtype} {shape:?}");
     }
 }
