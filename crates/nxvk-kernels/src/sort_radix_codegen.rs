@@ -224,15 +224,11 @@ const uint TILE = {tile}u;
 const uint BINS = {BINS}u;
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Items {{ uint64_t v; }};
 layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Words {{ uint v; }};
+// Addresses (source, destination, tile counts, digit totals), then the row's length, its
+// tiles, the digit's shift and the key complement of a descending sort.
 layout(push_constant, scalar) uniform Push {{
-    uint64_t source;
-    uint64_t destination;
-    uint64_t counts;
-    uint64_t totals;
-    uint total;
-    uint tiles;
-    uint shift;
-    uint flip;
+    uint64_t source, destination, counts, totals;
+    uint total, tiles, shift, flip;
 }} push;
 
 // Thread order: subgroups in order, invocations in order within each.
