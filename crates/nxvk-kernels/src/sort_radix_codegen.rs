@@ -234,6 +234,18 @@ layout(push_constant, scalar) uniform Push {{
 // Thread order: subgroups in order, invocations in order within each.
 uint invocation_index() {{ return gl_SubgroupID * SUBGROUP + gl_SubgroupInvocationID; }}
 
+// The valid invocations of this subgroup holding the same digit, as a ballot: one vote per
+// digit bit. Every invocation of the subgroup must call it.
+uvec4 digit_peers(uint digit, bool valid) {{
+    uvec4 peers = subgroupBallot(valid);
+    for (uint bit = 0u; bit < {RADIX_BITS}u; bit++) {{
+        bool set = ((digit >> bit) & 1u) != 0u;
+        uvec4 vote = subgroupBallot(set);
+        peers &= set ? vote : ~vote;
+    }}
+    return peers;
+}}
+
 shared uint subgroup_sums[SUBGROUPS];
 
 // An exclusive sum of one value per invocation in thread order; `total` receives the sum of
@@ -274,7 +286,7 @@ pub(crate) fn kernel_name(
 
 /// Counts the digits at `push.shift` of each tile: `counts[digit * tiles + tile]`. Loads are
 /// coalesced (round `i` of a tile reads `WORKGROUP` consecutive items); the counters are shared
-/// atomics.
+/// atomics, one per distinct digit of a subgroup's round.
 pub(crate) fn count_shader(shape: RadixShape, source: RadixSource) -> Option<String> {
     Some(format!(
         "{prelude}
@@ -289,7 +301,14 @@ void main() {{
         uint first = tile * TILE;
         for (uint round = 0u; round < PER_INVOCATION; round++) {{
             uint index = first + round * WORKGROUP + invocation;
-            if (index < push.total) atomicAdd(histogram[(load_key(index) >> push.shift) & (BINS - 1u)], 1u);
+            bool valid = index < push.total;
+            uint digit = valid ? (load_key(index) >> push.shift) & (BINS - 1u) : 0u;
+            uvec4 peers = digit_peers(digit, valid);
+            // One atomic per distinct digit of the subgroup: skewed digits (the exponent byte
+            // of floats in a narrow range) would otherwise serialise on one counter.
+            if (valid && subgroupBallotFindMSB(peers) == gl_SubgroupInvocationID) {{
+                atomicAdd(histogram[digit], subgroupBallotBitCount(peers));
+            }}
         }}
         barrier();
         for (uint digit = invocation; digit < BINS; digit += WORKGROUP) {{
@@ -379,12 +398,7 @@ void main() {{
             bool valid = index < push.total;
             uint64_t item = valid ? load_item(index) : 0ul;
             uint digit = digit_of(item);
-            uvec4 peers = subgroupBallot(valid);
-            for (uint bit = 0u; bit < {RADIX_BITS}u; bit++) {{
-                bool set = ((digit >> bit) & 1u) != 0u;
-                uvec4 vote = subgroupBallot(set);
-                peers &= set ? vote : ~vote;
-            }}
+            uvec4 peers = digit_peers(digit, valid);
             uint below = subgroupBallotExclusiveBitCount(peers);
             uint count = subgroupBallotBitCount(peers);
             uint before = subgroup_counts[counters + digit];
