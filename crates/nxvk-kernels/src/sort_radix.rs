@@ -54,8 +54,7 @@ pub(crate) fn radix_applies(
     row_length: usize,
 ) -> bool {
     (1..=RADIX_MAX_ROWS).contains(&rows)
-        && row_length >= RADIX_MIN_ITEMS
-        && row_length <= u32::MAX as usize
+        && (RADIX_MIN_ITEMS..=crate::launch::MAX_ELEMENTS).contains(&row_length)
         && key_bits(dtype).is_some_and(|bits| bits <= 32)
         && RadixShape::for_device(device.capabilities()).is_some()
 }
