@@ -46,18 +46,29 @@ impl RadixShape {
     /// The largest shape whose scatter fits the device's shared memory, or `None` when the
     /// device lacks the subgroup ballots and scans the kernels rank with.
     pub(crate) fn for_device(capabilities: &Capabilities) -> Option<RadixShape> {
-        let subgroup_size = capabilities.subgroup_size;
         let operations = &capabilities.subgroup_operations;
-        let usable = operations.basic
-            && operations.ballot
-            && operations.arithmetic
-            && subgroup_size.is_power_of_two()
-            && subgroup_size <= 128;
-        if !usable {
+        if !(operations.basic && operations.ballot && operations.arithmetic) {
+            return None;
+        }
+        RadixShape::fitting(
+            capabilities.subgroup_size,
+            capabilities.max_shared_memory_bytes,
+            capabilities.max_workgroup_invocations,
+        )
+    }
+
+    /// The largest shape for subgroups of `subgroup_size` whose scatter fits
+    /// `max_shared_bytes` and whose workgroups fit `max_invocations`.
+    fn fitting(
+        subgroup_size: u32,
+        max_shared_bytes: u32,
+        max_invocations: u32,
+    ) -> Option<RadixShape> {
+        if !subgroup_size.is_power_of_two() || subgroup_size > 128 {
             return None;
         }
         let workgroup_size = (subgroup_size * SUBGROUPS_PER_WORKGROUP).min(BINS);
-        if workgroup_size > capabilities.max_workgroup_invocations {
+        if workgroup_size > max_invocations {
             return None;
         }
         let mut per_invocation = MAX_PER_INVOCATION;
@@ -67,7 +78,7 @@ impl RadixShape {
                 workgroup_size,
                 per_invocation,
             };
-            if shape.scatter_shared_bytes() <= capabilities.max_shared_memory_bytes {
+            if shape.scatter_shared_bytes() <= max_shared_bytes {
                 return Some(shape);
             }
             per_invocation /= 2;
@@ -463,4 +474,66 @@ void main() {{
         functions = source.functions()?,
         store = destination.function()?,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shapes of lavapipe (subgroups of 8, 32 KiB), the H200 (32, 48 KiB) and wider
+    /// subgroups: tiles as large as shared memory allows, and every kernel compiles for them
+    /// (glslang needs no device), so the H200's shape is compiled here even though only
+    /// lavapipe runs the tests.
+    #[test]
+    fn kernels_compile_for_every_subgroup_size() {
+        let h200 = RadixShape::fitting(32, 48 * 1024, 1024).unwrap();
+        assert_eq!((h200.workgroup_size, h200.tile()), (256, 4096));
+        let lavapipe = RadixShape::fitting(8, 32 * 1024, 1024).unwrap();
+        assert_eq!((lavapipe.workgroup_size, lavapipe.tile()), (64, 1024));
+        // Less shared memory: smaller tiles, never an overflowing shape.
+        let small = RadixShape::fitting(32, 16 * 1024, 1024).unwrap();
+        assert!(small.per_invocation < MAX_PER_INVOCATION);
+        assert!(RadixShape::fitting(32, 1024, 1024).is_none());
+        assert!(RadixShape::fitting(24, 48 * 1024, 1024).is_none());
+        let sources = [
+            RadixSource::Input {
+                dtype: DType::F32,
+                payload: Payload::Bits,
+            },
+            RadixSource::Input {
+                dtype: DType::S8,
+                payload: Payload::Position,
+            },
+            RadixSource::Items,
+        ];
+        let destinations = [
+            RadixDestination::Items,
+            RadixDestination::Values { element_bytes: 2 },
+            RadixDestination::Positions { dtype: DType::S64 },
+        ];
+        for (subgroup_size, shared) in [(8, 32), (32, 48), (64, 64), (128, 64)] {
+            let shape = RadixShape::fitting(subgroup_size, shared * 1024, 1024).unwrap();
+            assert!(shape.scatter_shared_bytes() <= shared * 1024, "{shape:?}");
+            let compile = |name: String, shader: Option<String>| {
+                nxvk_glsl::compile_compute(&name, &shader.unwrap())
+                    .unwrap_or_else(|error| panic!("{name}: {error}"));
+            };
+            compile(
+                kernel_name("scan", shape, RadixSource::Items, None),
+                Some(scan_shader(shape)),
+            );
+            for source in sources {
+                compile(
+                    kernel_name("count", shape, source, None),
+                    count_shader(shape, source),
+                );
+                for destination in destinations {
+                    compile(
+                        kernel_name("scatter", shape, source, Some(destination)),
+                        scatter_shader(shape, source, destination),
+                    );
+                }
+            }
+        }
+    }
 }
