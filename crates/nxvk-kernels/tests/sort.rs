@@ -1,7 +1,9 @@
 //! Sorting against a stable host sort with Nx's order (NaN above +infinity, -0.0 equal to
 //! 0.0): sort and argsort on every axis of random shapes (empty and rank 0 included), both
 //! directions, every real byte-sized dtype, inputs full of ties; rows longer than the
-//! shared-memory block (global network steps); top_k; and stability checked explicitly.
+//! shared-memory block (global network steps); a few long rows (the radix sort: lengths
+//! around its tiles, one to four passes, top_k through its items); top_k; and stability
+//! checked explicitly. `sort_radix_path.rs` pins which rows take the radix path.
 
 mod common;
 
