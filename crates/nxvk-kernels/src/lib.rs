@@ -73,6 +73,8 @@ mod scan_codegen;
 pub mod select;
 pub mod sort;
 mod sort_codegen;
+mod sort_radix;
+mod sort_radix_codegen;
 pub mod types;
 pub mod window;
 

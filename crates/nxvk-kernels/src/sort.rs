@@ -10,14 +10,15 @@
 //! invocation holding the 16 items they connect in registers. No invocation loops more than
 //! a few times, whatever the row length (2^24 and beyond).
 //!
-//! One row of keys of up to 32 bits (the common `sort` of a long vector) sorts instead by a
-//! stable LSD radix sort on the key bits, 4 bits per pass (count per tile, one scan, stable
-//! scatter): eight passes over the items instead of the network's O(log^2 n) steps.
+//! Up to 16 rows of at least 2,049 elements with keys of up to 32 bits (the common `sort` of
+//! a long vector) sort instead by a stable LSD radix sort (`sort_radix.rs`): 8-bit digits, one pass
+//! per key byte, reading the input in its first pass and writing the values or positions in
+//! its last; top_k takes its items.
 //!
 //! Keys follow Nx's order: NaN above +infinity (last ascending, first descending), and -0.0
-//! equal to 0.0 (their input order is kept). Not done yet: radix for many rows or 64-bit keys
-//! (the row or a second key word would join the digits), 8-bit digits with a decoupled
-//! look-back scan (half the passes), and a merge sort (data-dependent partitioning).
+//! equal to 0.0 (their input order is kept). Keys are as wide as the dtype. Not done yet:
+//! radix for many rows or 64-bit keys (the row or a second key word would join the digits),
+//! and a merge sort (data-dependent partitioning).
 //!
 //! The sorted axis is moved last (a transposing copy) and back; complex tensors are rejected
 //! as Nx rejects them; 8-bit floats and sub-byte integers are `Unsupported`.
@@ -25,10 +26,11 @@
 use crate::launch::poison_output;
 use crate::movement;
 use crate::sort_codegen::{
-    Finish, MAX_GLOBAL_STEPS, RADIX_BITS, RADIX_TILE, SORT_BLOCK, SORT_WORKGROUP_SIZE,
-    finish_shader, global_shader, keys_shader, local_shader, radix_count_shader, radix_scan_shader,
-    radix_scatter_shader, wide_keys,
+    Finish, MAX_GLOBAL_STEPS, SORT_BLOCK, SORT_WORKGROUP_SIZE, finish_shader, global_shader,
+    keys_shader, local_shader, wide_keys,
 };
+use crate::sort_radix::{radix_applies, radix_sort_rows};
+use crate::sort_radix_codegen::RadixDestination;
 use nxvk_core::{BufferAccess, DType, Device, DeviceBuffer, Error, Result, Tensor};
 use std::sync::Arc;
 
@@ -100,13 +102,17 @@ fn inverse(permutation: &[usize]) -> Vec<usize> {
     inverse
 }
 
-/// Checks the operand and sorts its rows along `axis` as items.
-fn sort_rows(
-    op: &'static str,
-    input: &Tensor,
-    axis: usize,
-    direction: Direction,
-) -> Result<(Vec<usize>, SortedRows)> {
+/// The input's rows along the sort axis: the axis moved last, contiguous.
+struct Rows {
+    /// The permutation that moved the axis last.
+    permutation: Vec<usize>,
+    tensor: Tensor,
+    rows: usize,
+    row_length: usize,
+}
+
+/// Checks the operand and lays its rows along `axis` out contiguously.
+fn prepare(op: &'static str, input: &Tensor, axis: usize) -> Result<Rows> {
     let dtype = input.dtype();
     if dtype.is_complex() {
         return Err(bad(op, input, "complex numbers have no order".into()));
@@ -133,22 +139,40 @@ fn sort_rows(
             format!("axis {axis} out of range for rank {rank}"),
         ));
     }
-    let (permutation, rows_tensor) = axis_last(input, axis)?;
+    let (permutation, tensor) = axis_last(input, axis)?;
     let row_length = input.shape()[axis];
     let rows = input.n_elements().checked_div(row_length).unwrap_or(0);
+    Ok(Rows {
+        permutation,
+        tensor,
+        rows,
+        row_length,
+    })
+}
+
+/// Sorts the rows as items (key, position), padded to a power of two per row: by radix for
+/// a few long rows, by the bitonic network otherwise.
+fn sort_rows(op: &'static str, rows: Rows, direction: Direction) -> Result<SortedRows> {
+    let Rows {
+        tensor: rows_tensor,
+        rows,
+        row_length,
+        ..
+    } = rows;
+    let dtype = rows_tensor.dtype();
     let padded = row_length.max(1).next_power_of_two();
     let block = SORT_BLOCK as usize;
     let total = (rows * padded).div_ceil(block) * block;
     if total > (u32::MAX / 2) as usize || padded > (1 << 31) {
         return Err(bad(
             op,
-            input,
+            &rows_tensor,
             format!("{total} padded items exceed the sort's 32-bit positions"),
         ));
     }
     let wide = wide_keys(dtype);
     let item_bytes = if wide { 16 } else { 8 };
-    let device = input.device();
+    let device = rows_tensor.device().clone();
     let items = device.alloc(op, (total.max(1) * item_bytes) as u64)?;
     let sorted = SortedRows {
         rows_tensor,
@@ -158,10 +182,50 @@ fn sort_rows(
         row_length,
         log2_padded: padded.trailing_zeros(),
     };
-    if total > 0 {
-        run_network(op, device, &sorted, total as u32, padded as u32, direction)?;
+    if radix_applies(&device, dtype, rows, row_length) {
+        radix_sort_rows(
+            op,
+            &sorted.rows_tensor,
+            row_length,
+            direction,
+            RadixDestination::Items,
+            &sorted.items,
+            sorted.items.device_address(),
+            (padded * item_bytes) as u64,
+        )?;
+    } else if total > 0 {
+        run_network(op, &device, &sorted, total as u32, padded as u32, direction)?;
     }
-    Ok((permutation, sorted))
+    Ok(sorted)
+}
+
+/// Sorts a few long rows by radix straight into a fresh tensor of `dtype` (the values or the
+/// positions, as `destination` says), with the axis moved back: `None` when the rows do not
+/// sort by radix.
+fn radix_result(
+    op: &'static str,
+    rows: &Rows,
+    direction: Direction,
+    destination: RadixDestination,
+    dtype: DType,
+    original_shape: &[usize],
+) -> Result<Option<Tensor>> {
+    let device = rows.tensor.device();
+    if !radix_applies(device, rows.tensor.dtype(), rows.rows, rows.row_length) {
+        return Ok(None);
+    }
+    let output = Tensor::empty(device, dtype, rows.tensor.shape())?;
+    radix_sort_rows(
+        op,
+        &rows.tensor,
+        rows.row_length,
+        direction,
+        destination,
+        output.buffer(),
+        output.device_address().unwrap_or_default(),
+        (rows.row_length * (dtype.bits() / 8) as usize) as u64,
+    )?;
+    restore_axis(output, &rows.permutation, original_shape).map(Some)
 }
 
 /// Records the key pass and the whole network over `total` items in rows of `padded`.
@@ -201,9 +265,6 @@ fn run_network(
             BufferAccess::Write(&sorted.items),
         ],
     )?;
-    if !sorted.wide && sorted.rows == 1 && padded >= RADIX_MIN_ITEMS {
-        return radix_sort(op, device, &sorted.items, total);
-    }
     let suffix = if sorted.wide { "wide" } else { "packed" };
     let local = device.kernel_from_glsl(
         &format!("sort_local_{suffix}"),
@@ -246,67 +307,6 @@ fn run_network(
         }
         local_step(stage)?;
         stage *= 2;
-    }
-    Ok(())
-}
-
-/// Rows at least this long (padded) with keys of up to 32 bits sort by radix, not by the
-/// network (when there is one row).
-const RADIX_MIN_ITEMS: u32 = 4096;
-
-/// A stable LSD radix sort of `total` packed items on their keys (the high words), 4 bits per
-/// pass: per pass, a count of each digit per tile, one exclusive scan over (digit, tile), and
-/// a stable scatter. Eight passes (even) leave the items back in `items`.
-fn radix_sort(
-    op: &'static str,
-    device: &Arc<Device>,
-    items: &DeviceBuffer,
-    total: u32,
-) -> Result<()> {
-    let tiles = total.div_ceil(RADIX_TILE);
-    let entries = tiles * (1 << RADIX_BITS);
-    let counts = device.alloc(op, u64::from(entries) * 4)?;
-    let alternate = device.alloc(op, u64::from(total) * 8)?;
-    let count = device.kernel_from_glsl("sort_radix_count", &radix_count_shader(), &[])?;
-    let scan = device.kernel_from_glsl("sort_radix_scan", &radix_scan_shader(), &[])?;
-    let scatter = device.kernel_from_glsl("sort_radix_scatter", &radix_scatter_shader(), &[])?;
-    let workgroups = tiles.clamp(1, device.capabilities().max_workgroup_count[0]);
-    let (mut from, mut to) = (items, &alternate);
-    for pass in 0..32 / RADIX_BITS {
-        let shift = pass * RADIX_BITS;
-        device.dispatch(
-            &count,
-            [workgroups, 1, 1],
-            &push_words(
-                &[from.device_address(), counts.device_address()],
-                &[total, tiles, shift],
-            ),
-            &[BufferAccess::Read(from), BufferAccess::Write(&counts)],
-        )?;
-        device.dispatch(
-            &scan,
-            [1, 1, 1],
-            &push_words(&[counts.device_address()], &[entries]),
-            &[BufferAccess::Write(&counts)],
-        )?;
-        device.dispatch(
-            &scatter,
-            [workgroups, 1, 1],
-            &push_words(
-                &[
-                    from.device_address(),
-                    to.device_address(),
-                    counts.device_address(),
-                ],
-                &[total, tiles, shift],
-            ),
-            &[
-                BufferAccess::Read(from),
-                BufferAccess::Read(&counts),
-                BufferAccess::Write(to),
-            ],
-        )?;
-        std::mem::swap(&mut from, &mut to);
     }
     Ok(())
 }
@@ -368,6 +368,12 @@ fn finish(
             ],
         )?;
     }
+    restore_axis(output, permutation, original_shape)
+}
+
+/// Moves the sorted axis of `output` back where `permutation` took it from, and gives a rank-0
+/// input its shape back.
+fn restore_axis(output: Tensor, permutation: &[usize], original_shape: &[usize]) -> Result<Tensor> {
     let restored = if permutation.len() > 1 && permutation.last() != Some(&(permutation.len() - 1))
     {
         movement::transpose(&output, &inverse(permutation))?
@@ -384,8 +390,15 @@ fn finish(
 /// Nx's `sort` along `axis` (stable).
 pub fn sort(input: &Tensor, axis: usize, direction: Direction) -> Result<Tensor> {
     const OP: &str = "sort";
-    let (permutation, sorted) = sort_rows(OP, input, axis, direction)?;
+    let rows = prepare(OP, input, axis)?;
     let element_bytes = input.dtype().bits() / 8;
+    let values = RadixDestination::Values { element_bytes };
+    if let Some(sorted) = radix_result(OP, &rows, direction, values, input.dtype(), input.shape())?
+    {
+        return Ok(sorted);
+    }
+    let permutation = rows.permutation.clone();
+    let sorted = sort_rows(OP, rows, direction)?;
     finish(
         OP,
         &sorted,
@@ -413,7 +426,14 @@ pub fn argsort(
             format!("positions cannot be written as {index_type}"),
         ));
     }
-    let (permutation, sorted) = sort_rows(OP, input, axis, direction)?;
+    let rows = prepare(OP, input, axis)?;
+    let positions = RadixDestination::Positions { dtype: index_type };
+    if let Some(sorted) = radix_result(OP, &rows, direction, positions, index_type, input.shape())?
+    {
+        return Ok(sorted);
+    }
+    let permutation = rows.permutation.clone();
+    let sorted = sort_rows(OP, rows, direction)?;
     finish(
         OP,
         &sorted,
@@ -444,7 +464,9 @@ pub fn top_k(input: &Tensor, k: usize) -> Result<(Tensor, Tensor)> {
             format!("k ({k}) exceeds the last axis ({length})"),
         ));
     }
-    let (permutation, sorted) = sort_rows(OP, input, rank - 1, Direction::Descending)?;
+    let rows = prepare(OP, input, rank - 1)?;
+    let permutation = rows.permutation.clone();
+    let sorted = sort_rows(OP, rows, Direction::Descending)?;
     let element_bytes = input.dtype().bits() / 8;
     let values = finish(
         OP,

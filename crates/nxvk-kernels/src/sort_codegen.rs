@@ -39,52 +39,87 @@ uint item_position(ITEM item) { return uint(item); }
     }
 }
 
-/// GLSL that reads element `index` of `dtype` at `base` and returns its order-preserving
-/// unsigned key (NaN above +infinity, -0.0 equal to 0.0, as Nx orders them).
-fn key_function(dtype: DType) -> Option<String> {
-    let float_key = "
-uint float_key(float value) {
-    uint bits = floatBitsToUint(value);
-    if (isnan(value)) return 0xFFFFFFFFu;
-    if ((bits & 0x7FFFFFFFu) == 0u) bits = 0u;
-    return ((bits & 0x80000000u) != 0u) ? ~bits : (bits | 0x80000000u);
+/// How a dtype's bits become its order-preserving key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyRule {
+    /// Unsigned integers: the bits are the key.
+    Unsigned,
+    /// Two's complement integers: the sign bit flipped.
+    Signed,
+    /// IEEE floats (the bits of +infinity given): NaN above +infinity, -0.0 equal to 0.0,
+    /// negatives complemented and positives with the sign bit set.
+    Float { infinity: u64 },
 }
-";
-    let (storage, body, helper) = match dtype {
-        DType::U8 => ("uint8_t", "return uint(v);", ""),
-        DType::U16 => ("uint16_t", "return uint(v);", ""),
-        DType::U32 => ("uint", "return v;", ""),
-        DType::S8 => ("int8_t", "return uint(int(v)) ^ 0x80000000u;", ""),
-        DType::S16 => ("int16_t", "return uint(int(v)) ^ 0x80000000u;", ""),
-        DType::S32 => ("int", "return uint(v) ^ 0x80000000u;", ""),
-        DType::U64 => ("uint64_t", "return v;", ""),
-        DType::S64 => ("int64_t", "return uint64_t(v) ^ 0x8000000000000000ul;", ""),
-        DType::F16 => ("float16_t", "return float_key(float(v));", float_key),
-        DType::BF16 => (
-            "uint16_t",
-            "return float_key(uintBitsToFloat(uint(v) << 16));",
-            float_key,
-        ),
-        DType::F32 => ("float", "return float_key(v);", float_key),
-        DType::F64 => (
-            "double",
-            "uint64_t bits = doubleBitsToUint64(v);
-    if (isnan(v)) return 0xFFFFFFFFFFFFFFFFul;
-    if ((bits & 0x7FFFFFFFFFFFFFFFul) == 0ul) bits = 0ul;
-    return ((bits & 0x8000000000000000ul) != 0ul) ? ~bits : (bits | 0x8000000000000000ul);",
-            "",
-        ),
+
+/// The bits of `dtype`'s sort key (its width: 8, 16, 32 or 64) and its rule, or `None` for
+/// dtypes without an order (complex) or without keys yet (sub-byte, 8-bit floats).
+fn key_rule(dtype: DType) -> Option<(u32, KeyRule)> {
+    let rule = match dtype {
+        DType::U8 | DType::U16 | DType::U32 | DType::U64 => KeyRule::Unsigned,
+        DType::S8 | DType::S16 | DType::S32 | DType::S64 => KeyRule::Signed,
+        DType::F16 => KeyRule::Float { infinity: 0x7C00 },
+        DType::BF16 => KeyRule::Float { infinity: 0x7F80 },
+        DType::F32 => KeyRule::Float {
+            infinity: 0x7F80_0000,
+        },
+        DType::F64 => KeyRule::Float {
+            infinity: 0x7FF0_0000_0000_0000,
+        },
         _ => return None,
     };
-    let key = if wide_keys(dtype) { "uint64_t" } else { "uint" };
-    let bytes = dtype.bits() / 8;
+    Some((dtype.bits(), rule))
+}
+
+/// The number of bits of `dtype`'s sort keys (keys are exactly as wide as the dtype, so
+/// narrow dtypes need fewer radix passes), or `None` when it has none.
+pub(crate) fn key_bits(dtype: DType) -> Option<u32> {
+    key_rule(dtype).map(|(bits, _)| bits)
+}
+
+/// GLSL that reads an element of `dtype` and returns its order-preserving unsigned key, as
+/// wide as the dtype (NaN above +infinity, -0.0 equal to 0.0, as Nx orders them):
+/// `element_bits(address)` (the element's bits, zero-extended), `key_of_bits(bits)` and
+/// `read_key(address)`. Keys of up to 32 bits are `uint`, 64-bit keys `uint64_t`.
+pub(crate) fn key_function(dtype: DType) -> Option<String> {
+    let (bits, rule) = key_rule(dtype)?;
+    let (key, suffix) = if bits == 64 {
+        ("uint64_t", "ul")
+    } else {
+        ("uint", "u")
+    };
+    let storage = match bits {
+        8 => "uint8_t",
+        16 => "uint16_t",
+        32 => "uint",
+        _ => "uint64_t",
+    };
+    let sign = 1u64 << (bits - 1);
+    let mask = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    let body = match rule {
+        KeyRule::Unsigned => "return bits;".to_owned(),
+        KeyRule::Signed => format!("return bits ^ {sign:#x}{suffix};"),
+        KeyRule::Float { infinity } => {
+            let magnitude = sign - 1;
+            format!(
+                "if ((bits & {magnitude:#x}{suffix}) > {infinity:#x}{suffix}) return {mask:#x}{suffix};
+    if ((bits & {magnitude:#x}{suffix}) == 0{suffix}) bits = 0{suffix};
+    return ((bits & {sign:#x}{suffix}) != 0{suffix}) ? (~bits & {mask:#x}{suffix}) : (bits | {sign:#x}{suffix});"
+            )
+        }
+    };
+    let bytes = bits / 8;
     Some(format!(
-        "{helper}
+        "
 layout(buffer_reference, scalar, buffer_reference_align = {bytes}) readonly buffer Element {{ {storage} v; }};
-{key} read_key(uint64_t address) {{
-    {storage} v = Element(address).v;
+{key} element_bits(uint64_t address) {{ return {key}(Element(address).v); }}
+{key} key_of_bits({key} bits) {{
     {body}
 }}
+{key} read_key(uint64_t address) {{ return key_of_bits(element_bits(address)); }}
 "
     ))
 }
@@ -281,7 +316,7 @@ void main() {{
 }
 
 /// The GLSL storage type of an integer dtype, for argsort's positions.
-fn integer_storage(dtype: DType) -> Option<&'static str> {
+pub(crate) fn integer_storage(dtype: DType) -> Option<&'static str> {
     Some(match dtype {
         DType::S8 => "int8_t",
         DType::S16 => "int16_t",
@@ -369,173 +404,4 @@ void main() {{
         prelude = item_prelude(wide),
     );
     Some(shader)
-}
-
-/// Items per tile of the radix passes: 256 invocations holding 16 consecutive items each.
-pub(crate) const RADIX_TILE: u32 = 4096;
-
-/// Bits per radix digit (16 bins: counts pack two 16-bit fields per word).
-pub(crate) const RADIX_BITS: u32 = 4;
-
-/// GLSL shared by the radix kernels: each invocation loads its 16 consecutive items of a tile
-/// and counts their digits (of the key, the item's high word) in eight words of two 16-bit
-/// fields, noting each item's rank among its own earlier items of the same digit.
-const RADIX_PRELUDE: &str = "
-layout(local_size_x = 256) in;
-layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Items { uint64_t v; };
-layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Words { uint v; };
-const uint PER_INVOCATION = 16u;
-const uint NO_DIGIT = 16u;
-
-uint field(uint packed[8], uint digit) { return (packed[digit >> 1u] >> ((digit & 1u) * 16u)) & 0xFFFFu; }
-";
-
-/// Counts the digits at `shift` per tile: `counts[digit * tiles + tile]`.
-pub(crate) fn radix_count_shader() -> String {
-    format!(
-        "{RADIX_PRELUDE}
-layout(push_constant, scalar) uniform Push {{
-    uint64_t items;
-    uint64_t counts;
-    uint total;
-    uint tiles;
-    uint shift;
-}} push;
-shared uint tile_counts[16];
-
-void main() {{
-    for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
-        if (gl_LocalInvocationID.x < 16u) tile_counts[gl_LocalInvocationID.x] = 0u;
-        barrier();
-        uint packed[8] = uint[8](0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
-        uint first = tile * {RADIX_TILE}u + gl_LocalInvocationID.x * PER_INVOCATION;
-        for (uint i = 0u; i < PER_INVOCATION; i++) {{
-            if (first + i < push.total) {{
-                uint digit = uint(Items(push.items + uint64_t(first + i) * 8ul).v >> (32u + push.shift)) & 15u;
-                packed[digit >> 1u] += 1u << ((digit & 1u) * 16u);
-            }}
-        }}
-        for (uint digit = 0u; digit < 16u; digit++) {{
-            uint count = subgroupAdd(field(packed, digit));
-            if (subgroupElect() && count != 0u) atomicAdd(tile_counts[digit], count);
-        }}
-        barrier();
-        if (gl_LocalInvocationID.x < 16u) {{
-            Words(push.counts + uint64_t(gl_LocalInvocationID.x * push.tiles + tile) * 4ul).v =
-                tile_counts[gl_LocalInvocationID.x];
-        }}
-        barrier();
-    }}
-}}
-"
-    )
-}
-
-/// Replaces `entries` counts by their exclusive prefix sums, in one workgroup: blocks of 4,096
-/// counts (16 consecutive per invocation, loaded together), scanned in shared memory, each
-/// block carrying the previous blocks' total.
-pub(crate) fn radix_scan_shader() -> String {
-    format!(
-        "{RADIX_PRELUDE}
-layout(push_constant, scalar) uniform Push {{
-    uint64_t counts;
-    uint entries;
-}} push;
-shared uint partial[256];
-
-void main() {{
-    uint lane = gl_LocalInvocationID.x;
-    uint carry = 0u;
-    for (uint block = 0u; block < push.entries; block += 256u * PER_INVOCATION) {{
-        uint begin = block + lane * PER_INVOCATION;
-        uint values[PER_INVOCATION];
-        uint sum = 0u;
-        for (uint i = 0u; i < PER_INVOCATION; i++) {{
-            values[i] = (begin + i < push.entries) ? Words(push.counts + uint64_t(begin + i) * 4ul).v : 0u;
-            sum += values[i];
-        }}
-        partial[lane] = sum;
-        barrier();
-        for (uint offset = 1u; offset < 256u; offset <<= 1u) {{
-            uint value = partial[lane] + (lane >= offset ? partial[lane - offset] : 0u);
-            barrier();
-            partial[lane] = value;
-            barrier();
-        }}
-        uint running = carry + partial[lane] - sum;
-        carry += partial[255];
-        barrier();
-        for (uint i = 0u; i < PER_INVOCATION; i++) {{
-            if (begin + i < push.entries) Words(push.counts + uint64_t(begin + i) * 4ul).v = running;
-            running += values[i];
-        }}
-    }}
-}}
-"
-    )
-}
-
-/// Moves each item to its place for the digit at `shift`: the digit's scanned offset for the
-/// tile, plus the counts of that digit in earlier invocations of the tile (a shared-memory
-/// scan of the packed counts), plus its rank among the invocation's own items. Items keep
-/// their order within a digit: the pass is stable.
-pub(crate) fn radix_scatter_shader() -> String {
-    format!(
-        "{RADIX_PRELUDE}
-layout(push_constant, scalar) uniform Push {{
-    uint64_t source;
-    uint64_t destination;
-    uint64_t offsets;
-    uint total;
-    uint tiles;
-    uint shift;
-}} push;
-shared uint scanned[8][256];
-
-void main() {{
-    uint lane = gl_LocalInvocationID.x;
-    for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
-        uint packed[8] = uint[8](0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u);
-        uint64_t items[PER_INVOCATION];
-        uint digits[PER_INVOCATION];
-        uint ranks[PER_INVOCATION];
-        uint first = tile * {RADIX_TILE}u + lane * PER_INVOCATION;
-        for (uint i = 0u; i < PER_INVOCATION; i++) {{
-            digits[i] = NO_DIGIT;
-            ranks[i] = 0u;
-            if (first + i < push.total) {{
-                items[i] = Items(push.source + uint64_t(first + i) * 8ul).v;
-                uint digit = uint(items[i] >> (32u + push.shift)) & 15u;
-                digits[i] = digit;
-                ranks[i] = field(packed, digit);
-                packed[digit >> 1u] += 1u << ((digit & 1u) * 16u);
-            }}
-        }}
-        for (uint word = 0u; word < 8u; word++) scanned[word][lane] = packed[word];
-        barrier();
-        // Inclusive scan over the invocations (fields never carry: a tile has 4096 items).
-        for (uint offset = 1u; offset < 256u; offset <<= 1u) {{
-            uint values[8];
-            for (uint word = 0u; word < 8u; word++) {{
-                values[word] = scanned[word][lane] + (lane >= offset ? scanned[word][lane - offset] : 0u);
-            }}
-            barrier();
-            for (uint word = 0u; word < 8u; word++) scanned[word][lane] = values[word];
-            barrier();
-        }}
-        uint before[8];
-        for (uint word = 0u; word < 8u; word++) before[word] = scanned[word][lane] - packed[word];
-        for (uint i = 0u; i < PER_INVOCATION; i++) {{
-            uint digit = digits[i];
-            if (digit != NO_DIGIT) {{
-                uint base = Words(push.offsets + uint64_t(digit * push.tiles + tile) * 4ul).v;
-                uint place = base + field(before, digit) + ranks[i];
-                Items(push.destination + uint64_t(place) * 8ul).v = items[i];
-            }}
-        }}
-        barrier();
-    }}
-}}
-"
-    )
 }

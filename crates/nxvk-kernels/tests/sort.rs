@@ -1,7 +1,9 @@
 //! Sorting against a stable host sort with Nx's order (NaN above +infinity, -0.0 equal to
 //! 0.0): sort and argsort on every axis of random shapes (empty and rank 0 included), both
 //! directions, every real byte-sized dtype, inputs full of ties; rows longer than the
-//! shared-memory block (global network steps); top_k; and stability checked explicitly.
+//! shared-memory block (global network steps); a few long rows (the radix sort: lengths
+//! around its tiles, one to four passes, top_k through its items); top_k; and stability
+//! checked explicitly. `sort_radix_path.rs` pins which rows take the radix path.
 
 mod common;
 
@@ -314,4 +316,163 @@ fn a_million_keys_sort_stably() {
         positions == expected,
         "the GPU order differs from a stable host sort"
     );
+}
+
+/// Shapes whose rows sort by radix: a vector, a row along the last axis, a column (the axis
+/// moved last and back), and two or three rows (sorted one after another).
+fn radix_rows_shape(length: usize, layout: u8) -> (Vec<usize>, usize) {
+    match layout % 5 {
+        0 => (vec![length], 0),
+        1 => (vec![1, length], 1),
+        2 => (vec![length, 1], 0),
+        3 => (vec![3, length], 1),
+        _ => (vec![length, 2], 0),
+    }
+}
+
+/// Lengths around the radix tiles (1,024 items on lavapipe, 4,096 with subgroups of 32) and
+/// the radix threshold (2,049), or anywhere up to four tiles of 4,096.
+fn radix_length() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        prop::sample::select(vec![
+            2048, 2049, 2050, 3071, 3072, 3073, 4095, 4096, 4097, 8191, 8192, 8193, 12287,
+        ]),
+        2049usize..16_384,
+    ]
+}
+
+/// top_k of `rows` rows (the values, row after row) against the host's stable descending
+/// order.
+fn check_top_k(dtype: DType, rows: usize, values: &[Value], k: usize) -> Result<(), String> {
+    let length = values.len() / rows;
+    let input = upload(dtype, &[rows, length], values);
+    let what = format!("{dtype} top_k {k} of {rows} x {length}");
+    let (top, positions) = sort::top_k(&input, k).map_err(|error| format!("{what}: {error}"))?;
+    let order = host_argsort(values, &[rows, length], 1, Direction::Descending);
+    let expected: Vec<usize> = order
+        .chunks(length)
+        .flat_map(|row| row[..k].to_vec())
+        .collect();
+    if positions_of(&positions) != expected {
+        return Err(format!("{what}: positions differ"));
+    }
+    let expected_values: Vec<Value> = expected
+        .iter()
+        .enumerate()
+        .map(|(slot, &position)| values[slot / k * length + position])
+        .collect();
+    check_all(dtype, Tolerance::Exact, &read(&top), &expected_values, &[])
+        .map_err(|why| format!("{what}: {why}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 16, ..ProptestConfig::default() })]
+
+    /// A few long rows (the radix sort for dtypes of up to 32 bits, the network for 64-bit
+    /// ones): sort, argsort (s32, s64 or u16 positions) and top_k of every real dtype, ties and
+    /// specials (NaN, +-0.0, +-infinity) included, both directions.
+    #[test]
+    fn long_rows_match_a_stable_host_sort(
+        length in radix_length(),
+        layout in any::<u8>(),
+        descending in any::<bool>(),
+        k_fraction in 0.0f64..1.0,
+        seed in any::<u64>(),
+    ) {
+        let mut rng = SplitMix(seed);
+        let direction = if descending { Direction::Descending } else { Direction::Ascending };
+        let (shape, axis) = radix_rows_shape(length, layout);
+        for dtype in real_dtypes() {
+            if let Err(why) = check(dtype, &shape, axis, direction, &mut rng) {
+                prop_assert!(false, "{}", why);
+            }
+        }
+        let rows = 1 + usize::from(layout % 2);
+        let values: Vec<Value> =
+            (0..rows * length).map(|_| tie_value(DType::F32, &mut rng)).collect();
+        let k = ((length as f64 * k_fraction) as usize).max(1);
+        if let Err(why) = check_top_k(DType::F32, rows, &values, k) {
+            prop_assert!(false, "{}", why);
+        }
+    }
+}
+
+/// Every tile boundary the radix passes meet, on both kinds of device, with keys spread over
+/// all four bytes (random wide values) and with few distinct keys.
+#[test]
+fn radix_tile_boundaries() {
+    let mut rng = SplitMix(11);
+    for length in [2049, 3071, 3072, 3073, 4095, 4096, 4097, 8191, 8193, 12289] {
+        for (dtype, direction) in [
+            (DType::F32, Direction::Ascending),
+            (DType::S32, Direction::Descending),
+            (DType::BF16, Direction::Ascending),
+            (DType::S8, Direction::Descending),
+        ] {
+            check(dtype, &[length], 0, direction, &mut rng).unwrap();
+        }
+    }
+}
+
+/// Stability of the radix path, explicitly: keys with three distinct values keep their input
+/// order within each value, for 8-, 16- and 32-bit keys (one, two and four passes) and s64
+/// positions.
+#[test]
+fn radix_ties_keep_their_input_order() {
+    let device = device();
+    let length = 5000;
+    let keys: Vec<u16> = (0..length).map(|i| [7u16, 3, 7, 900][i % 4]).collect();
+    for (dtype, bytes) in [
+        (
+            DType::U8,
+            keys.iter().map(|&k| k as u8).collect::<Vec<u8>>(),
+        ),
+        (
+            DType::U16,
+            keys.iter().flat_map(|k| k.to_le_bytes()).collect(),
+        ),
+        (
+            DType::U32,
+            keys.iter()
+                .flat_map(|&k| u32::from(k).to_le_bytes())
+                .collect(),
+        ),
+    ] {
+        let input = Tensor::from_bytes(&device, dtype, &[length], &bytes).unwrap();
+        let key_of = |position: usize| match dtype {
+            DType::U8 => u16::from(keys[position] as u8),
+            _ => keys[position],
+        };
+        for direction in [Direction::Ascending, Direction::Descending] {
+            let positions = sort::argsort(&input, 0, direction, DType::S64)
+                .unwrap()
+                .to_vec::<i64>()
+                .unwrap();
+            let mut expected: Vec<i64> = (0..length as i64).collect();
+            match direction {
+                Direction::Ascending => expected.sort_by_key(|&p| key_of(p as usize)),
+                Direction::Descending => {
+                    expected.sort_by_key(|&p| std::cmp::Reverse(key_of(p as usize)))
+                }
+            }
+            assert_eq!(positions, expected, "{dtype} {direction:?}");
+        }
+    }
+}
+
+/// Null arm for the value comparison of the radix path: the sorted values of a long row of
+/// +0.0 and -0.0 pass the exact check, and fail it once two zeros of different signs are
+/// swapped (the check sees the order of equal keys, not only their value).
+#[test]
+fn the_value_check_sees_the_order_of_equal_zeros() {
+    let length = 3000;
+    let values: Vec<Value> = (0..length)
+        .map(|i| Value::Float(if i % 3 == 0 { -0.0 } else { 0.0 }))
+        .collect();
+    let input = upload(DType::F32, &[length], &values);
+    let sorted = read(&sort::sort(&input, 0, Direction::Ascending).unwrap());
+    check_all(DType::F32, Tolerance::Exact, &sorted, &values, &[]).unwrap();
+    let mut swapped = sorted.clone();
+    swapped.swap(0, 1);
+    assert!(check_all(DType::F32, Tolerance::Exact, &swapped, &values, &[]).is_err());
 }
