@@ -62,6 +62,7 @@ pub mod linalg;
 pub mod movement;
 mod movement_codegen;
 pub mod op_table;
+mod operand_errors;
 pub mod ops;
 pub mod random;
 pub mod reduce;
