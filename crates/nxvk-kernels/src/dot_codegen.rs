@@ -33,6 +33,27 @@ use crate::codegen::{
 };
 use crate::op_table::Elem;
 
+/// The push constants of every GEMM kernel (the tiled and the cooperative-matrix ones), in
+/// the order `dot.rs` writes them.
+pub(crate) const GEMM_PUSH_CONSTANTS: &str = "layout(push_constant, scalar) uniform Push {
+    uint64_t a;
+    uint64_t b;
+    uint64_t c;
+    uint m;
+    uint n;
+    uint k;
+    uint batches;
+    uint a_batch_stride;
+    uint a_m_stride;
+    uint a_k_stride;
+    uint b_batch_stride;
+    uint b_k_stride;
+    uint b_n_stride;
+    uint k_per_split;
+    uint splits;
+    uint64_t params;
+} push;";
+
 /// Bytes of the GEMM kernels' push constants: three addresses, twelve words, then the address
 /// of the convolution parameter block (zero for plain GEMMs).
 pub const GEMM_PUSH_CONSTANT_BYTES: usize = 24 + 12 * 4 + 8;
@@ -229,24 +250,7 @@ layout(local_size_x = {invocations}) in;
 layout(buffer_reference, scalar, buffer_reference_align = {input_bytes}) readonly buffer Element {{ {input_storage} v; }};
 layout(buffer_reference, scalar, buffer_reference_align = {vector_align}) readonly buffer Element4 {{ {vector_type} v; }};
 layout(buffer_reference, scalar, buffer_reference_align = {output_bytes}) writeonly buffer Output {{ {output_storage} v; }};
-layout(push_constant, scalar) uniform Push {{
-    uint64_t a;
-    uint64_t b;
-    uint64_t c;
-    uint m;
-    uint n;
-    uint k;
-    uint batches;
-    uint a_batch_stride;
-    uint a_m_stride;
-    uint a_k_stride;
-    uint b_batch_stride;
-    uint b_k_stride;
-    uint b_n_stride;
-    uint k_per_split;
-    uint splits;
-    uint64_t params;
-}} push;
+{GEMM_PUSH_CONSTANTS}
 {bf16}
 // Staged slices, K-major; each row padded so that staging stores along K fall in different
 // banks.

@@ -13,6 +13,7 @@
 //! the tiled template.
 
 use crate::codegen::{storage_bytes, storage_type};
+use crate::dot_codegen::GEMM_PUSH_CONSTANTS;
 use crate::op_table::Elem;
 use nxvk_core::Capabilities;
 
@@ -98,24 +99,7 @@ pub fn cooperative_shader(
 layout(local_size_x = {invocations}) in;
 layout(buffer_reference, scalar, buffer_reference_align = 16) readonly buffer Halves {{ float16_t v[]; }};
 layout(buffer_reference, scalar, buffer_reference_align = 16) writeonly buffer Outputs {{ {output_storage} v[]; }};
-layout(push_constant, scalar) uniform Push {{
-    uint64_t a;
-    uint64_t b;
-    uint64_t c;
-    uint m;
-    uint n;
-    uint k;
-    uint batches;
-    uint a_batch_stride;
-    uint a_m_stride;
-    uint a_k_stride;
-    uint b_batch_stride;
-    uint b_k_stride;
-    uint b_n_stride;
-    uint k_per_split;
-    uint splits;
-    uint64_t params;
-}} push;
+{GEMM_PUSH_CONSTANTS}
 
 void main() {{
     uint subgroup_m = gl_SubgroupID / SUBGROUPS_N;
