@@ -16,13 +16,6 @@ use nxvk_kernels::conv::{ConvOptions, conv, result_dtype};
 use nxvk_kernels::reference::{self, Value};
 use proptest::prelude::*;
 
-fn cases() -> u32 {
-    std::env::var("NXVK_TEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(32)
-}
-
 /// Moderate values (a conv sums many products), now and then NaN or an infinity.
 fn conv_value(dtype: DType, specials: bool, rng: &mut SplitMix) -> Value {
     if !dtype.is_float() {
@@ -334,7 +327,7 @@ fn random_problem(rng: &mut SplitMix) -> (Vec<usize>, Vec<usize>, ConvOptions) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases_or(32), ..ProptestConfig::default() })]
 
     #[test]
     fn conv_matches_the_reference(seed in any::<u64>()) {

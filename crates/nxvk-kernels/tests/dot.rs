@@ -18,13 +18,6 @@ use nxvk_kernels::elem_of;
 use nxvk_kernels::reference::{self, Value};
 use proptest::prelude::*;
 
-fn cases() -> u32 {
-    std::env::var("NXVK_TEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(48)
-}
-
 /// One dot problem: shapes and axis lists.
 #[derive(Debug, Clone)]
 struct Case {
@@ -267,7 +260,7 @@ fn gpu_dtypes() -> Vec<DType> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases_or(48), ..ProptestConfig::default() })]
 
     #[test]
     fn dot_matches_the_reference(seed in any::<u64>()) {

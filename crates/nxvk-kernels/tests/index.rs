@@ -13,13 +13,6 @@ use nxvk_kernels::reference::{self, Value};
 use nxvk_kernels::{BinaryOp, types};
 use proptest::prelude::*;
 
-fn cases() -> u32 {
-    std::env::var("NXVK_TEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(24)
-}
-
 fn value_dtypes() -> Vec<DType> {
     let mut dtypes: Vec<DType> = nxvk_kernels::ops::native_dtypes().collect();
     dtypes.extend([DType::C64, DType::C128]);
@@ -36,22 +29,6 @@ const INDEX_DTYPES: [DType; 8] = [
     DType::U32,
     DType::U64,
 ];
-
-fn coordinates(shape: &[usize], mut index: usize) -> Vec<usize> {
-    let mut coordinates = vec![0; shape.len()];
-    for axis in (0..shape.len()).rev() {
-        coordinates[axis] = index % shape[axis];
-        index /= shape[axis];
-    }
-    coordinates
-}
-
-fn linear(shape: &[usize], coordinates: &[usize]) -> usize {
-    coordinates
-        .iter()
-        .zip(shape)
-        .fold(0, |acc, (&coordinate, &size)| acc * size + coordinate)
-}
 
 /// An index tensor of `shape` with values in [-2, bound + 2) (out of range on both sides),
 /// stored as `dtype`; returns it and its stored values clamped into [0, bound).
@@ -111,11 +88,7 @@ struct Case {
 fn case() -> impl Strategy<Value = Case> {
     (
         prop::collection::vec(1usize..5, 1..=3),
-        prop_oneof![
-            Just(ViewKind::Contiguous),
-            Just(ViewKind::Transposed),
-            Just(ViewKind::Sliced)
-        ],
+        any_view_kind(),
         any::<u64>(),
     )
         .prop_map(|(shape, view, seed)| Case { shape, view, seed })
@@ -431,7 +404,7 @@ fn check_scatters(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), S
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases_or(24), max_shrink_iters: 32, ..ProptestConfig::default() })]
 
     #[test]
     fn gathers_match_the_host(case in case()) {

@@ -10,34 +10,10 @@ use nxvk_kernels::movement;
 use nxvk_kernels::reference::{self, Value};
 use proptest::prelude::*;
 
-/// Cases per property (`NXVK_TEST_CASES` soaks them).
-fn cases() -> u32 {
-    std::env::var("NXVK_TEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(24)
-}
-
 fn dtypes() -> Vec<DType> {
     let mut dtypes: Vec<DType> = nxvk_kernels::ops::native_dtypes().collect();
     dtypes.extend([DType::C64, DType::C128]);
     dtypes
-}
-
-fn coordinates(shape: &[usize], mut index: usize) -> Vec<usize> {
-    let mut coordinates = vec![0; shape.len()];
-    for axis in (0..shape.len()).rev() {
-        coordinates[axis] = index % shape[axis];
-        index /= shape[axis];
-    }
-    coordinates
-}
-
-fn linear(shape: &[usize], coordinates: &[usize]) -> usize {
-    coordinates
-        .iter()
-        .zip(shape)
-        .fold(0, |acc, (&coordinate, &size)| acc * size + coordinate)
 }
 
 /// The expected result of `shape`: each output coordinate maps to an input element or `fill`.
@@ -84,11 +60,7 @@ struct Case {
 fn case() -> impl Strategy<Value = Case> {
     (
         prop::collection::vec(0usize..5, 0..=4),
-        prop_oneof![
-            Just(ViewKind::Contiguous),
-            Just(ViewKind::Transposed),
-            Just(ViewKind::Sliced)
-        ],
+        any_view_kind(),
         any::<u64>(),
     )
         .prop_map(|(shape, view, seed)| {
@@ -309,7 +281,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases_or(24), max_shrink_iters: 32, ..ProptestConfig::default() })]
 
     #[test]
     fn movement_matches_host_index_arithmetic_on_every_dtype(case in case()) {

@@ -15,13 +15,6 @@ use nxvk_kernels::reference::{self, Value};
 use nxvk_kernels::window::{ScatterSelect, WindowOp, WindowOptions, window_reduce, window_scatter};
 use proptest::prelude::*;
 
-fn cases() -> u32 {
-    std::env::var("NXVK_TEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(32)
-}
-
 fn unravel(mut index: usize, sizes: &[usize]) -> Vec<usize> {
     let mut coordinates = vec![0; sizes.len()];
     for axis in (0..sizes.len()).rev() {
@@ -208,7 +201,7 @@ fn native() -> Vec<DType> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases_or(32), ..ProptestConfig::default() })]
 
     #[test]
     fn window_reductions_match_the_reference(seed in any::<u64>()) {
