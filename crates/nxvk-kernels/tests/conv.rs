@@ -67,15 +67,6 @@ fn input(
     (base.slice(&starts, shape).unwrap(), logical)
 }
 
-fn unravel(mut index: usize, sizes: &[usize]) -> Vec<usize> {
-    let mut coordinates = vec![0; sizes.len()];
-    for axis in (0..sizes.len()).rev() {
-        coordinates[axis] = index % sizes[axis];
-        index /= sizes[axis];
-    }
-    coordinates
-}
-
 fn identity(rank: usize) -> Vec<usize> {
     (0..rank).collect()
 }
@@ -142,7 +133,7 @@ fn reference_conv(
     let mut values = vec![Value::Float(0.0); n_out];
     let mut magnitudes = vec![0.0; n_out];
     for output in 0..n_out {
-        let coordinates = unravel(output, &canonical_output);
+        let coordinates = common::coordinates(&canonical_output, output);
         let (image, filter) = (coordinates[0], coordinates[1]);
         let (source_image, channel_offset) = if batch_groups > 1 {
             let group = filter / (filters / batch_groups);
@@ -155,7 +146,7 @@ fn reference_conv(
         let mut magnitude = 0.0;
         for channel in 0..group_channels {
             for position in 0..kernel_positions {
-                let kernel_coordinates = unravel(position, kernel_spatial);
+                let kernel_coordinates = common::coordinates(kernel_spatial, position);
                 // A position in the padding or between dilated input elements reads a zero,
                 // which still multiplies the kernel value (0 * inf is NaN, as in Nx).
                 let mut input_canonical = vec![source_image, channel_offset + channel];

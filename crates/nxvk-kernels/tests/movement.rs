@@ -34,20 +34,7 @@ fn expected(
 }
 
 fn compare(what: &str, output: &Tensor, shape: &[usize], expected: &[Value]) -> Result<(), String> {
-    if output.shape() != shape {
-        return Err(format!(
-            "{what}: shape {:?}, expected {shape:?}",
-            output.shape()
-        ));
-    }
-    check_all(
-        output.dtype(),
-        Tolerance::Exact,
-        &read(output),
-        expected,
-        &[],
-    )
-    .map_err(|why| format!("{what} on {}: {why}", output.dtype()))
+    check_output(what, output, shape, expected, Tolerance::Exact)
 }
 
 #[derive(Debug, Clone)]

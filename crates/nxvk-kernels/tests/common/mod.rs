@@ -352,3 +352,22 @@ pub fn check_all(
     }
     Ok(())
 }
+
+/// Checks `output`'s shape against `shape` and its elements against `expected` within
+/// `tolerance`; the error names `what`, the dtype and the first differing element.
+pub fn check_output(
+    what: &str,
+    output: &Tensor,
+    shape: &[usize],
+    expected: &[Value],
+    tolerance: Tolerance,
+) -> Result<(), String> {
+    if output.shape() != shape {
+        return Err(format!(
+            "{what}: shape {:?}, expected {shape:?}",
+            output.shape()
+        ));
+    }
+    check_all(output.dtype(), tolerance, &read(output), expected, &[])
+        .map_err(|why| format!("{what} on {}: {why}", output.dtype()))
+}
