@@ -24,7 +24,7 @@
 #[allow(dead_code)]
 mod model;
 
-use nxvk_core::{Context, DType, Device, Result, Tensor};
+use nxvk_core::{DType, Device, Result, Tensor};
 use nxvk_fusion::{Graph, GraphBuilder, PlanCache};
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
 use std::sync::Arc;
@@ -36,14 +36,14 @@ use std::time::{Duration, Instant};
 #[allow(dead_code)]
 mod bench_harness;
 use bench_harness::{
-    Arguments, Record, Workload, gpu_median, random_f32_tensor, run_workloads, wall_median,
+    Arguments, Record, Workload, gpu_median, open_context, random_f32_tensor, run_workloads,
+    wall_median,
 };
 
 fn main() {
     let arguments = Arguments::from_command_line();
     let quick = arguments.quick;
-    let context = Context::new().expect("a Vulkan device");
-    eprintln!("{{\"device\": {:?}}}", context.capabilities().summary());
+    let context = open_context();
     let device = context.device().expect("device");
     let cache = PlanCache::new(&device);
     eprintln!("{{\"plan_options\": \"{:?}\"}}", cache.options());

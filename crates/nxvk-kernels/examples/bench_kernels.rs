@@ -8,7 +8,7 @@
 //! transfers) with the wall clock, as the torch peer times them. `--quick` shrinks the large
 //! workloads (and renames them by size) so lavapipe can run them as a regression check.
 
-use nxvk_core::{BufferAccess, Context, DType, Device, Result, Tensor};
+use nxvk_core::{BufferAccess, DType, Device, Result, Tensor};
 use nxvk_kernels::fft::{self, Transform};
 use nxvk_kernels::sort::{self, Direction};
 use nxvk_kernels::{
@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 // The harness shared with nxvk-fusion's bench_fusion.
 mod bench_harness;
 use bench_harness::{
-    Arguments, Record, Workload, gpu_median, random_f32, random_f32_tensor, run_workloads,
-    wall_median,
+    Arguments, Record, Workload, gpu_median, open_context, random_f32, random_f32_tensor,
+    run_workloads, wall_median,
 };
 
 const ADD_VEC4: &str = "layout(local_size_x = 256) in;
@@ -50,8 +50,7 @@ void main() {
 fn main() {
     let arguments = Arguments::from_command_line();
     let quick = arguments.quick;
-    let context = Context::new().expect("a Vulkan device");
-    eprintln!("{{\"device\": {:?}}}", context.capabilities().summary());
+    let context = open_context();
     let device = context.device().expect("device");
     let bench = Bench { device, quick };
 

@@ -9,7 +9,7 @@
 //! about a hundred lines. Not every example uses every function (hence the `dead_code`
 //! allowances at the two `mod` lines).
 
-use nxvk_core::{Device, Result, Tensor};
+use nxvk_core::{Context, Device, Result, Tensor};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,6 +44,13 @@ impl Arguments {
                 .iter()
                 .any(|wanted| name == wanted || name.starts_with(&format!("{wanted}@")))
     }
+}
+
+/// The context of the device nxvk picks (`NXVK_DEVICE`), its summary printed on stderr.
+pub fn open_context() -> Context {
+    let context = Context::new().expect("a Vulkan device");
+    eprintln!("{{\"device\": {:?}}}", context.capabilities().summary());
+    context
 }
 
 /// One workload's figure.
