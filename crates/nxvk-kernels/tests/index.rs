@@ -57,10 +57,6 @@ fn make_indices(
     (tensor, clamped)
 }
 
-fn compare(what: &str, output: &Tensor, shape: &[usize], expected: &[Value]) -> Result<(), String> {
-    check_output(what, output, shape, expected, Tolerance::Exact)
-}
-
 #[derive(Debug, Clone)]
 struct Case {
     shape: Vec<usize>,
@@ -103,7 +99,7 @@ fn check_gathers(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), St
             values[linear(shape, &source)]
         })
         .collect();
-    compare(
+    check_output_exact(
         &format!("take axis {axis} indices {index_shape:?} {index_dtype}"),
         &output,
         &take_shape,
@@ -167,7 +163,7 @@ fn check_gathers(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), St
                 values[linear(shape, &source)]
             })
             .collect();
-        compare(
+        check_output_exact(
             &format!("gather axes {axes:?} rows {rows:?} {index_dtype}"),
             &output,
             &gather_shape,
@@ -195,7 +191,7 @@ fn check_gathers(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), St
             values[linear(shape, &at)]
         })
         .collect();
-    compare(
+    check_output_exact(
         &format!("take_along_axis {axis} {along_shape:?} {index_dtype}"),
         &output,
         &along_shape,
@@ -354,7 +350,7 @@ fn check_scatters(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), S
     let output = index::indexed_put(&target, &indices, &updates, Some(&axes))
         .map_err(|error| error.to_string())?;
     let want = scatter_reference(false, result_dtype, &target_cast, &geometry, &updates_cast);
-    compare(
+    check_output_exact(
         &format!("indexed_put axes {axes:?} rows {rows:?} {index_dtype}"),
         &output,
         shape,
@@ -483,10 +479,16 @@ fn compare_rejects_wrong_results() {
     let t = Tensor::from_slice(&device, &[3], &[10i32, 20, 30]).unwrap();
     let indices = Tensor::from_slice(&device, &[2], &[-5i32, 7]).unwrap();
     let output = index::take(&t, &indices, 0).unwrap();
-    assert!(compare("clamped", &output, &[2], &[Value::Int(10), Value::Int(30)]).is_ok());
+    assert!(
+        check_output_exact("clamped", &output, &[2], &[Value::Int(10), Value::Int(30)]).is_ok()
+    );
     // Wrapping (Python-style) negative indices would pick 20 for -5 mod 3 = 1.
-    assert!(compare("wrapped", &output, &[2], &[Value::Int(20), Value::Int(30)]).is_err());
-    assert!(compare("shape", &output, &[1, 2], &[Value::Int(10), Value::Int(30)]).is_err());
+    assert!(
+        check_output_exact("wrapped", &output, &[2], &[Value::Int(20), Value::Int(30)]).is_err()
+    );
+    assert!(
+        check_output_exact("shape", &output, &[1, 2], &[Value::Int(10), Value::Int(30)]).is_err()
+    );
     let floats = Tensor::from_slice(&device, &[1], &[1.0f32]).unwrap();
     let near = Tolerance::Ulps {
         ulps: 8,

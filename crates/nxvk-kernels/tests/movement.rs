@@ -33,10 +33,6 @@ fn expected(
         .collect()
 }
 
-fn compare(what: &str, output: &Tensor, shape: &[usize], expected: &[Value]) -> Result<(), String> {
-    check_output(what, output, shape, expected, Tolerance::Exact)
-}
-
 #[derive(Debug, Clone)]
 struct Case {
     shape: Vec<usize>,
@@ -74,7 +70,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
 
     // contiguous and transpose.
     let output = movement::contiguous(&input).map_err(|error| error.to_string())?;
-    compare("contiguous", &output, shape, &values)?;
+    check_output_exact("contiguous", &output, shape, &values)?;
     let mut permutation: Vec<usize> = (0..rank).collect();
     for axis in (1..rank).rev() {
         permutation.swap(axis, rng.below(axis as u64 + 1) as usize);
@@ -87,7 +83,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
         .element_indices()
         .map(|index| values[index])
         .collect();
-    compare(
+    check_output_exact(
         &format!("transpose {permutation:?}"),
         &output,
         &transposed_shape,
@@ -110,7 +106,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
                 .collect(),
         )
     });
-    compare(&format!("reverse {axes:?}"), &output, shape, &want)?;
+    check_output_exact(&format!("reverse {axes:?}"), &output, shape, &want)?;
 
     // slice with steps; starts beyond the window are clamped.
     let lengths: Vec<usize> = shape
@@ -134,7 +130,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
                 .collect(),
         )
     });
-    compare(
+    check_output_exact(
         &format!("slice {starts:?} {lengths:?} {steps:?}"),
         &output,
         &sliced_shape,
@@ -175,7 +171,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
                 })
                 .collect()
         });
-        compare(&format!("pad {config:?}"), &output, &padded_shape, &want)?;
+        check_output_exact(&format!("pad {config:?}"), &output, &padded_shape, &want)?;
     } else {
         let error = movement::pad(&input, &value, &config).unwrap_err();
         if !error.to_string().contains("pad") {
@@ -220,7 +216,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
             }
         })
         .collect();
-    compare(
+    check_output_exact(
         &format!("concatenate axis {axis}"),
         &output,
         &joined_shape,
@@ -264,7 +260,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
             }
         })
         .collect();
-    compare(&format!("put_slice {starts:?}"), &output, shape, &want)
+    check_output_exact(&format!("put_slice {starts:?}"), &output, shape, &want)
 }
 
 proptest! {
@@ -358,7 +354,7 @@ fn tiled_transposes_match_host_index_arithmetic() {
                 .map(|index| values[index])
                 .collect();
             let output = movement::transpose(&input, permutation).unwrap();
-            compare(
+            check_output_exact(
                 &format!("tiled transpose {shape:?} {permutation:?}"),
                 &output,
                 view.shape(),
@@ -380,7 +376,7 @@ fn tiled_transposes_match_host_index_arithmetic() {
         let want = expected(&[50, 36], &values, &[36, 50], None, |at| {
             Some(vec![at[1], at[0]])
         });
-        compare(
+        check_output_exact(
             "tiled transpose of a slice",
             &movement::contiguous(&view).unwrap(),
             &[50, 36],
@@ -396,7 +392,7 @@ fn tiled_transposes_match_host_index_arithmetic() {
             let (row, column) = (at[0].checked_sub(2)?, at[1].checked_sub(1)?);
             (row < 50 && column < 36).then(|| vec![column, row])
         });
-        compare("pad of a transposed view", &padded, &[53, 40], &want).unwrap();
+        check_output_exact("pad of a transposed view", &padded, &[53, 40], &want).unwrap();
     }
 }
 
@@ -405,7 +401,7 @@ fn tiled_transposes_match_host_index_arithmetic() {
 fn compare_rejects_wrong_results() {
     let device = device();
     let tensor = Tensor::from_slice(&device, &[2], &[1i32, 2]).unwrap();
-    assert!(compare("null", &tensor, &[2], &[Value::Int(1), Value::Int(2)]).is_ok());
-    assert!(compare("null", &tensor, &[2], &[Value::Int(1), Value::Int(3)]).is_err());
-    assert!(compare("null", &tensor, &[1, 2], &[Value::Int(1), Value::Int(2)]).is_err());
+    assert!(check_output_exact("null", &tensor, &[2], &[Value::Int(1), Value::Int(2)]).is_ok());
+    assert!(check_output_exact("null", &tensor, &[2], &[Value::Int(1), Value::Int(3)]).is_err());
+    assert!(check_output_exact("null", &tensor, &[1, 2], &[Value::Int(1), Value::Int(2)]).is_err());
 }

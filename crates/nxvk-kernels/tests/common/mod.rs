@@ -329,6 +329,18 @@ pub fn check_value(
     }
 }
 
+/// Checks that a result has as many elements as its reference.
+pub fn check_lengths(actual: &[Value], expected: &[Value]) -> Result<(), String> {
+    if actual.len() != expected.len() {
+        return Err(format!(
+            "{} elements, expected {}",
+            actual.len(),
+            expected.len()
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a whole result; the error names the first differing element and its inputs.
 pub fn check_all(
     dtype: DType,
@@ -337,13 +349,7 @@ pub fn check_all(
     expected: &[Value],
     inputs: &[&[Value]],
 ) -> Result<(), String> {
-    if actual.len() != expected.len() {
-        return Err(format!(
-            "{} elements, expected {}",
-            actual.len(),
-            expected.len()
-        ));
-    }
+    check_lengths(actual, expected)?;
     for (index, (&a, &e)) in actual.iter().zip(expected).enumerate() {
         check_value(dtype, tolerance, a, e).map_err(|why| {
             let operands: Vec<Value> = inputs.iter().map(|column| column[index]).collect();
@@ -370,4 +376,14 @@ pub fn check_output(
     }
     check_all(output.dtype(), tolerance, &read(output), expected, &[])
         .map_err(|why| format!("{what} on {}: {why}", output.dtype()))
+}
+
+/// [`check_output`] for results that must match their reference bit for bit.
+pub fn check_output_exact(
+    what: &str,
+    output: &Tensor,
+    shape: &[usize],
+    expected: &[Value],
+) -> Result<(), String> {
+    check_output(what, output, shape, expected, Tolerance::Exact)
 }

@@ -5,7 +5,7 @@
 // Each test binary uses part of this module.
 #![allow(dead_code)]
 
-use crate::common::{epsilon, non_finite_match};
+use crate::common::{check_lengths, epsilon, non_finite_match};
 use nxvk_core::DType;
 use nxvk_kernels::reference::{self, Value};
 
@@ -67,13 +67,7 @@ pub fn check_all(
     magnitudes: &[f64],
     k: usize,
 ) -> Result<(), String> {
-    if actual.len() != expected.len() {
-        return Err(format!(
-            "{} elements, expected {}",
-            actual.len(),
-            expected.len()
-        ));
-    }
+    check_lengths(actual, expected)?;
     for (index, ((&got, &wanted), &magnitude)) in
         actual.iter().zip(expected).zip(magnitudes).enumerate()
     {
