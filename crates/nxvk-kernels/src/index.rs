@@ -25,6 +25,7 @@
 //!   64-bit adds need `shaderBufferInt64Atomics`; without it they are `Unsupported`.
 //! - Results take `Nx.Type.merge` of the target's and the updates' types (casts run first).
 
+use crate::grid::grid_stride_workgroups;
 use crate::index_codegen::{
     INDEX_PARAMS_ADDRESS_OFFSET, INDEX_WORKGROUP_SIZE, IndexMode, index_kernel_name, index_shader,
 };
@@ -234,10 +235,7 @@ impl Walk<'_> {
         if let Some(marks) = marks {
             accesses.push(BufferAccess::Write(marks));
         }
-        let max_groups = device.capabilities().max_workgroup_count[0];
-        let groups = (count as u64)
-            .div_ceil(u64::from(INDEX_WORKGROUP_SIZE))
-            .min(u64::from(max_groups)) as u32;
+        let groups = grid_stride_workgroups(device, count as u64, INDEX_WORKGROUP_SIZE);
         device.dispatch_with_params(
             &kernel,
             [groups, 1, 1],

@@ -55,6 +55,7 @@ pub mod dot_cooperative;
 mod fallback;
 pub mod fft;
 mod fft_codegen;
+mod grid;
 pub mod index;
 mod index_codegen;
 pub mod launch;

@@ -15,6 +15,7 @@
 //! Operands of several tensors must share the dtype (callers apply Nx's type promotion first).
 
 use crate::catalog::{COPY_KERNELS, TRANSPOSE_KERNELS};
+use crate::grid::grid_stride_workgroups;
 use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::movement_codegen::{
     COPY_ELEMS, COPY_PARAMS_ADDRESS_OFFSET, COPY_PUSH_CONSTANT_BYTES, COPY_WORKGROUP_SIZE,
@@ -151,10 +152,7 @@ fn copy(
     push.extend_from_slice(&(shape.len() as u32).to_le_bytes());
     let device = output.device();
     let kernel = COPY_KERNELS[index].load(device)?;
-    let max_groups = device.capabilities().max_workgroup_count[0];
-    let groups = count
-        .div_ceil(u64::from(COPY_WORKGROUP_SIZE))
-        .min(u64::from(max_groups)) as u32;
+    let groups = grid_stride_workgroups(device, count, COPY_WORKGROUP_SIZE);
     device.dispatch_with_params(
         &kernel,
         [groups, 1, 1],

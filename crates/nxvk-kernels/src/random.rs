@@ -20,6 +20,7 @@
 //! `right_shift` and `bitwise_or`, all in the op table; Nx.Random's graph also uses `iota`,
 //! `bitcast`, a `while` loop with a tuple state, `concatenate`, `slice` and `reshape`.
 
+use crate::grid::grid_stride_workgroups;
 use crate::launch::poison_output;
 use crate::operand_errors::bad_operands;
 use crate::{ops, reference};
@@ -226,10 +227,7 @@ fn run(
     }
     push.extend_from_slice(&count_word.to_le_bytes());
     push.extend_from_slice(&pairs.to_le_bytes());
-    let max_groups = device.capabilities().max_workgroup_count[0];
-    let groups = u64::from(pairs)
-        .div_ceil(u64::from(WORKGROUP_SIZE))
-        .min(u64::from(max_groups)) as u32;
+    let groups = grid_stride_workgroups(device, u64::from(pairs), WORKGROUP_SIZE);
     device.dispatch(
         &kernel,
         [groups, 1, 1],
