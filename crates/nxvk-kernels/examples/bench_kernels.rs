@@ -77,6 +77,22 @@ fn main() {
         (8192, (512, 256))
     };
     let conv_batch = if quick { 1 } else { 32 };
+    let (sort_elements, sort_label) = if quick {
+        (1 << 20, "1M")
+    } else {
+        (1 << 24, "16M")
+    };
+    // (table rows, row width, picks) and (rows, row length).
+    let (gather, gather_name) = if quick {
+        ((1 << 14, 64, 1 << 16), "gather_f32_16Kx64_64K")
+    } else {
+        ((1 << 20, 64, 1 << 22), "gather_f32_1Mx64_4M")
+    };
+    let (fft_rows, fft_name) = if quick {
+        ((64, 1 << 12), "fft_c64_64x4K")
+    } else {
+        ((1 << 10, 1 << 14), "fft_c64_1Kx16K")
+    };
     let mut workloads: Vec<(String, Workload<Bench>)> = vec![
         (
             format!("conv_f32_n{conv_batch}c64h56k64r3"),
@@ -135,40 +151,16 @@ fn main() {
             Box::new(move |b| b.argmax(side)),
         ),
         (
-            if quick {
-                "sort_f32_1M".into()
-            } else {
-                "sort_f32_16M".into()
-            },
-            Box::new(move |b| b.sort(if quick { 1 << 20 } else { 1 << 24 })),
+            format!("sort_f32_{sort_label}"),
+            Box::new(move |b| b.sort(sort_elements)),
         ),
         (
-            if quick {
-                "gather_f32_16Kx64_64K".into()
-            } else {
-                "gather_f32_1Mx64_4M".into()
-            },
-            Box::new(move |b| {
-                if quick {
-                    b.gather_rows(1 << 14, 64, 1 << 16)
-                } else {
-                    b.gather_rows(1 << 20, 64, 1 << 22)
-                }
-            }),
+            gather_name.into(),
+            Box::new(move |b| b.gather_rows(gather.0, gather.1, gather.2)),
         ),
         (
-            if quick {
-                "fft_c64_64x4K".into()
-            } else {
-                "fft_c64_1Kx16K".into()
-            },
-            Box::new(move |b| {
-                if quick {
-                    b.fft_rows(64, 1 << 12)
-                } else {
-                    b.fft_rows(1 << 10, 1 << 14)
-                }
-            }),
+            fft_name.into(),
+            Box::new(move |b| b.fft_rows(fft_rows.0, fft_rows.1)),
         ),
         (
             "small_op_chain_us".into(),

@@ -410,13 +410,8 @@ pub fn take(input: &Tensor, indices: &Tensor, axis: usize) -> Result<Tensor> {
         },
     ));
     walk_axes.extend((axis + 1..rank).map(through));
-    gather_walk(
-        OP,
-        input,
-        indices,
-        walk_axes,
-        single_axis_position(input, axis),
-    )
+    let position = single_axis_position(input, axis);
+    gather_walk(OP, input, indices, walk_axes, position)
 }
 
 /// Nx's `take_along_axis`: `indices` has `input`'s rank, and element `c` of the result (of
@@ -451,13 +446,8 @@ pub fn take_along_axis(input: &Tensor, indices: &Tensor, axis: usize) -> Result<
             index_stride: indices.layout().strides()[walk_axis],
         })
         .collect();
-    gather_walk(
-        OP,
-        input,
-        indices,
-        walk_axes,
-        single_axis_position(input, axis),
-    )
+    let position = single_axis_position(input, axis);
+    gather_walk(OP, input, indices, walk_axes, position)
 }
 
 /// Which scatter an indexed op runs.
