@@ -1,4 +1,4 @@
-//! `cargo xtask bench`: the `bench` examples of the packages in `example::BENCH_PACKAGES`, run
+//! `cargo xtask bench`: the benchmark examples in `example::BENCH_EXAMPLES`, run
 //! one after the other; each prints one JSON line per measurement in the format of
 //! peers/README.md. xtask only forwards the workload filter and keeps a copy of the lines, so
 //! the examples stay plain stdout writers.
@@ -38,17 +38,22 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         }
         None => None,
     };
-    for package in example::BENCH_PACKAGES {
-        if example::exists(package, "bench") {
-            run_one(package, &arguments, out_file.as_mut())?;
+    for &(package, name) in example::BENCH_EXAMPLES {
+        if example::exists(package, name) {
+            run_one(package, name, &arguments, out_file.as_mut())?;
         }
     }
     Ok(())
 }
 
-/// Runs one package's bench example, echoing its lines and copying them to `out_file`.
-fn run_one(package: &str, arguments: &[String], out_file: Option<&mut File>) -> Result<()> {
-    let mut command = example::command_in(package, "bench", arguments)?;
+/// Runs one benchmark example, echoing its lines and copying them to `out_file`.
+fn run_one(
+    package: &str,
+    name: &str,
+    arguments: &[String],
+    out_file: Option<&mut File>,
+) -> Result<()> {
+    let mut command = example::command_in(package, name, arguments)?;
     let Some(out_file) = out_file else {
         return process::run(&mut command);
     };
@@ -56,11 +61,11 @@ fn run_one(package: &str, arguments: &[String], out_file: Option<&mut File>) -> 
     let mut child = command
         .stdout(Stdio::piped())
         .spawn()
-        .with_context(|| format!("cannot start the {package} bench example"))?;
+        .with_context(|| format!("cannot start the {package} example {name}"))?;
     let stdout = child
         .stdout
         .take()
-        .context("the bench example has no stdout pipe")?;
+        .context("the benchmark example has no stdout pipe")?;
     for line in BufReader::new(stdout).lines() {
         let line = line?;
         println!("{line}");
@@ -68,7 +73,7 @@ fn run_one(package: &str, arguments: &[String], out_file: Option<&mut File>) -> 
     }
     let exit_status = child.wait()?;
     if !exit_status.success() {
-        bail!("the {package} bench example failed ({exit_status}); lines so far were written");
+        bail!("the {package} example {name} failed ({exit_status}); lines so far were written");
     }
     Ok(())
 }

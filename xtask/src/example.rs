@@ -1,8 +1,9 @@
 //! The crate examples that `demo`, `bench` and `coverage` wrap, run in release mode.
 //!
 //! Which crate holds each example is decided here alone: `demo` (training on the digits) lives
-//! in nxvk-fusion, `coverage` in the kernel catalog; `bench` exists in both the kernel catalog
-//! (eager workloads) and the fusion planner (planned workloads).
+//! in nxvk-fusion, `coverage` in the kernel catalog; `bench` runs two: `bench_kernels` in the
+//! kernel catalog (eager workloads) and `bench_fusion` in the fusion planner (planned
+//! workloads). Their names differ so that cargo's example outputs do not collide.
 
 use std::process::Command;
 
@@ -10,7 +11,7 @@ use anyhow::{Result, bail};
 
 use crate::process;
 
-/// The package that holds example `name` (for `bench`, see [`BENCH_PACKAGES`]).
+/// The package that holds example `name` (for `bench`, see [`BENCH_EXAMPLES`]).
 fn package_of(name: &str) -> &'static str {
     match name {
         "coverage" => "nxvk-kernels",
@@ -19,8 +20,11 @@ fn package_of(name: &str) -> &'static str {
     }
 }
 
-/// The packages whose `bench` example `cargo xtask bench` runs, in this order.
-pub const BENCH_PACKAGES: &[&str] = &["nxvk-kernels", "nxvk-fusion"];
+/// The (package, example) pairs that `cargo xtask bench` runs, in this order.
+pub const BENCH_EXAMPLES: &[(&str, &str)] = &[
+    ("nxvk-kernels", "bench_kernels"),
+    ("nxvk-fusion", "bench_fusion"),
+];
 
 /// Whether `package` has an example called `name` (a single file or a folder).
 pub fn exists(package: &str, name: &str) -> bool {

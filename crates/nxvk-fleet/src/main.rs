@@ -56,6 +56,21 @@ struct FleetArgs {
     loopback: bool,
 }
 
+impl FleetArgs {
+    /// `--results`, else target/fleet-results under the repository root.
+    fn results_root(&self, root: &Path) -> PathBuf {
+        self.results
+            .clone()
+            .unwrap_or_else(|| root.join("target/fleet-results"))
+    }
+
+    fn ssh_options(&self) -> SshOptions {
+        SshOptions {
+            accept_new_host_keys: self.accept_new_host_keys,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 struct TestArgs {
     #[command(flatten)]
@@ -150,14 +165,8 @@ fn run_test(args: &TestArgs) -> anyhow::Result<ExitCode> {
     let hosts = fleet.config.select_hosts(&args.fleet.hosts)?;
     let bundle = CommitBundle::create(&root)?;
     let options = FleetTestOptions {
-        results: args
-            .fleet
-            .results
-            .clone()
-            .unwrap_or_else(|| root.join("target/fleet-results")),
-        ssh: SshOptions {
-            accept_new_host_keys: args.fleet.accept_new_host_keys,
-        },
+        results: args.fleet.results_root(&root),
+        ssh: args.fleet.ssh_options(),
     };
     let reports = run_fleet_test(&fleet.config, &hosts, &bundle, &options)?;
     println!("{}", summary_table(&reports));
@@ -197,14 +206,8 @@ fn run_race_command(args: &RaceArgs) -> anyhow::Result<ExitCode> {
         } else {
             fleet.config.race.load_policy
         },
-        results: args
-            .fleet
-            .results
-            .clone()
-            .unwrap_or_else(|| root.join("target/fleet-results")),
-        ssh: SshOptions {
-            accept_new_host_keys: args.fleet.accept_new_host_keys,
-        },
+        results: args.fleet.results_root(&root),
+        ssh: args.fleet.ssh_options(),
     };
     println!(
         "race `{}`: A = {}, B = {} on {}",

@@ -24,6 +24,7 @@ use crate::fft_codegen::{
     pointwise_shader, radix2_shader, store_shader,
 };
 use crate::launch::poison_output;
+use crate::operand_errors::bad_operands;
 use crate::{movement, ops, types};
 use nxvk_core::{BufferAccess, Complex64, DType, Device, DeviceBuffer, Error, Result, Tensor};
 use std::f64::consts::PI;
@@ -36,13 +37,9 @@ pub enum Transform {
     Inverse,
 }
 
+/// [`bad_operands`] for this module's single-operand checks.
 fn bad(op: &'static str, input: &Tensor, detail: String) -> Error {
-    Error::BadOperands {
-        op,
-        shapes: vec![input.shape().to_vec()],
-        dtypes: vec![input.dtype()],
-        detail,
-    }
+    bad_operands(op, &[input], detail)
 }
 
 fn groups(device: &Device, invocations: u64) -> u32 {

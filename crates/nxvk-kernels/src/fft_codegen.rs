@@ -6,8 +6,6 @@
 //! No kernel computes a sine: twiddles and chirps come from tables the host computes in f64,
 //! because GLSL's trigonometry is 32-bit only and c128 must be accurate to f64.
 
-use std::fmt::Write as _;
-
 /// Invocations per workgroup of the FFT kernels.
 pub(crate) const FFT_WORKGROUP_SIZE: u32 = 256;
 
@@ -34,6 +32,7 @@ impl Precision {
         }
     }
 
+    /// The workgroup size, the precision's types and complex buffers, and complex products.
     fn prelude(self) -> String {
         let (real, complex) = match self {
             Precision::Single => ("float", "vec2"),
@@ -42,6 +41,8 @@ impl Precision {
         let bytes = self.complex_bytes();
         format!(
             "
+layout(local_size_x = {FFT_WORKGROUP_SIZE}) in;
+
 #define REAL {real}
 #define COMPLEX {complex}
 const uint64_t COMPLEX_BYTES = {bytes}ul;
@@ -61,12 +62,8 @@ COMPLEX complex_multiply(COMPLEX a, COMPLEX b) {{
 /// `q + stride * 2p` and `q + stride * (2p + 1)`. After `log2_length` passes (stride doubling)
 /// the row is transformed, in natural order.
 pub(crate) fn radix2_shader(precision: Precision) -> String {
-    let mut shader = String::new();
-    let _ = write!(
-        shader,
-        "
-layout(local_size_x = {FFT_WORKGROUP_SIZE}) in;
-{prelude}
+    format!(
+        "{prelude}
 layout(push_constant, scalar) uniform Push {{
     uint64_t source;
     uint64_t destination;
@@ -101,8 +98,7 @@ void main() {{
 }}
 ",
         prelude = precision.prelude(),
-    );
-    shader
+    )
 }
 
 /// Complex numbers each shared-memory buffer of the block kernel holds (two buffers: 16 KiB
@@ -116,12 +112,8 @@ pub(crate) const BLOCK_CAPACITY: u32 = 1024;
 /// numbers, for input and output), so one kernel transforms rows, strided columns, and writes
 /// transposed; each side walks its contiguous axis fastest for coalesced access.
 pub(crate) fn block_shader(precision: Precision) -> String {
-    let mut shader = String::new();
-    let _ = write!(
-        shader,
-        "
-layout(local_size_x = {FFT_WORKGROUP_SIZE}) in;
-{prelude}
+    format!(
+        "{prelude}
 layout(push_constant, scalar) uniform Push {{
     uint64_t source;
     uint64_t destination;
@@ -215,8 +207,7 @@ void main() {{
 }}
 ",
         prelude = precision.prelude(),
-    );
-    shader
+    )
 }
 
 /// How the load pass reads its input elements.
@@ -239,12 +230,8 @@ pub(crate) fn load_shader(precision: Precision, input: LoadInput) -> String {
         }
         LoadInput::Complex => "Complexes(push.source + element * COMPLEX_BYTES).v".to_owned(),
     };
-    let mut shader = String::new();
-    let _ = write!(
-        shader,
-        "
-layout(local_size_x = {FFT_WORKGROUP_SIZE}) in;
-{prelude}
+    format!(
+        "{prelude}
 layout(buffer_reference, scalar, buffer_reference_align = {half}) readonly buffer Reals {{ REAL v; }};
 layout(push_constant, scalar) uniform Push {{
     uint64_t source;
@@ -287,18 +274,13 @@ void main() {{
 ",
         prelude = precision.prelude(),
         half = precision.complex_bytes() / 2,
-    );
-    shader
+    )
 }
 
 /// Multiplies every row (of `2^log2_length`) pointwise by one spectrum.
 pub(crate) fn pointwise_shader(precision: Precision) -> String {
-    let mut shader = String::new();
-    let _ = write!(
-        shader,
-        "
-layout(local_size_x = {FFT_WORKGROUP_SIZE}) in;
-{prelude}
+    format!(
+        "{prelude}
 layout(push_constant, scalar) uniform Push {{
     uint64_t data;
     uint64_t spectrum;
@@ -316,20 +298,15 @@ void main() {{
 }}
 ",
         prelude = precision.prelude(),
-    );
-    shader
+    )
 }
 
 /// The store pass of Bluestein's algorithm: output row `r` (length `length`) is the first
 /// `length` elements of row `r` of the convolution (rows of `2^log2_padded`), times the chirp
 /// (conjugated for an inverse) and `scale`.
 pub(crate) fn store_shader(precision: Precision) -> String {
-    let mut shader = String::new();
-    let _ = write!(
-        shader,
-        "
-layout(local_size_x = {FFT_WORKGROUP_SIZE}) in;
-{prelude}
+    format!(
+        "{prelude}
 layout(push_constant, scalar) uniform Push {{
     uint64_t source;
     uint64_t destination;
@@ -354,6 +331,5 @@ void main() {{
 }}
 ",
         prelude = precision.prelude(),
-    );
-    shader
+    )
 }

@@ -25,22 +25,15 @@
 //!   64-bit adds need `shaderBufferInt64Atomics`; without it they are `Unsupported`.
 //! - Results take `Nx.Type.merge` of the target's and the updates' types (casts run first).
 
+use crate::grid::grid_stride_workgroups;
 use crate::index_codegen::{
     INDEX_PARAMS_ADDRESS_OFFSET, INDEX_WORKGROUP_SIZE, IndexMode, index_kernel_name, index_shader,
 };
 use crate::launch::poison_output;
+use crate::operand_errors::bad_operands;
 use crate::{movement, ops, types};
 use nxvk_core::{BufferAccess, DType, Device, Error, Layout, Result, Tensor, contiguous_strides};
 use std::sync::Arc;
-
-fn bad(op: &'static str, inputs: &[&Tensor], detail: String) -> Error {
-    Error::BadOperands {
-        op,
-        shapes: inputs.iter().map(|input| input.shape().to_vec()).collect(),
-        dtypes: inputs.iter().map(|input| input.dtype()).collect(),
-        detail,
-    }
-}
 
 /// One walk axis: its size and its strides into the indexed tensor and the index tensor.
 #[derive(Debug, Clone, Copy)]
@@ -126,7 +119,7 @@ impl Walk<'_> {
             .iter()
             .any(|position| position.axis_size == 0)
         {
-            return Err(bad(
+            return Err(bad_operands(
                 op,
                 &[data, linear],
                 "an index into an axis of size 0 selects nothing to clamp to".into(),
@@ -155,7 +148,7 @@ impl Walk<'_> {
         let rank = axes.len();
         let mut words: Vec<u32> = Vec::with_capacity(3 * (rank + self.positions.len()));
         let too_large = |value: usize| {
-            bad(
+            bad_operands(
                 op,
                 &[data, linear],
                 format!("{value} does not fit the indexing kernel's 32-bit layout words"),
@@ -189,7 +182,7 @@ impl Walk<'_> {
         let index_dtype = self.indices.map_or(DType::S32, Tensor::dtype);
         let name = index_kernel_name(mode, unit, dtype, index_dtype);
         let shader = index_shader(mode, unit, dtype, index_dtype).ok_or_else(|| {
-            bad(
+            bad_operands(
                 op,
                 &[data, linear],
                 format!("no {} kernel for {dtype} with {index_dtype} indices", name),
@@ -198,9 +191,9 @@ impl Walk<'_> {
         let device = data.device();
         let kernel = device.kernel_from_glsl(&name, &shader, &[])?;
         let indices_address = match self.indices {
-            Some(indices) => indices
-                .device_address()
-                .ok_or_else(|| bad(op, &[indices], "indices must be an integer tensor".into()))?,
+            Some(indices) => indices.device_address().ok_or_else(|| {
+                bad_operands(op, &[indices], "indices must be an integer tensor".into())
+            })?,
             None => 0,
         };
         let mut push = Vec::with_capacity(56);
@@ -242,10 +235,7 @@ impl Walk<'_> {
         if let Some(marks) = marks {
             accesses.push(BufferAccess::Write(marks));
         }
-        let max_groups = device.capabilities().max_workgroup_count[0];
-        let groups = (count as u64)
-            .div_ceil(u64::from(INDEX_WORKGROUP_SIZE))
-            .min(u64::from(max_groups)) as u32;
+        let groups = grid_stride_workgroups(device, count as u64, INDEX_WORKGROUP_SIZE);
         device.dispatch_with_params(
             &kernel,
             [groups, 1, 1],
@@ -269,7 +259,7 @@ fn fresh(device: &Arc<Device>, dtype: DType, shape: &[usize]) -> Result<Tensor> 
 
 fn check_indices(op: &'static str, tensor: &Tensor, indices: &Tensor) -> Result<()> {
     if !indices.dtype().is_integer() || indices.dtype().is_sub_byte() {
-        return Err(bad(
+        return Err(bad_operands(
             op,
             &[tensor, indices],
             "indices must be a tensor of s8..s64 or u8..u64".into(),
@@ -315,7 +305,7 @@ fn indexed_axes(
     };
     let increasing = axes.windows(2).all(|pair| pair[0] < pair[1]);
     if axes.len() != depth || depth > rank || !increasing || axes.iter().any(|&a| a >= rank) {
-        return Err(bad(
+        return Err(bad_operands(
             op,
             &[tensor, indices],
             format!(
@@ -334,7 +324,7 @@ pub fn gather(input: &Tensor, indices: &Tensor, axes: Option<&[usize]>) -> Resul
     const OP: &str = "gather";
     check_indices(OP, input, indices)?;
     let Some((&depth, outer)) = indices.shape().split_last() else {
-        return Err(bad(
+        return Err(bad_operands(
             OP,
             &[input, indices],
             "indices must have rank at least 1".into(),
@@ -358,17 +348,38 @@ pub fn gather(input: &Tensor, indices: &Tensor, axes: Option<&[usize]>) -> Resul
             index_stride: 0,
         });
     }
-    let shape: Vec<usize> = walk_axes.iter().map(|axis| axis.size).collect();
+    let positions = row_positions(input, indices, &axes);
+    gather_walk(OP, input, indices, walk_axes, positions)
+}
+
+/// Runs a gather over `axes` (the output's axes, in order) into a fresh output.
+fn gather_walk(
+    op: &'static str,
+    input: &Tensor,
+    indices: &Tensor,
+    axes: Vec<WalkAxis>,
+    positions: Vec<Position>,
+) -> Result<Tensor> {
+    let shape: Vec<usize> = axes.iter().map(|axis| axis.size).collect();
     let output = fresh(input.device(), input.dtype(), &shape)?;
     let walk = Walk {
-        op: OP,
-        axes: walk_axes,
-        positions: row_positions(input, indices, &axes),
+        op,
+        axes,
+        positions,
         indices: Some(indices),
         row_elements: 0,
     };
     walk.run(IndexMode::Gather, input, &output, None)?;
     Ok(output)
+}
+
+/// The one position of `take` and `take_along_axis`: the index value picks along `axis`.
+fn single_axis_position(input: &Tensor, axis: usize) -> Vec<Position> {
+    vec![Position {
+        index_stride: 0,
+        axis_size: input.shape()[axis],
+        data_stride: input.layout().strides()[axis],
+    }]
 }
 
 /// Nx's `take`: the slices of `input` at `indices` along `axis`; the result has shape
@@ -378,7 +389,7 @@ pub fn take(input: &Tensor, indices: &Tensor, axis: usize) -> Result<Tensor> {
     check_indices(OP, input, indices)?;
     let rank = input.shape().len();
     if axis >= rank {
-        return Err(bad(
+        return Err(bad_operands(
             OP,
             &[input, indices],
             format!("axis {axis} out of range for rank {rank}"),
@@ -399,21 +410,8 @@ pub fn take(input: &Tensor, indices: &Tensor, axis: usize) -> Result<Tensor> {
         },
     ));
     walk_axes.extend((axis + 1..rank).map(through));
-    let shape: Vec<usize> = walk_axes.iter().map(|axis| axis.size).collect();
-    let output = fresh(input.device(), input.dtype(), &shape)?;
-    let walk = Walk {
-        op: OP,
-        axes: walk_axes,
-        positions: vec![Position {
-            index_stride: 0,
-            axis_size: input.shape()[axis],
-            data_stride: data_strides[axis],
-        }],
-        indices: Some(indices),
-        row_elements: 0,
-    };
-    walk.run(IndexMode::Gather, input, &output, None)?;
-    Ok(output)
+    let position = single_axis_position(input, axis);
+    gather_walk(OP, input, indices, walk_axes, position)
 }
 
 /// Nx's `take_along_axis`: `indices` has `input`'s rank, and element `c` of the result (of
@@ -428,7 +426,7 @@ pub fn take_along_axis(input: &Tensor, indices: &Tensor, axis: usize) -> Result<
         && axis < rank
         && (0..rank).all(|other| other == axis || indices.shape()[other] <= input.shape()[other]);
     if !fits {
-        return Err(bad(
+        return Err(bad_operands(
             OP,
             &[input, indices],
             format!(
@@ -448,20 +446,8 @@ pub fn take_along_axis(input: &Tensor, indices: &Tensor, axis: usize) -> Result<
             index_stride: indices.layout().strides()[walk_axis],
         })
         .collect();
-    let output = fresh(input.device(), input.dtype(), indices.shape())?;
-    let walk = Walk {
-        op: OP,
-        axes: walk_axes,
-        positions: vec![Position {
-            index_stride: 0,
-            axis_size: input.shape()[axis],
-            data_stride: input.layout().strides()[axis],
-        }],
-        indices: Some(indices),
-        row_elements: 0,
-    };
-    walk.run(IndexMode::Gather, input, &output, None)?;
-    Ok(output)
+    let position = single_axis_position(input, axis);
+    gather_walk(OP, input, indices, walk_axes, position)
 }
 
 /// Which scatter an indexed op runs.
@@ -507,7 +493,7 @@ fn scatter(
     let (rows, depth) = match *indices.shape() {
         [rows, depth] => (rows, depth),
         _ => {
-            return Err(bad(
+            return Err(bad_operands(
                 op,
                 &operands,
                 "indices must have shape [n, k] (Nx's rank-1 shorthand: add a leading axis)".into(),
@@ -525,7 +511,7 @@ fn scatter(
             .zip(&free_axes)
             .all(|(&size, &axis)| size <= target.shape()[axis]);
     if !fits {
-        return Err(bad(
+        return Err(bad_operands(
             op,
             &operands,
             format!(

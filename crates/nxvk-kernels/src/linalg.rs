@@ -39,6 +39,7 @@ use crate::codegen::{
 use crate::dot::collapse;
 use crate::launch::poison_output;
 use crate::op_table::Elem;
+use crate::operand_errors::bad_operands;
 use crate::{movement, ops, types};
 use nxvk_core::{BufferAccess, Error, Result, Tensor};
 
@@ -65,18 +66,6 @@ impl Default for TriangularSolveOptions {
             left_side: true,
             transpose_a: false,
         }
-    }
-}
-
-fn bad(op: &'static str, tensors: &[&Tensor], detail: String) -> Error {
-    Error::BadOperands {
-        op,
-        shapes: tensors
-            .iter()
-            .map(|tensor| tensor.shape().to_vec())
-            .collect(),
-        dtypes: tensors.iter().map(|tensor| tensor.dtype()).collect(),
-        detail,
     }
 }
 
@@ -116,7 +105,8 @@ fn float_elem(op: &'static str, tensors: &[&Tensor]) -> Result<(nxvk_core::DType
         })
 }
 
-/// Shared GLSL: element access through 64-bit addresses, in the compute type.
+/// Shared GLSL: element access through 64-bit addresses, in the compute type, and the
+/// workgroup size.
 fn preamble(elem: Elem) -> String {
     let bf16 = if elem == Elem::BF16 { BF16_HELPERS } else { "" };
     format!(
@@ -127,7 +117,8 @@ layout(buffer_reference, scalar, buffer_reference_align = {bytes}) coherent buff
 {bf16}
 V read_at(uint64_t base, uint64_t index) {{ return {loaded}; }}
 void write_at(uint64_t base, uint64_t index, V result) {{ Element(base + index * BYTES).v = {stored}; }}
-",
+
+layout(local_size_x = {WORKGROUP_SIZE}) in;",
         compute = compute_type(elem),
         bytes = storage_bytes(elem),
         storage = storage_type(elem),
@@ -139,7 +130,6 @@ void write_at(uint64_t base, uint64_t index, V result) {{ Element(base + index *
 fn triangular_solve_shader(elem: Elem) -> String {
     format!(
         "{preamble}
-layout(local_size_x = {WORKGROUP_SIZE}) in;
 layout(push_constant, scalar) uniform Push {{
     uint64_t a;
     uint64_t b;
@@ -184,7 +174,6 @@ void main() {{
 fn cholesky_shader(elem: Elem) -> String {
     format!(
         "{preamble}
-layout(local_size_x = {WORKGROUP_SIZE}) in;
 layout(push_constant, scalar) uniform Push {{
     uint64_t a;
     uint64_t l;
@@ -233,7 +222,6 @@ void main() {{
 fn lu_shader(elem: Elem) -> String {
     format!(
         "{preamble}
-layout(local_size_x = {WORKGROUP_SIZE}) in;
 layout(buffer_reference, scalar, buffer_reference_align = 4) coherent buffer Index {{ uint v; }};
 layout(push_constant, scalar) uniform Push {{
     uint64_t a;
@@ -331,7 +319,6 @@ void main() {{
 fn lu_unpack_shader(elem: Elem) -> String {
     format!(
         "{preamble}
-layout(local_size_x = {WORKGROUP_SIZE}) in;
 layout(buffer_reference, scalar, buffer_reference_align = 4) readonly buffer Index {{ uint v; }};
 layout(buffer_reference, scalar, buffer_reference_align = 8) writeonly buffer Index64 {{ int64_t v; }};
 layout(push_constant, scalar) uniform Push {{
@@ -381,15 +368,7 @@ void main() {{
 /// U on and above it) and the row permutation plus swap count ([batches, n + 1], u32).
 fn lu_packed(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor, Elem, usize, usize)> {
     let (result, elem) = float_elem(op, &[a])?;
-    let rank = a.shape().len();
-    let n = *a.shape().last().unwrap_or(&0);
-    if rank < 2 || a.shape()[rank - 2] != n || n > MAX_ORDER {
-        return Err(bad(
-            op,
-            &[a],
-            format!("expects [..., n, n] matrices with n at most {MAX_ORDER}"),
-        ));
-    }
+    let n = square_order(op, a, MAX_ORDER)?;
     let a = ops::as_type(a, result)?;
     let (a_view, batches, a_strides) = matrix_view(&a)?;
     let device = a.device();
@@ -398,30 +377,18 @@ fn lu_packed(op: &'static str, a: &Tensor) -> Result<(Tensor, Tensor, Elem, usiz
     if batches * n == 0 {
         return Ok((working, permutation, elem, batches, n));
     }
-    let kernel = device.kernel_from_glsl(&format!("lu_{}", elem.name()), &lu_shader(elem), &[])?;
-    let mut push = Vec::with_capacity(48);
-    for value in [
-        address(op, &a_view)?,
-        address(op, &working)?,
-        address(op, &permutation)?,
-    ] {
-        push.extend_from_slice(&value.to_le_bytes());
-    }
-    push.extend(words(
+    Launch {
         op,
-        &[&a_view],
-        &[n, batches, a_strides[0], a_strides[1], a_strides[2]],
-    )?);
-    device.dispatch(
-        &kernel,
-        [batches.clamp(1, 65_535) as u32, 1, 1],
-        &push,
-        &[
-            BufferAccess::Read(a_view.buffer()),
-            BufferAccess::Write(working.buffer()),
-            BufferAccess::Write(permutation.buffer()),
-        ],
-    )?;
+        kernel_name: format!("lu_{}", elem.name()),
+        shader: lu_shader(elem),
+        addressed: &[&a_view, &working, &permutation],
+        words: &[n, batches, a_strides[0], a_strides[1], a_strides[2]],
+        reads: &[&a_view],
+        outputs: &[],
+        scratch: &[&working, &permutation],
+        workgroups: workgroup_per_matrix(batches),
+    }
+    .dispatch()?;
     Ok((working, permutation, elem, batches, n))
 }
 
@@ -435,28 +402,19 @@ fn lu_unpack(
     n: usize,
     mode: u32,
 ) -> Result<()> {
-    let device = packed.0.device();
-    let kernel = device.kernel_from_glsl(
-        &format!("lu_unpack_{}", elem.name()),
-        &lu_unpack_shader(elem),
-        &[],
-    )?;
-    let mut push = Vec::with_capacity(56);
-    for tensor in [packed.0, packed.1, outputs[0], outputs[1], outputs[2]] {
-        push.extend_from_slice(&address(op, tensor)?.to_le_bytes());
-    }
-    push.extend(words(op, &[packed.0], &[n, batches, mode as usize])?);
     let tasks = if mode == 0 { batches * n * n } else { batches };
-    let groups = tasks.div_ceil(WORKGROUP_SIZE as usize).clamp(1, 65_535) as u32;
-    let mut accesses = vec![
-        BufferAccess::Read(packed.0.buffer()),
-        BufferAccess::Read(packed.1.buffer()),
-    ];
-    for output in outputs {
-        poison_output(output.buffer())?;
-        accesses.push(BufferAccess::Write(output.buffer()));
+    Launch {
+        op,
+        kernel_name: format!("lu_unpack_{}", elem.name()),
+        shader: lu_unpack_shader(elem),
+        addressed: &[packed.0, packed.1, outputs[0], outputs[1], outputs[2]],
+        words: &[n, batches, mode as usize],
+        reads: &[packed.0, packed.1],
+        outputs: &outputs,
+        scratch: &[],
+        workgroups: workgroups_for_tasks(tasks),
     }
-    device.dispatch(&kernel, [groups, 1, 1], &push, &accesses)
+    .dispatch()
 }
 
 /// Nx's `lu(a)`: `(p, l, u)` with `a = p . l . u` for `a` of shape [..., n, n]; `p` is an s64
@@ -523,7 +481,7 @@ pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         && b.shape()[..rank - 2] == a.shape()[..rank - 2]
         && b.shape().get(rank - 2) == a.shape().last();
     if !shapes_fit {
-        return Err(bad(
+        return Err(bad_operands(
             OP,
             &[a, b],
             "a must be [..., n, n] and b [..., n] or [..., n, m] with a's batch axes".into(),
@@ -551,7 +509,6 @@ pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 fn qr_shader(elem: Elem) -> String {
     format!(
         "{preamble}
-layout(local_size_x = {WORKGROUP_SIZE}) in;
 layout(push_constant, scalar) uniform Push {{
     uint64_t a;
     uint64_t q;
@@ -652,7 +609,7 @@ pub fn qr(a: &Tensor, complete: bool) -> Result<(Tensor, Tensor)> {
     let (result, elem) = float_elem(OP, &[a])?;
     let rank = a.shape().len();
     if rank < 2 || a.shape()[rank - 2].max(a.shape()[rank - 1]) > MAX_ORDER {
-        return Err(bad(
+        return Err(bad_operands(
             OP,
             &[a],
             format!("expects [..., m, n] matrices with m and n at most {MAX_ORDER}"),
@@ -667,30 +624,18 @@ pub fn qr(a: &Tensor, complete: bool) -> Result<(Tensor, Tensor)> {
     let r = Tensor::empty(device, result, &[batch_shape, &[m, n]].concat())?;
     if batches * m > 0 {
         let v = Tensor::empty(device, result, &[batches, m])?;
-        let kernel =
-            device.kernel_from_glsl(&format!("{OP}_{}", elem.name()), &qr_shader(elem), &[])?;
-        let mut push = Vec::with_capacity(56);
-        for tensor in [&a_view, &q, &r, &v] {
-            push.extend_from_slice(&address(OP, tensor)?.to_le_bytes());
+        Launch {
+            op: OP,
+            kernel_name: format!("{OP}_{}", elem.name()),
+            shader: qr_shader(elem),
+            addressed: &[&a_view, &q, &r, &v],
+            words: &[m, n, batches, a_strides[0], a_strides[1], a_strides[2]],
+            reads: &[&a_view],
+            outputs: &[&q, &r],
+            scratch: &[&v],
+            workgroups: workgroup_per_matrix(batches),
         }
-        push.extend(words(
-            OP,
-            &[&a_view],
-            &[m, n, batches, a_strides[0], a_strides[1], a_strides[2]],
-        )?);
-        poison_output(q.buffer())?;
-        poison_output(r.buffer())?;
-        device.dispatch(
-            &kernel,
-            [batches.clamp(1, 65_535) as u32, 1, 1],
-            &push,
-            &[
-                BufferAccess::Read(a_view.buffer()),
-                BufferAccess::Write(q.buffer()),
-                BufferAccess::Write(r.buffer()),
-                BufferAccess::Write(v.buffer()),
-            ],
-        )?;
+        .dispatch()?;
     }
     let k = m.min(n);
     if complete || k == m {
@@ -720,7 +665,6 @@ fn eigh_shader(working: Elem) -> String {
     };
     format!(
         "{preamble}
-layout(local_size_x = {WORKGROUP_SIZE}) in;
 layout(push_constant, scalar) uniform Push {{
     uint64_t a;
     uint64_t w;
@@ -855,14 +799,7 @@ pub fn eigh(a: &Tensor) -> Result<(Tensor, Tensor)> {
     const OP: &str = "eigh";
     let (result, elem) = float_elem(OP, &[a])?;
     let rank = a.shape().len();
-    let n = *a.shape().last().unwrap_or(&0);
-    if rank < 2 || a.shape()[rank - 2] != n || n > MAX_EIGH_ORDER {
-        return Err(bad(
-            OP,
-            &[a],
-            format!("expects [..., n, n] matrices with n at most {MAX_EIGH_ORDER}"),
-        ));
-    }
+    let n = square_order(OP, a, MAX_EIGH_ORDER)?;
     // Rotations accumulate rounding: f16 and bf16 work in f32.
     let working_elem = if elem == Elem::F64 {
         Elem::F64
@@ -879,34 +816,18 @@ pub fn eigh(a: &Tensor) -> Result<(Tensor, Tensor)> {
     if batches * n > 0 {
         let scratch_w = Tensor::empty(device, working_dtype, &[batches, n, n])?;
         let scratch_v = Tensor::empty(device, working_dtype, &[batches, n, n])?;
-        let kernel = device.kernel_from_glsl(
-            &format!("{OP}_{}", working_elem.name()),
-            &eigh_shader(working_elem),
-            &[],
-        )?;
-        let mut push = Vec::with_capacity(64);
-        for tensor in [&a_view, &scratch_w, &scratch_v, &values, &vectors] {
-            push.extend_from_slice(&address(OP, tensor)?.to_le_bytes());
+        Launch {
+            op: OP,
+            kernel_name: format!("{OP}_{}", working_elem.name()),
+            shader: eigh_shader(working_elem),
+            addressed: &[&a_view, &scratch_w, &scratch_v, &values, &vectors],
+            words: &[n, batches, a_strides[0], a_strides[1], a_strides[2]],
+            reads: &[&a_view],
+            outputs: &[&values, &vectors],
+            scratch: &[&scratch_w, &scratch_v],
+            workgroups: workgroup_per_matrix(batches),
         }
-        push.extend(words(
-            OP,
-            &[&a_view],
-            &[n, batches, a_strides[0], a_strides[1], a_strides[2]],
-        )?);
-        poison_output(values.buffer())?;
-        poison_output(vectors.buffer())?;
-        device.dispatch(
-            &kernel,
-            [batches.clamp(1, 65_535) as u32, 1, 1],
-            &push,
-            &[
-                BufferAccess::Read(a_view.buffer()),
-                BufferAccess::Write(scratch_w.buffer()),
-                BufferAccess::Write(scratch_v.buffer()),
-                BufferAccess::Write(values.buffer()),
-                BufferAccess::Write(vectors.buffer()),
-            ],
-        )?;
+        .dispatch()?;
     }
     Ok((
         ops::as_type(&values, result)?,
@@ -934,17 +855,87 @@ fn matrix_view(tensor: &Tensor) -> Result<(Tensor, usize, [usize; 3])> {
 fn address(op: &'static str, tensor: &Tensor) -> Result<u64> {
     tensor
         .device_address()
-        .ok_or_else(|| bad(op, &[tensor], "sub-byte tensors have no addresses".into()))
+        .ok_or_else(|| bad_operands(op, &[tensor], "sub-byte tensors have no addresses".into()))
 }
 
 fn words(op: &'static str, tensors: &[&Tensor], values: &[usize]) -> Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(values.len() * 4);
     for &value in values {
         let word = u32::try_from(value)
-            .map_err(|_| bad(op, tensors, format!("{value} exceeds 32-bit indexing")))?;
+            .map_err(|_| bad_operands(op, tensors, format!("{value} exceeds 32-bit indexing")))?;
         bytes.extend_from_slice(&word.to_le_bytes());
     }
     Ok(bytes)
+}
+
+/// One dispatch of a linear-algebra kernel.
+struct Launch<'a> {
+    op: &'static str,
+    /// The kernel's cache name and its GLSL.
+    kernel_name: String,
+    shader: String,
+    /// The tensors whose device addresses open the push constants, in the shader's order.
+    addressed: &'a [&'a Tensor],
+    /// The 32-bit words after the addresses (sizes, strides, modes).
+    words: &'a [usize],
+    /// What the kernel reads (they also name the operands in an error about `words`).
+    reads: &'a [&'a Tensor],
+    /// Results, poisoned first (when poisoning is on) so an element the kernel misses shows.
+    outputs: &'a [&'a Tensor],
+    /// Working memory the kernel writes before it reads it: never poisoned.
+    scratch: &'a [&'a Tensor],
+    workgroups: u32,
+}
+
+impl Launch<'_> {
+    fn dispatch(self) -> Result<()> {
+        let device = self.reads[0].device();
+        let kernel = device.kernel_from_glsl(&self.kernel_name, &self.shader, &[])?;
+        let mut push = Vec::with_capacity(8 * self.addressed.len() + 4 * self.words.len());
+        for tensor in self.addressed {
+            push.extend_from_slice(&address(self.op, tensor)?.to_le_bytes());
+        }
+        push.extend(words(self.op, self.reads, self.words)?);
+        let mut accesses: Vec<BufferAccess<'_>> = self
+            .reads
+            .iter()
+            .map(|tensor| BufferAccess::Read(tensor.buffer()))
+            .collect();
+        for output in self.outputs {
+            poison_output(output.buffer())?;
+            accesses.push(BufferAccess::Write(output.buffer()));
+        }
+        accesses.extend(
+            self.scratch
+                .iter()
+                .map(|tensor| BufferAccess::Write(tensor.buffer())),
+        );
+        device.dispatch(&kernel, [self.workgroups, 1, 1], &push, &accesses)
+    }
+}
+
+/// Workgroups for kernels that give each matrix a workgroup (looping past the grid's limit).
+fn workgroup_per_matrix(batches: usize) -> u32 {
+    batches.clamp(1, 65_535) as u32
+}
+
+/// Workgroups for kernels that give each task an invocation (looping past the grid's limit).
+fn workgroups_for_tasks(tasks: usize) -> u32 {
+    tasks.div_ceil(WORKGROUP_SIZE as usize).clamp(1, 65_535) as u32
+}
+
+/// The order n of `a`'s [..., n, n] matrices, at most `max_order`.
+fn square_order(op: &'static str, a: &Tensor, max_order: usize) -> Result<usize> {
+    let rank = a.shape().len();
+    let n = *a.shape().last().unwrap_or(&0);
+    if rank < 2 || a.shape()[rank - 2] != n || n > max_order {
+        return Err(bad_operands(
+            op,
+            &[a],
+            format!("expects [..., n, n] matrices with n at most {max_order}"),
+        ));
+    }
+    Ok(n)
 }
 
 /// Nx's `triangular_solve(a, b, opts)`: `a` is [..., n, n], `b` is [..., n] or [..., n, m]
@@ -969,7 +960,7 @@ pub fn triangular_solve(
         rank - 1
     };
     if !batch_matches || b.shape().get(solved_axis) != Some(&n) || n > MAX_ORDER {
-        return Err(bad(
+        return Err(bad_operands(
             OP,
             &[a, b],
             format!(
@@ -1012,24 +1003,12 @@ pub fn triangular_solve(
         [batch, strides[rank - 2], strides[rank - 1]]
     };
     let columns = b_view.shape()[rank - 1];
-    let device = output.device();
-    let kernel = device.kernel_from_glsl(
-        &format!("{OP}_{}", elem.name()),
-        &triangular_solve_shader(elem),
-        &[],
-    )?;
-    let mut push = Vec::with_capacity(88);
-    for value in [
-        address(OP, &a_view)?,
-        address(OP, &b_view)?,
-        address(OP, &output)?,
-    ] {
-        push.extend_from_slice(&value.to_le_bytes());
-    }
-    push.extend(words(
-        OP,
-        &[&a_view, &b_view],
-        &[
+    Launch {
+        op: OP,
+        kernel_name: format!("{OP}_{}", elem.name()),
+        shader: triangular_solve_shader(elem),
+        addressed: &[&a_view, &b_view, &output],
+        words: &[
             n,
             columns,
             batches,
@@ -1044,21 +1023,12 @@ pub fn triangular_solve(
             x_strides[1],
             x_strides[2],
         ],
-    )?);
-    poison_output(output.buffer())?;
-    let groups = (batches * columns)
-        .div_ceil(WORKGROUP_SIZE as usize)
-        .clamp(1, 65_535) as u32;
-    device.dispatch(
-        &kernel,
-        [groups, 1, 1],
-        &push,
-        &[
-            BufferAccess::Read(a_view.buffer()),
-            BufferAccess::Read(b_view.buffer()),
-            BufferAccess::Write(output.buffer()),
-        ],
-    )?;
+        reads: &[&a_view, &b_view],
+        outputs: &[&output],
+        scratch: &[],
+        workgroups: workgroups_for_tasks(batches * columns),
+    }
+    .dispatch()?;
     output.reshape(b.shape())
 }
 
@@ -1067,45 +1037,24 @@ pub fn triangular_solve(
 pub fn cholesky(a: &Tensor) -> Result<Tensor> {
     const OP: &str = "cholesky";
     let (result, elem) = float_elem(OP, &[a])?;
-    let rank = a.shape().len();
-    let n = *a.shape().last().unwrap_or(&0);
-    if rank < 2 || a.shape()[rank - 2] != n || n > MAX_ORDER {
-        return Err(bad(
-            OP,
-            &[a],
-            format!("expects [..., n, n] matrices with n at most {MAX_ORDER}"),
-        ));
-    }
+    let n = square_order(OP, a, MAX_ORDER)?;
     let a = ops::as_type(a, result)?;
     let output = Tensor::empty(a.device(), result, a.shape())?;
     if output.n_elements() == 0 {
         return Ok(output);
     }
     let (a_view, batches, a_strides) = matrix_view(&a)?;
-    let device = output.device();
-    let kernel = device.kernel_from_glsl(
-        &format!("{OP}_{}", elem.name()),
-        &cholesky_shader(elem),
-        &[],
-    )?;
-    let mut push = Vec::with_capacity(40);
-    for value in [address(OP, &a_view)?, address(OP, &output)?] {
-        push.extend_from_slice(&value.to_le_bytes());
+    Launch {
+        op: OP,
+        kernel_name: format!("{OP}_{}", elem.name()),
+        shader: cholesky_shader(elem),
+        addressed: &[&a_view, &output],
+        words: &[n, batches, a_strides[0], a_strides[1], a_strides[2]],
+        reads: &[&a_view],
+        outputs: &[&output],
+        scratch: &[],
+        workgroups: workgroup_per_matrix(batches),
     }
-    push.extend(words(
-        OP,
-        &[&a_view],
-        &[n, batches, a_strides[0], a_strides[1], a_strides[2]],
-    )?);
-    poison_output(output.buffer())?;
-    device.dispatch(
-        &kernel,
-        [batches.clamp(1, 65_535) as u32, 1, 1],
-        &push,
-        &[
-            BufferAccess::Read(a_view.buffer()),
-            BufferAccess::Write(output.buffer()),
-        ],
-    )?;
+    .dispatch()?;
     Ok(output)
 }

@@ -15,22 +15,15 @@
 //! Operands of several tensors must share the dtype (callers apply Nx's type promotion first).
 
 use crate::catalog::{COPY_KERNELS, TRANSPOSE_KERNELS};
+use crate::grid::grid_stride_workgroups;
 use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::movement_codegen::{
     COPY_ELEMS, COPY_PARAMS_ADDRESS_OFFSET, COPY_PUSH_CONSTANT_BYTES, COPY_WORKGROUP_SIZE,
     TILE_SIDE, TRANSPOSE_PUSH_CONSTANT_BYTES,
 };
+use crate::operand_errors::bad_operands;
 use nxvk_core::{BufferAccess, DType, Device, Error, Result, Tensor, contiguous_strides};
 use std::sync::Arc;
-
-fn bad(op: &'static str, inputs: &[&Tensor], detail: String) -> Error {
-    Error::BadOperands {
-        op,
-        shapes: inputs.iter().map(|input| input.shape().to_vec()).collect(),
-        dtypes: inputs.iter().map(|input| input.dtype()).collect(),
-        detail,
-    }
-}
 
 /// Nx's names of the data-movement ops this module runs on the GPU.
 pub const MOVEMENT_OPS: &[&str] = &[
@@ -108,14 +101,14 @@ fn copy(
     let (shape, input_strides, output_strides, kernel_bytes, scale) =
         kernel_axes(shape, &source.strides, output_strides, element_bytes);
     if n_elements as u64 * scale > MAX_ELEMENTS as u64 {
-        return Err(bad(
+        return Err(bad_operands(
             op,
             &[input],
             format!("{n_elements} elements exceed the kernels' 32-bit index arithmetic"),
         ));
     }
     let too_large = |value: String| {
-        bad(
+        bad_operands(
             op,
             &[input],
             format!("{value} does not fit the copy kernel's 32-bit layout words"),
@@ -159,10 +152,7 @@ fn copy(
     push.extend_from_slice(&(shape.len() as u32).to_le_bytes());
     let device = output.device();
     let kernel = COPY_KERNELS[index].load(device)?;
-    let max_groups = device.capabilities().max_workgroup_count[0];
-    let groups = count
-        .div_ceil(u64::from(COPY_WORKGROUP_SIZE))
-        .min(u64::from(max_groups)) as u32;
+    let groups = grid_stride_workgroups(device, count, COPY_WORKGROUP_SIZE);
     device.dispatch_with_params(
         &kernel,
         [groups, 1, 1],
@@ -394,10 +384,10 @@ pub fn broadcast(input: &Tensor, shape: &[usize], axes: &[usize]) -> Result<Tens
 pub fn stack(inputs: &[&Tensor], axis: usize) -> Result<Tensor> {
     const OP: &str = "stack";
     let Some(first) = inputs.first() else {
-        return Err(bad(OP, inputs, "needs at least one tensor".into()));
+        return Err(bad_operands(OP, inputs, "needs at least one tensor".into()));
     };
     if axis > first.shape().len() || inputs.iter().any(|input| input.shape() != first.shape()) {
-        return Err(bad(
+        return Err(bad_operands(
             OP,
             inputs,
             format!("operands must share a shape, and axis {axis} must be at most their rank"),
@@ -418,7 +408,7 @@ pub fn reverse(input: &Tensor, axes: &[usize]) -> Result<Tensor> {
     const OP: &str = "reverse";
     let shape = input.shape();
     if let Some(&axis) = axes.iter().find(|&&axis| axis >= shape.len()) {
-        return Err(bad(
+        return Err(bad_operands(
             OP,
             &[input],
             format!("axis {axis} out of range for rank {}", shape.len()),
@@ -444,7 +434,7 @@ pub fn slice(input: &Tensor, starts: &[i64], lengths: &[usize], steps: &[usize])
     let shape = input.shape();
     let rank = shape.len();
     if starts.len() != rank || lengths.len() != rank || steps.len() != rank {
-        return Err(bad(
+        return Err(bad_operands(
             OP,
             &[input],
             format!(
@@ -459,7 +449,7 @@ pub fn slice(input: &Tensor, starts: &[i64], lengths: &[usize], steps: &[usize])
     let mut result_shape = Vec::with_capacity(rank);
     for axis in 0..rank {
         if lengths[axis] > shape[axis] || steps[axis] == 0 {
-            return Err(bad(
+            return Err(bad_operands(
                 OP,
                 &[input],
                 format!(
@@ -491,7 +481,7 @@ pub fn pad(input: &Tensor, value: &Tensor, config: &[(i64, i64, usize)]) -> Resu
     const OP: &str = "pad";
     let shape = input.shape();
     if config.len() != shape.len() || value.n_elements() != 1 || value.dtype() != input.dtype() {
-        return Err(bad(
+        return Err(bad_operands(
             OP,
             &[input, value],
             format!(
@@ -505,7 +495,7 @@ pub fn pad(input: &Tensor, value: &Tensor, config: &[(i64, i64, usize)]) -> Resu
     for (axis, (&size, &(lo, hi, interior))) in shape.iter().zip(config).enumerate() {
         let padded = size as i64 + (size as i64 - 1).max(0) * interior as i64 + lo + hi;
         if padded < 0 {
-            return Err(bad(
+            return Err(bad_operands(
                 OP,
                 &[input],
                 format!("axis {axis} would have size {padded}"),
@@ -559,7 +549,7 @@ pub fn pad(input: &Tensor, value: &Tensor, config: &[(i64, i64, usize)]) -> Resu
 pub fn concatenate(inputs: &[&Tensor], axis: usize) -> Result<Tensor> {
     const OP: &str = "concatenate";
     let Some(first) = inputs.first() else {
-        return Err(bad(OP, inputs, "needs at least one tensor".into()));
+        return Err(bad_operands(OP, inputs, "needs at least one tensor".into()));
     };
     let rank = first.shape().len();
     let compatible = axis < rank
@@ -570,7 +560,7 @@ pub fn concatenate(inputs: &[&Tensor], axis: usize) -> Result<Tensor> {
                     .all(|other| other == axis || input.shape()[other] == first.shape()[other])
         });
     if !compatible {
-        return Err(bad(
+        return Err(bad_operands(
             OP,
             inputs,
             format!("operands must share dtype, rank and every size but axis {axis}'s"),
@@ -605,7 +595,7 @@ pub fn put_slice(input: &Tensor, starts: &[i64], update: &Tensor) -> Result<Tens
         && update.dtype() == input.dtype()
         && update.shape().iter().zip(shape).all(|(u, s)| u <= s);
     if !fits {
-        return Err(bad(
+        return Err(bad_operands(
             OP,
             &[input, update],
             "the update must have the input's dtype and rank, fit inside it, and one start per axis"

@@ -39,6 +39,18 @@ pub fn copy_kernel_name(elem: Elem) -> String {
     format!("copy_{}", elem.bits())
 }
 
+/// The references both copy kernels read and write elements stored as `elem` through (one
+/// element each, addressed in 64 bits), and their parameter block.
+fn element_references(elem: Elem) -> String {
+    format!(
+        "layout(buffer_reference, scalar, buffer_reference_align = {bytes}) readonly buffer Input {{ {storage} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {bytes}) writeonly buffer Output {{ {storage} v; }};
+layout(buffer_reference, scalar) readonly buffer Params {{ uint v[]; }};",
+        bytes = storage_bytes(elem),
+        storage = storage_type(elem),
+    )
+}
+
 /// The strided copy of elements stored as `elem`.
 pub fn copy_shader(elem: Elem) -> String {
     let mut shader = String::new();
@@ -48,9 +60,7 @@ pub fn copy_shader(elem: Elem) -> String {
 layout(local_size_x = {COPY_WORKGROUP_SIZE}) in;
 // One element per reference, addressed in 64 bits (32-bit array indices wrap the byte offset
 // past 4 GiB on NVIDIA's driver).
-layout(buffer_reference, scalar, buffer_reference_align = {bytes}) readonly buffer Input {{ {storage} v; }};
-layout(buffer_reference, scalar, buffer_reference_align = {bytes}) writeonly buffer Output {{ {storage} v; }};
-layout(buffer_reference, scalar) readonly buffer Params {{ uint v[]; }};
+{references}
 layout(push_constant, scalar) uniform Push {{
     uint64_t input0;
     uint64_t output0;
@@ -80,7 +90,7 @@ void main() {{
 }}
 ",
         bytes = storage_bytes(elem),
-        storage = storage_type(elem),
+        references = element_references(elem),
     );
     shader
 }
@@ -105,9 +115,7 @@ pub fn transpose_shader(elem: Elem) -> String {
 #define ROWS_PER_INVOCATION {TILE_ROWS_PER_INVOCATION}u
 #define ROW_STEP (SIDE / ROWS_PER_INVOCATION)
 layout(local_size_x = {invocations}) in;
-layout(buffer_reference, scalar, buffer_reference_align = {bytes}) readonly buffer Input {{ {storage} v; }};
-layout(buffer_reference, scalar, buffer_reference_align = {bytes}) writeonly buffer Output {{ {storage} v; }};
-layout(buffer_reference, scalar) readonly buffer Params {{ uint v[]; }};
+{references}
 layout(push_constant, scalar) uniform Push {{
     uint64_t input0;
     uint64_t output0;
@@ -169,6 +177,7 @@ void main() {{
 ",
         invocations = TILE_SIDE * TILE_SIDE / TILE_ROWS_PER_INVOCATION,
         bytes = storage_bytes(elem),
+        references = element_references(elem),
         storage = storage_type(elem),
     );
     shader

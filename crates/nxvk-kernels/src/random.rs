@@ -20,9 +20,11 @@
 //! `right_shift` and `bitwise_or`, all in the op table; Nx.Random's graph also uses `iota`,
 //! `bitcast`, a `while` loop with a tuple state, `concatenate`, `slice` and `reshape`.
 
+use crate::grid::grid_stride_workgroups;
 use crate::launch::poison_output;
+use crate::operand_errors::bad_operands;
 use crate::{ops, reference};
-use nxvk_core::{BufferAccess, DType, Device, Error, Layout, Result, Tensor};
+use nxvk_core::{BufferAccess, DType, Device, Layout, Result, Tensor};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -35,18 +37,6 @@ enum Output {
     Bits,
     /// Uniform floats of a dtype (f16, bf16, f32, f64).
     Uniform(DType),
-}
-
-fn bad(op: &'static str, tensors: &[&Tensor], detail: String) -> Error {
-    Error::BadOperands {
-        op,
-        shapes: tensors
-            .iter()
-            .map(|tensor| tensor.shape().to_vec())
-            .collect(),
-        dtypes: tensors.iter().map(|tensor| tensor.dtype()).collect(),
-        detail,
-    }
 }
 
 /// The GLSL of the threefry kernel for `output`.
@@ -183,7 +173,11 @@ pub fn key(device: &Arc<Device>, seed: u64) -> Result<Tensor> {
 
 fn check_key(op: &'static str, key: &Tensor) -> Result<()> {
     if key.dtype() != DType::U32 || key.shape() != [2] {
-        return Err(bad(op, &[key], "a key is a u32 tensor of shape [2]".into()));
+        return Err(bad_operands(
+            op,
+            &[key],
+            "a key is a u32 tensor of shape [2]".into(),
+        ));
     }
     Ok(())
 }
@@ -209,7 +203,9 @@ fn run(
     let count_word = u32::try_from(count)
         .ok()
         .filter(|&count| count < u32::MAX / 2)
-        .ok_or_else(|| bad(op, &[&key], format!("{count} draws exceed 32-bit counters")))?;
+        .ok_or_else(|| {
+            bad_operands(op, &[&key], format!("{count} draws exceed 32-bit counters"))
+        })?;
     let pairs = if dtype == DType::F64 {
         count_word
     } else {
@@ -231,10 +227,7 @@ fn run(
     }
     push.extend_from_slice(&count_word.to_le_bytes());
     push.extend_from_slice(&pairs.to_le_bytes());
-    let max_groups = device.capabilities().max_workgroup_count[0];
-    let groups = u64::from(pairs)
-        .div_ceil(u64::from(WORKGROUP_SIZE))
-        .min(u64::from(max_groups)) as u32;
+    let groups = grid_stride_workgroups(device, u64::from(pairs), WORKGROUP_SIZE);
     device.dispatch(
         &kernel,
         [groups, 1, 1],
@@ -295,7 +288,7 @@ fn real_draws(
                 pairs,
             ))
         }
-        _ => Err(bad(
+        _ => Err(bad_operands(
             op,
             &[key],
             format!(

@@ -34,6 +34,7 @@ use crate::catalog::{
 use crate::dense_codegen::{PACKET_ELEMENTS, packet_bytes};
 use crate::launch::{MAX_ELEMENTS, launch, poison_output, simplify};
 use crate::op_table::Elem;
+use crate::operand_errors::bad_operands;
 use crate::reduce_codegen::{
     FLAG_PACKED_COLUMNS, FLAG_SUBGROUP_TEAMS, FLAG_TIE_BREAK_HIGH, REDUCE_PARAMS_ADDRESS_OFFSET,
     REDUCE_PUSH_CONSTANT_BYTES, REDUCE_WORKGROUP_SIZE,
@@ -111,13 +112,9 @@ pub fn runs_on_gpu(op: ReduceOp, dtype: DType, capabilities: &Capabilities) -> b
     })
 }
 
+/// [`bad_operands`] for this module's single-operand checks.
 fn bad(op: &'static str, input: &Tensor, detail: String) -> Error {
-    Error::BadOperands {
-        op,
-        shapes: vec![input.shape().to_vec()],
-        dtypes: vec![input.dtype()],
-        detail,
-    }
+    bad_operands(op, &[input], detail)
 }
 
 /// The sorted reduced axes, checked against the rank.

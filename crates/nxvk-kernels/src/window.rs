@@ -29,6 +29,7 @@ use crate::codegen::{
 use crate::dot::saturating_product;
 use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::op_table::Elem;
+use crate::operand_errors::bad_operands;
 use crate::{movement, ops};
 use nxvk_core::{BufferAccess, Error, Result, Tensor};
 
@@ -273,18 +274,6 @@ void main() {{
     )
 }
 
-fn bad(op: &'static str, tensors: &[&Tensor], detail: String) -> Error {
-    Error::BadOperands {
-        op,
-        shapes: tensors
-            .iter()
-            .map(|tensor| tensor.shape().to_vec())
-            .collect(),
-        dtypes: tensors.iter().map(|tensor| tensor.dtype()).collect(),
-        detail,
-    }
-}
-
 /// The checked geometry of a window op: output shape and the parameter block.
 struct Geometry {
     output_shape: Vec<usize>,
@@ -299,7 +288,7 @@ fn geometry(
     options: &WindowOptions,
 ) -> Result<Geometry> {
     let rank = input.shape().len();
-    let fail = |detail: String| bad(op, &[input], detail);
+    let fail = |detail: String| bad_operands(op, &[input], detail);
     let per_axis = |name: &str, length: usize| -> Result<()> {
         if length == 0 || length == rank {
             Ok(())
@@ -403,7 +392,7 @@ fn launch(
         return Ok(());
     }
     if count > MAX_ELEMENTS {
-        return Err(bad(
+        return Err(bad_operands(
             op,
             &[input],
             format!("{count} elements exceed 32-bit indexing"),
@@ -414,7 +403,7 @@ fn launch(
     let address = |tensor: &Tensor| {
         tensor
             .device_address()
-            .ok_or_else(|| bad(op, &[tensor], "sub-byte tensors have no addresses".into()))
+            .ok_or_else(|| bad_operands(op, &[tensor], "sub-byte tensors have no addresses".into()))
     };
     let (source_address, init_address) = match source {
         Some((source, init)) => (address(source)?, address(init)?),
@@ -486,7 +475,7 @@ pub fn window_scatter(
     let elem = element_type(name, input)?;
     let geometry = geometry(name, input, window_dimensions, options)?;
     if source.shape() != geometry.output_shape || !init_value.shape().is_empty() {
-        return Err(bad(
+        return Err(bad_operands(
             name,
             &[input, source, init_value],
             format!(

@@ -16,13 +16,6 @@ use nxvk_kernels::conv::{ConvOptions, conv, result_dtype};
 use nxvk_kernels::reference::{self, Value};
 use proptest::prelude::*;
 
-fn cases() -> u32 {
-    std::env::var("NXVK_TEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(32)
-}
-
 /// Moderate values (a conv sums many products), now and then NaN or an infinity.
 fn conv_value(dtype: DType, specials: bool, rng: &mut SplitMix) -> Value {
     if !dtype.is_float() {
@@ -72,15 +65,6 @@ fn input(
         .map(|index| values[index])
         .collect();
     (base.slice(&starts, shape).unwrap(), logical)
-}
-
-fn unravel(mut index: usize, sizes: &[usize]) -> Vec<usize> {
-    let mut coordinates = vec![0; sizes.len()];
-    for axis in (0..sizes.len()).rev() {
-        coordinates[axis] = index % sizes[axis];
-        index /= sizes[axis];
-    }
-    coordinates
 }
 
 fn identity(rank: usize) -> Vec<usize> {
@@ -149,7 +133,7 @@ fn reference_conv(
     let mut values = vec![Value::Float(0.0); n_out];
     let mut magnitudes = vec![0.0; n_out];
     for output in 0..n_out {
-        let coordinates = unravel(output, &canonical_output);
+        let coordinates = common::coordinates(&canonical_output, output);
         let (image, filter) = (coordinates[0], coordinates[1]);
         let (source_image, channel_offset) = if batch_groups > 1 {
             let group = filter / (filters / batch_groups);
@@ -162,7 +146,7 @@ fn reference_conv(
         let mut magnitude = 0.0;
         for channel in 0..group_channels {
             for position in 0..kernel_positions {
-                let kernel_coordinates = unravel(position, kernel_spatial);
+                let kernel_coordinates = common::coordinates(kernel_spatial, position);
                 // A position in the padding or between dilated input elements reads a zero,
                 // which still multiplies the kernel value (0 * inf is NaN, as in Nx).
                 let mut input_canonical = vec![source_image, channel_offset + channel];
@@ -334,7 +318,7 @@ fn random_problem(rng: &mut SplitMix) -> (Vec<usize>, Vec<usize>, ConvOptions) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases_or(32), ..ProptestConfig::default() })]
 
     #[test]
     fn conv_matches_the_reference(seed in any::<u64>()) {

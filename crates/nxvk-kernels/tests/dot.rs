@@ -18,13 +18,6 @@ use nxvk_kernels::elem_of;
 use nxvk_kernels::reference::{self, Value};
 use proptest::prelude::*;
 
-fn cases() -> u32 {
-    std::env::var("NXVK_TEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(48)
-}
-
 /// One dot problem: shapes and axis lists.
 #[derive(Debug, Clone)]
 struct Case {
@@ -115,16 +108,6 @@ fn row_major_strides(shape: &[usize]) -> Vec<usize> {
     nxvk_core::contiguous_strides(shape)
 }
 
-/// Multi-index of `index` over `sizes` (row-major).
-fn unravel(mut index: usize, sizes: &[usize]) -> Vec<usize> {
-    let mut coordinates = vec![0; sizes.len()];
-    for axis in (0..sizes.len()).rev() {
-        coordinates[axis] = index % sizes[axis];
-        index /= sizes[axis];
-    }
-    coordinates
-}
-
 /// Nx's output shape: batch sizes, a's free sizes, b's free sizes.
 fn output_shape(case: &Case) -> Vec<usize> {
     let free = |shape: &[usize], contract: &[usize], batch: &[usize]| -> Vec<usize> {
@@ -179,7 +162,7 @@ fn reference_dot(
     let mut values = Vec::with_capacity(n_out);
     let mut magnitudes = Vec::with_capacity(n_out);
     for output in 0..n_out {
-        let coordinates = unravel(output, &out_sizes);
+        let coordinates = common::coordinates(&out_sizes, output);
         let mut a_base = 0;
         let mut b_base = 0;
         for (position, (&axis_a, &axis_b)) in case.batch_a.iter().zip(&case.batch_b).enumerate() {
@@ -196,7 +179,7 @@ fn reference_dot(
         let mut float_sum = 0.0f64;
         let mut magnitude = 0.0f64;
         for depth in 0..k {
-            let inner = unravel(depth, &contract_sizes);
+            let inner = common::coordinates(&contract_sizes, depth);
             let a_index = a_base
                 + inner
                     .iter()
@@ -267,7 +250,7 @@ fn gpu_dtypes() -> Vec<DType> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases_or(48), ..ProptestConfig::default() })]
 
     #[test]
     fn dot_matches_the_reference(seed in any::<u64>()) {

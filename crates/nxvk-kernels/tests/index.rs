@@ -13,13 +13,6 @@ use nxvk_kernels::reference::{self, Value};
 use nxvk_kernels::{BinaryOp, types};
 use proptest::prelude::*;
 
-fn cases() -> u32 {
-    std::env::var("NXVK_TEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(24)
-}
-
 fn value_dtypes() -> Vec<DType> {
     let mut dtypes: Vec<DType> = nxvk_kernels::ops::native_dtypes().collect();
     dtypes.extend([DType::C64, DType::C128]);
@@ -36,22 +29,6 @@ const INDEX_DTYPES: [DType; 8] = [
     DType::U32,
     DType::U64,
 ];
-
-fn coordinates(shape: &[usize], mut index: usize) -> Vec<usize> {
-    let mut coordinates = vec![0; shape.len()];
-    for axis in (0..shape.len()).rev() {
-        coordinates[axis] = index % shape[axis];
-        index /= shape[axis];
-    }
-    coordinates
-}
-
-fn linear(shape: &[usize], coordinates: &[usize]) -> usize {
-    coordinates
-        .iter()
-        .zip(shape)
-        .fold(0, |acc, (&coordinate, &size)| acc * size + coordinate)
-}
 
 /// An index tensor of `shape` with values in [-2, bound + 2) (out of range on both sides),
 /// stored as `dtype`; returns it and its stored values clamped into [0, bound).
@@ -80,27 +57,6 @@ fn make_indices(
     (tensor, clamped)
 }
 
-fn compare(what: &str, output: &Tensor, shape: &[usize], expected: &[Value]) -> Result<(), String> {
-    compare_within(what, output, shape, expected, Tolerance::Exact)
-}
-
-fn compare_within(
-    what: &str,
-    output: &Tensor,
-    shape: &[usize],
-    expected: &[Value],
-    tolerance: Tolerance,
-) -> Result<(), String> {
-    if output.shape() != shape {
-        return Err(format!(
-            "{what}: shape {:?}, expected {shape:?}",
-            output.shape()
-        ));
-    }
-    check_all(output.dtype(), tolerance, &read(output), expected, &[])
-        .map_err(|why| format!("{what} on {}: {why}", output.dtype()))
-}
-
 #[derive(Debug, Clone)]
 struct Case {
     shape: Vec<usize>,
@@ -111,11 +67,7 @@ struct Case {
 fn case() -> impl Strategy<Value = Case> {
     (
         prop::collection::vec(1usize..5, 1..=3),
-        prop_oneof![
-            Just(ViewKind::Contiguous),
-            Just(ViewKind::Transposed),
-            Just(ViewKind::Sliced)
-        ],
+        any_view_kind(),
         any::<u64>(),
     )
         .prop_map(|(shape, view, seed)| Case { shape, view, seed })
@@ -147,7 +99,7 @@ fn check_gathers(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), St
             values[linear(shape, &source)]
         })
         .collect();
-    compare(
+    check_output_exact(
         &format!("take axis {axis} indices {index_shape:?} {index_dtype}"),
         &output,
         &take_shape,
@@ -211,7 +163,7 @@ fn check_gathers(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), St
                 values[linear(shape, &source)]
             })
             .collect();
-        compare(
+        check_output_exact(
             &format!("gather axes {axes:?} rows {rows:?} {index_dtype}"),
             &output,
             &gather_shape,
@@ -239,7 +191,7 @@ fn check_gathers(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), St
             values[linear(shape, &at)]
         })
         .collect();
-    compare(
+    check_output_exact(
         &format!("take_along_axis {axis} {along_shape:?} {index_dtype}"),
         &output,
         &along_shape,
@@ -398,7 +350,7 @@ fn check_scatters(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), S
     let output = index::indexed_put(&target, &indices, &updates, Some(&axes))
         .map_err(|error| error.to_string())?;
     let want = scatter_reference(false, result_dtype, &target_cast, &geometry, &updates_cast);
-    compare(
+    check_output_exact(
         &format!("indexed_put axes {axes:?} rows {rows:?} {index_dtype}"),
         &output,
         shape,
@@ -421,7 +373,7 @@ fn check_scatters(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), S
         };
         Tolerance::Ulps { ulps: 8, absolute }
     };
-    compare_within(
+    check_output(
         &format!("indexed_add axes {axes:?} rows {rows:?} {index_dtype}"),
         &output,
         shape,
@@ -431,7 +383,7 @@ fn check_scatters(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), S
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases_or(24), max_shrink_iters: 32, ..ProptestConfig::default() })]
 
     #[test]
     fn gathers_match_the_host(case in case()) {
@@ -527,14 +479,20 @@ fn compare_rejects_wrong_results() {
     let t = Tensor::from_slice(&device, &[3], &[10i32, 20, 30]).unwrap();
     let indices = Tensor::from_slice(&device, &[2], &[-5i32, 7]).unwrap();
     let output = index::take(&t, &indices, 0).unwrap();
-    assert!(compare("clamped", &output, &[2], &[Value::Int(10), Value::Int(30)]).is_ok());
+    assert!(
+        check_output_exact("clamped", &output, &[2], &[Value::Int(10), Value::Int(30)]).is_ok()
+    );
     // Wrapping (Python-style) negative indices would pick 20 for -5 mod 3 = 1.
-    assert!(compare("wrapped", &output, &[2], &[Value::Int(20), Value::Int(30)]).is_err());
-    assert!(compare("shape", &output, &[1, 2], &[Value::Int(10), Value::Int(30)]).is_err());
+    assert!(
+        check_output_exact("wrapped", &output, &[2], &[Value::Int(20), Value::Int(30)]).is_err()
+    );
+    assert!(
+        check_output_exact("shape", &output, &[1, 2], &[Value::Int(10), Value::Int(30)]).is_err()
+    );
     let floats = Tensor::from_slice(&device, &[1], &[1.0f32]).unwrap();
     let near = Tolerance::Ulps {
         ulps: 8,
         absolute: 1e-9,
     };
-    assert!(compare_within("far", &floats, &[1], &[Value::Float(1.001)], near).is_err());
+    assert!(check_output("far", &floats, &[1], &[Value::Float(1.001)], near).is_err());
 }

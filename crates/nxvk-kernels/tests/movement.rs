@@ -10,34 +10,10 @@ use nxvk_kernels::movement;
 use nxvk_kernels::reference::{self, Value};
 use proptest::prelude::*;
 
-/// Cases per property (`NXVK_TEST_CASES` soaks them).
-fn cases() -> u32 {
-    std::env::var("NXVK_TEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(24)
-}
-
 fn dtypes() -> Vec<DType> {
     let mut dtypes: Vec<DType> = nxvk_kernels::ops::native_dtypes().collect();
     dtypes.extend([DType::C64, DType::C128]);
     dtypes
-}
-
-fn coordinates(shape: &[usize], mut index: usize) -> Vec<usize> {
-    let mut coordinates = vec![0; shape.len()];
-    for axis in (0..shape.len()).rev() {
-        coordinates[axis] = index % shape[axis];
-        index /= shape[axis];
-    }
-    coordinates
-}
-
-fn linear(shape: &[usize], coordinates: &[usize]) -> usize {
-    coordinates
-        .iter()
-        .zip(shape)
-        .fold(0, |acc, (&coordinate, &size)| acc * size + coordinate)
 }
 
 /// The expected result of `shape`: each output coordinate maps to an input element or `fill`.
@@ -57,23 +33,6 @@ fn expected(
         .collect()
 }
 
-fn compare(what: &str, output: &Tensor, shape: &[usize], expected: &[Value]) -> Result<(), String> {
-    if output.shape() != shape {
-        return Err(format!(
-            "{what}: shape {:?}, expected {shape:?}",
-            output.shape()
-        ));
-    }
-    check_all(
-        output.dtype(),
-        Tolerance::Exact,
-        &read(output),
-        expected,
-        &[],
-    )
-    .map_err(|why| format!("{what} on {}: {why}", output.dtype()))
-}
-
 #[derive(Debug, Clone)]
 struct Case {
     shape: Vec<usize>,
@@ -84,11 +43,7 @@ struct Case {
 fn case() -> impl Strategy<Value = Case> {
     (
         prop::collection::vec(0usize..5, 0..=4),
-        prop_oneof![
-            Just(ViewKind::Contiguous),
-            Just(ViewKind::Transposed),
-            Just(ViewKind::Sliced)
-        ],
+        any_view_kind(),
         any::<u64>(),
     )
         .prop_map(|(shape, view, seed)| {
@@ -115,7 +70,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
 
     // contiguous and transpose.
     let output = movement::contiguous(&input).map_err(|error| error.to_string())?;
-    compare("contiguous", &output, shape, &values)?;
+    check_output_exact("contiguous", &output, shape, &values)?;
     let mut permutation: Vec<usize> = (0..rank).collect();
     for axis in (1..rank).rev() {
         permutation.swap(axis, rng.below(axis as u64 + 1) as usize);
@@ -128,7 +83,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
         .element_indices()
         .map(|index| values[index])
         .collect();
-    compare(
+    check_output_exact(
         &format!("transpose {permutation:?}"),
         &output,
         &transposed_shape,
@@ -151,7 +106,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
                 .collect(),
         )
     });
-    compare(&format!("reverse {axes:?}"), &output, shape, &want)?;
+    check_output_exact(&format!("reverse {axes:?}"), &output, shape, &want)?;
 
     // slice with steps; starts beyond the window are clamped.
     let lengths: Vec<usize> = shape
@@ -175,7 +130,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
                 .collect(),
         )
     });
-    compare(
+    check_output_exact(
         &format!("slice {starts:?} {lengths:?} {steps:?}"),
         &output,
         &sliced_shape,
@@ -216,7 +171,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
                 })
                 .collect()
         });
-        compare(&format!("pad {config:?}"), &output, &padded_shape, &want)?;
+        check_output_exact(&format!("pad {config:?}"), &output, &padded_shape, &want)?;
     } else {
         let error = movement::pad(&input, &value, &config).unwrap_err();
         if !error.to_string().contains("pad") {
@@ -261,7 +216,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
             }
         })
         .collect();
-    compare(
+    check_output_exact(
         &format!("concatenate axis {axis}"),
         &output,
         &joined_shape,
@@ -305,11 +260,11 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
             }
         })
         .collect();
-    compare(&format!("put_slice {starts:?}"), &output, shape, &want)
+    check_output_exact(&format!("put_slice {starts:?}"), &output, shape, &want)
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases_or(24), max_shrink_iters: 32, ..ProptestConfig::default() })]
 
     #[test]
     fn movement_matches_host_index_arithmetic_on_every_dtype(case in case()) {
@@ -399,7 +354,7 @@ fn tiled_transposes_match_host_index_arithmetic() {
                 .map(|index| values[index])
                 .collect();
             let output = movement::transpose(&input, permutation).unwrap();
-            compare(
+            check_output_exact(
                 &format!("tiled transpose {shape:?} {permutation:?}"),
                 &output,
                 view.shape(),
@@ -421,7 +376,7 @@ fn tiled_transposes_match_host_index_arithmetic() {
         let want = expected(&[50, 36], &values, &[36, 50], None, |at| {
             Some(vec![at[1], at[0]])
         });
-        compare(
+        check_output_exact(
             "tiled transpose of a slice",
             &movement::contiguous(&view).unwrap(),
             &[50, 36],
@@ -437,7 +392,7 @@ fn tiled_transposes_match_host_index_arithmetic() {
             let (row, column) = (at[0].checked_sub(2)?, at[1].checked_sub(1)?);
             (row < 50 && column < 36).then(|| vec![column, row])
         });
-        compare("pad of a transposed view", &padded, &[53, 40], &want).unwrap();
+        check_output_exact("pad of a transposed view", &padded, &[53, 40], &want).unwrap();
     }
 }
 
@@ -446,7 +401,7 @@ fn tiled_transposes_match_host_index_arithmetic() {
 fn compare_rejects_wrong_results() {
     let device = device();
     let tensor = Tensor::from_slice(&device, &[2], &[1i32, 2]).unwrap();
-    assert!(compare("null", &tensor, &[2], &[Value::Int(1), Value::Int(2)]).is_ok());
-    assert!(compare("null", &tensor, &[2], &[Value::Int(1), Value::Int(3)]).is_err());
-    assert!(compare("null", &tensor, &[1, 2], &[Value::Int(1), Value::Int(2)]).is_err());
+    assert!(check_output_exact("null", &tensor, &[2], &[Value::Int(1), Value::Int(2)]).is_ok());
+    assert!(check_output_exact("null", &tensor, &[2], &[Value::Int(1), Value::Int(3)]).is_err());
+    assert!(check_output_exact("null", &tensor, &[1, 2], &[Value::Int(1), Value::Int(2)]).is_err());
 }

@@ -14,26 +14,8 @@ use nxvk_kernels::reduce::{
 use nxvk_kernels::reference::{self, Value};
 use proptest::prelude::*;
 
-/// Cases per property (`NXVK_TEST_CASES` soaks them).
-fn cases() -> u32 {
-    std::env::var("NXVK_TEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(24)
-}
-
 fn native() -> Vec<DType> {
     nxvk_kernels::ops::native_dtypes().collect()
-}
-
-/// Relative precision of a float type.
-fn epsilon(dtype: DType) -> f64 {
-    match dtype {
-        DType::F16 => 2f64.powi(-10),
-        DType::BF16 => 2f64.powi(-7),
-        DType::F32 => 2f64.powi(-23),
-        _ => 2f64.powi(-52),
-    }
 }
 
 /// Compares a float sum or product: NaN with NaN, infinities exactly, anything else within
@@ -69,15 +51,6 @@ fn check_float(dtype: DType, actual: Value, expected: f64, bound: f64) -> Result
 }
 
 /// Row-major coordinates of element `index` of `shape`.
-fn coordinates(shape: &[usize], mut index: usize) -> Vec<usize> {
-    let mut coordinates = vec![0; shape.len()];
-    for axis in (0..shape.len()).rev() {
-        coordinates[axis] = index % shape[axis];
-        index /= shape[axis];
-    }
-    coordinates
-}
-
 /// The input values grouped by output element, each group in row-major order of the reduced
 /// axes.
 fn groups(shape: &[usize], values: &[Value], axes: &[usize]) -> Vec<Vec<Value>> {
@@ -321,11 +294,7 @@ struct Case {
 fn case() -> impl Strategy<Value = Case> {
     (
         prop::collection::vec(0usize..6, 0..=4),
-        prop_oneof![
-            Just(ViewKind::Contiguous),
-            Just(ViewKind::Transposed),
-            Just(ViewKind::Sliced)
-        ],
+        any_view_kind(),
         any::<u8>(),
         any::<bool>(),
         any::<u64>(),
@@ -372,7 +341,7 @@ fn domain(op: ReduceOp, dtype: DType) -> Domain {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases_or(24), max_shrink_iters: 32, ..ProptestConfig::default() })]
 
     #[test]
     fn reductions_match_the_reference_on_every_native_dtype(case in case()) {
@@ -590,38 +559,19 @@ fn known_values_follow_nx() {
     assert_eq!(columns.to_vec::<i64>().unwrap(), [11, 8, 14]);
 }
 
+/// The signature of `reduce::sum`, `product`, `all`, ...
+type AxesReduction = fn(&Tensor, Option<&[usize]>, bool) -> nxvk_core::Result<Tensor>;
+
 #[test]
 fn empty_and_rank_zero_reductions() {
     let device = device();
     let empty = Tensor::from_slice::<f32>(&device, &[0], &[]).unwrap();
-    assert_eq!(
-        reduce::sum(&empty, None, false)
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap(),
-        [0.0]
-    );
-    assert_eq!(
-        reduce::product(&empty, None, false)
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap(),
-        [1.0]
-    );
-    assert_eq!(
-        reduce::all(&empty, None, false)
-            .unwrap()
-            .to_vec::<u8>()
-            .unwrap(),
-        [1]
-    );
-    assert_eq!(
-        reduce::any(&empty, None, false)
-            .unwrap()
-            .to_vec::<u8>()
-            .unwrap(),
-        [0]
-    );
+    // A full reduction of nothing is the op's identity.
+    let of_empty = |reduction: AxesReduction| reduction(&empty, None, false).unwrap();
+    assert_eq!(of_empty(reduce::sum).to_vec::<f32>().unwrap(), [0.0]);
+    assert_eq!(of_empty(reduce::product).to_vec::<f32>().unwrap(), [1.0]);
+    assert_eq!(of_empty(reduce::all).to_vec::<u8>().unwrap(), [1]);
+    assert_eq!(of_empty(reduce::any).to_vec::<u8>().unwrap(), [0]);
     let error = reduce::reduce_max(&empty, None, false).unwrap_err();
     assert!(
         matches!(

@@ -15,22 +15,6 @@ use nxvk_kernels::reference::{self, Value};
 use nxvk_kernels::window::{ScatterSelect, WindowOp, WindowOptions, window_reduce, window_scatter};
 use proptest::prelude::*;
 
-fn cases() -> u32 {
-    std::env::var("NXVK_TEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(32)
-}
-
-fn unravel(mut index: usize, sizes: &[usize]) -> Vec<usize> {
-    let mut coordinates = vec![0; sizes.len()];
-    for axis in (0..sizes.len()).rev() {
-        coordinates[axis] = index % sizes[axis];
-        index /= sizes[axis];
-    }
-    coordinates
-}
-
 /// Random window geometry for `shape` that fits (padding grows until the window does).
 fn random_geometry(shape: &[usize], rng: &mut SplitMix) -> (Vec<usize>, WindowOptions) {
     let mut window = Vec::new();
@@ -72,7 +56,7 @@ fn window_element(
     output: &[usize],
     position: usize,
 ) -> Option<usize> {
-    let offsets = unravel(position, window);
+    let offsets = common::coordinates(window, position);
     let mut index = 0;
     for axis in 0..shape.len() {
         let coordinate = (output[axis] * options.strides[axis]
@@ -126,7 +110,7 @@ fn reference_window(
     let mut results = Vec::with_capacity(count);
     let mut scales = Vec::with_capacity(count);
     for output in 0..count {
-        let coordinates = unravel(output, &out_shape);
+        let coordinates = common::coordinates(&out_shape, output);
         let elements: Vec<Value> = (0..positions)
             .map(|position| {
                 window_element(shape, window, options, &coordinates, position)
@@ -208,7 +192,7 @@ fn native() -> Vec<DType> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases_or(32), ..ProptestConfig::default() })]
 
     #[test]
     fn window_reductions_match_the_reference(seed in any::<u64>()) {
@@ -251,7 +235,7 @@ proptest! {
         let positions: usize = window.iter().product();
         let mut sums: Vec<Vec<Value>> = vec![Vec::new(); values.len()];
         for (window_index, &source_value) in source_values.iter().enumerate() {
-            let coordinates = unravel(window_index, &pooled);
+            let coordinates = common::coordinates(&pooled, window_index);
             let element = |position: usize| window_element(&shape, &window, &options, &coordinates, position);
             let value = |position: usize| element(position).map_or(init, |index| values[index]);
             let better = |a: Value, b: Value| match (a, b, select) {

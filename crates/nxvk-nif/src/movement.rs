@@ -6,21 +6,14 @@
 
 use crate::reply::{Reply, guarded, message};
 use crate::tensor::{TensorArc, wrap};
-use crate::terms::decode_indices;
+use crate::terms::{decode_indices, tuple_or_list_items};
 use nxvk_core::Tensor;
 use nxvk_kernels::movement;
 use rustler::Term;
 
 /// A list of (possibly negative) integers given as a tuple or a list.
 fn decode_offsets(what: &str, term: Term<'_>) -> Reply<Vec<i64>> {
-    let items = if term.is_tuple() {
-        rustler::types::tuple::get_tuple(term)
-            .map_err(|_| format!("{what}: expected a tuple or list of integers"))?
-    } else {
-        term.decode::<Vec<Term<'_>>>()
-            .map_err(|_| format!("{what}: expected a tuple or list of integers"))?
-    };
-    items
+    tuple_or_list_items(what, term)?
         .into_iter()
         .map(|item| {
             item.decode::<i64>()

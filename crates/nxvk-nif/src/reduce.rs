@@ -5,7 +5,7 @@
 
 use crate::reply::{Reply, guarded, message};
 use crate::tensor::{TensorArc, wrap};
-use crate::terms::{decode_indices, decode_name};
+use crate::terms::{decode_name, decode_optional_indices};
 use nxvk_kernels::{ReduceOp, ReduceOptions, TieBreak};
 use rustler::{Env, Term};
 
@@ -46,11 +46,7 @@ fn reduce<'a>(
 ) -> Reply<TensorArc> {
     guarded("reduce", || {
         let op = reduce_op_named(&decode_name(name)?)?;
-        let axes = if axes == rustler::types::atom::nil().to_term(env) {
-            None
-        } else {
-            Some(decode_indices(op.name(), axes)?)
-        };
+        let axes = decode_optional_indices(op.name(), axes)?;
         let options = ReduceOptions {
             axes: axes.as_deref(),
             keep_axes,

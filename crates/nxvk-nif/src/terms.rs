@@ -5,15 +5,19 @@ use crate::reply::Reply;
 use rustler::types::tuple::{get_tuple, make_tuple};
 use rustler::{Atom, Encoder, Env, Term};
 
+/// The elements of a tuple (`{2, 3}`) or a list (`[2, 3]`) of integers.
+pub fn tuple_or_list_items<'a>(what: &str, term: Term<'a>) -> Reply<Vec<Term<'a>>> {
+    let items = if term.is_tuple() {
+        get_tuple(term)
+    } else {
+        term.decode::<Vec<Term<'a>>>()
+    };
+    items.map_err(|_| format!("{what}: expected a tuple or list of integers"))
+}
+
 /// A list of non-negative integers given as a tuple (`{2, 3}`) or a list (`[2, 3]`).
 pub fn decode_indices(what: &str, term: Term<'_>) -> Reply<Vec<usize>> {
-    let items = if term.is_tuple() {
-        get_tuple(term).map_err(|_| format!("{what}: expected a tuple or list of integers"))?
-    } else {
-        term.decode::<Vec<Term<'_>>>()
-            .map_err(|_| format!("{what}: expected a tuple or list of integers"))?
-    };
-    items
+    tuple_or_list_items(what, term)?
         .into_iter()
         .map(|item| {
             item.decode::<usize>()

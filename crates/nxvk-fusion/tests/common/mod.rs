@@ -23,19 +23,11 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// splitmix64: small, seeded, reproducible from a proptest seed.
-#[derive(Debug, Clone)]
-pub struct SplitMix(pub u64);
+#[path = "../../../nxvk-kernels/tests/common/split_mix.rs"]
+mod split_mix;
+pub use split_mix::SplitMix;
 
 impl SplitMix {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     pub fn below(&mut self, bound: usize) -> usize {
         (self.next() % bound.max(1) as u64) as usize
     }

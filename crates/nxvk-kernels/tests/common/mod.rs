@@ -21,6 +21,24 @@ pub fn fallbacks(op: &str, dtype: DType) -> u64 {
         .unwrap_or(0)
 }
 
+/// Cases per property: `NXVK_TEST_CASES` when set (to soak them), else `default`.
+pub fn cases_or(default: u32) -> u32 {
+    std::env::var("NXVK_TEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Relative precision of a float type (f64's for anything else).
+pub fn epsilon(dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => 2f64.powi(-10),
+        DType::BF16 => 2f64.powi(-7),
+        DType::F32 => 2f64.powi(-23),
+        _ => 2f64.powi(-52),
+    }
+}
+
 /// One context per test binary: device creation costs time on lavapipe.
 pub fn device() -> Arc<Device> {
     static CONTEXT: OnceLock<Context> = OnceLock::new();
@@ -31,19 +49,10 @@ pub fn device() -> Arc<Device> {
     context.device().expect("device")
 }
 
-/// splitmix64: small, seeded, reproducible from a proptest seed.
-#[derive(Debug, Clone)]
-pub struct SplitMix(pub u64);
+mod split_mix;
+pub use split_mix::SplitMix;
 
 impl SplitMix {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     pub fn below(&mut self, bound: u64) -> u64 {
         self.next() % bound.max(1)
     }
@@ -51,6 +60,24 @@ impl SplitMix {
     pub fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
+}
+
+/// The row-major coordinates of element `index` of `shape`.
+pub fn coordinates(shape: &[usize], mut index: usize) -> Vec<usize> {
+    let mut coordinates = vec![0; shape.len()];
+    for axis in (0..shape.len()).rev() {
+        coordinates[axis] = index % shape[axis];
+        index /= shape[axis];
+    }
+    coordinates
+}
+
+/// The row-major index of the element at `coordinates` of `shape`.
+pub fn linear(shape: &[usize], coordinates: &[usize]) -> usize {
+    coordinates
+        .iter()
+        .zip(shape)
+        .fold(0, |acc, (&coordinate, &size)| acc * size + coordinate)
 }
 
 /// Input ranges: ops with narrow domains get inputs where their results are meaningful.
@@ -137,6 +164,16 @@ pub enum ViewKind {
     Transposed,
     /// An interior slice of a tensor one larger on every axis.
     Sliced,
+}
+
+/// Every view kind, drawn with equal weight (proptest cases).
+pub fn any_view_kind() -> impl proptest::strategy::Strategy<Value = ViewKind> {
+    use proptest::strategy::Just;
+    proptest::prop_oneof![
+        Just(ViewKind::Contiguous),
+        Just(ViewKind::Transposed),
+        Just(ViewKind::Sliced)
+    ]
 }
 
 /// A tensor of `shape` laid out as `view`, and its logical values in row-major order.
@@ -231,6 +268,18 @@ pub enum Tolerance {
     Ulps { ulps: u64, absolute: f64 },
 }
 
+/// Whether `actual` matches `expected` when either is NaN or infinite (NaN matches any NaN, an
+/// infinity only itself); `None` when both are finite and a tolerance decides.
+pub fn non_finite_match(actual: f64, expected: f64) -> Option<bool> {
+    if actual.is_nan() || expected.is_nan() {
+        Some(actual.is_nan() && expected.is_nan())
+    } else if actual.is_infinite() || expected.is_infinite() {
+        Some(actual == expected)
+    } else {
+        None
+    }
+}
+
 /// Checks one element; returns why it differs.
 pub fn check_value(
     dtype: DType,
@@ -252,23 +301,12 @@ pub fn check_value(
             }
         }
         (Value::Float(a), Value::Float(e)) => {
-            if a.is_nan() || e.is_nan() {
-                return if a.is_nan() && e.is_nan() {
-                    Ok(())
-                } else {
-                    fail()
-                };
+            if let Some(same) = non_finite_match(a, e) {
+                return if same { Ok(()) } else { fail() };
             }
             match tolerance {
                 Tolerance::Exact => {
                     if a.to_bits() == e.to_bits() {
-                        Ok(())
-                    } else {
-                        fail()
-                    }
-                }
-                Tolerance::Ulps { .. } if a.is_infinite() || e.is_infinite() => {
-                    if a == e {
                         Ok(())
                     } else {
                         fail()
@@ -291,6 +329,18 @@ pub fn check_value(
     }
 }
 
+/// Checks that a result has as many elements as its reference.
+pub fn check_lengths(actual: &[Value], expected: &[Value]) -> Result<(), String> {
+    if actual.len() != expected.len() {
+        return Err(format!(
+            "{} elements, expected {}",
+            actual.len(),
+            expected.len()
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a whole result; the error names the first differing element and its inputs.
 pub fn check_all(
     dtype: DType,
@@ -299,13 +349,7 @@ pub fn check_all(
     expected: &[Value],
     inputs: &[&[Value]],
 ) -> Result<(), String> {
-    if actual.len() != expected.len() {
-        return Err(format!(
-            "{} elements, expected {}",
-            actual.len(),
-            expected.len()
-        ));
-    }
+    check_lengths(actual, expected)?;
     for (index, (&a, &e)) in actual.iter().zip(expected).enumerate() {
         check_value(dtype, tolerance, a, e).map_err(|why| {
             let operands: Vec<Value> = inputs.iter().map(|column| column[index]).collect();
@@ -313,4 +357,33 @@ pub fn check_all(
         })?;
     }
     Ok(())
+}
+
+/// Checks `output`'s shape against `shape` and its elements against `expected` within
+/// `tolerance`; the error names `what`, the dtype and the first differing element.
+pub fn check_output(
+    what: &str,
+    output: &Tensor,
+    shape: &[usize],
+    expected: &[Value],
+    tolerance: Tolerance,
+) -> Result<(), String> {
+    if output.shape() != shape {
+        return Err(format!(
+            "{what}: shape {:?}, expected {shape:?}",
+            output.shape()
+        ));
+    }
+    check_all(output.dtype(), tolerance, &read(output), expected, &[])
+        .map_err(|why| format!("{what} on {}: {why}", output.dtype()))
+}
+
+/// [`check_output`] for results that must match their reference bit for bit.
+pub fn check_output_exact(
+    what: &str,
+    output: &Tensor,
+    shape: &[usize],
+    expected: &[Value],
+) -> Result<(), String> {
+    check_output(what, output, shape, expected, Tolerance::Exact)
 }

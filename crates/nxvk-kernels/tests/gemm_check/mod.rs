@@ -1,20 +1,13 @@
 //! The comparison shared by the GEMM-based tests (dot, conv): integers exactly; floats against
 //! an f64 reference within `(k + 2) * eps(accumulator) * sum|products|` (the error bound of a
 //! length-k sum; f32 accumulators for f16, bf16 and f32) plus one rounding to the result type.
+//! Its includers also include `common`.
 // Each test binary uses part of this module.
 #![allow(dead_code)]
 
+use crate::common::{check_lengths, epsilon, non_finite_match};
 use nxvk_core::DType;
 use nxvk_kernels::reference::{self, Value};
-
-fn epsilon(dtype: DType) -> f64 {
-    match dtype {
-        DType::F16 => 2f64.powi(-10),
-        DType::BF16 => 2f64.powi(-7),
-        DType::F32 => 2f64.powi(-23),
-        _ => 2f64.powi(-52),
-    }
-}
 
 /// Checks one output element against the reference (see the module doc for the bound).
 pub fn check(
@@ -42,15 +35,8 @@ pub fn check(
                 Value::Float(rounded) => rounded,
                 _ => return fail(),
             };
-            if x.is_nan() || rounded.is_nan() {
-                return if x.is_nan() && rounded.is_nan() {
-                    Ok(())
-                } else {
-                    fail()
-                };
-            }
-            if x.is_infinite() || rounded.is_infinite() {
-                return if x == rounded { Ok(()) } else { fail() };
+            if let Some(same) = non_finite_match(x, rounded) {
+                return if same { Ok(()) } else { fail() };
             }
             let accumulator = if result == DType::F64 {
                 2f64.powi(-52)
@@ -81,13 +67,7 @@ pub fn check_all(
     magnitudes: &[f64],
     k: usize,
 ) -> Result<(), String> {
-    if actual.len() != expected.len() {
-        return Err(format!(
-            "{} elements, expected {}",
-            actual.len(),
-            expected.len()
-        ));
-    }
+    check_lengths(actual, expected)?;
     for (index, ((&got, &wanted), &magnitude)) in
         actual.iter().zip(expected).zip(magnitudes).enumerate()
     {

@@ -8,7 +8,7 @@
 //! transfers) with the wall clock, as the torch peer times them. `--quick` shrinks the large
 //! workloads (and renames them by size) so lavapipe can run them as a regression check.
 
-use nxvk_core::{BufferAccess, Context, DType, Device, Result, Tensor};
+use nxvk_core::{BufferAccess, DType, Device, Result, Tensor};
 use nxvk_kernels::fft::{self, Transform};
 use nxvk_kernels::sort::{self, Direction};
 use nxvk_kernels::{
@@ -17,6 +17,13 @@ use nxvk_kernels::{
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+// The harness shared with nxvk-fusion's bench_fusion.
+mod bench_harness;
+use bench_harness::{
+    Arguments, Record, Workload, gpu_median, open_context, random_f32, random_f32_tensor,
+    run_workloads, wall_median,
+};
 
 const ADD_VEC4: &str = "layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint UNROLL = 1;
@@ -41,16 +48,9 @@ void main() {
 ";
 
 fn main() {
-    let arguments: Vec<String> = std::env::args().skip(1).collect();
-    let quick = arguments.iter().any(|argument| argument == "--quick");
-    let only: Vec<String> = arguments
-        .iter()
-        .position(|argument| argument == "--only")
-        .and_then(|index| arguments.get(index + 1))
-        .map(|list| list.split(',').map(str::to_owned).collect())
-        .unwrap_or_default();
-    let context = Context::new().expect("a Vulkan device");
-    eprintln!("{{\"device\": {:?}}}", context.capabilities().summary());
+    let arguments = Arguments::from_command_line();
+    let quick = arguments.quick;
+    let context = open_context();
     let device = context.device().expect("device");
     let bench = Bench { device, quick };
 
@@ -77,7 +77,23 @@ fn main() {
         (8192, (512, 256))
     };
     let conv_batch = if quick { 1 } else { 32 };
-    let mut workloads: Vec<(String, Workload)> = vec![
+    let (sort_elements, sort_label) = if quick {
+        (1 << 20, "1M")
+    } else {
+        (1 << 24, "16M")
+    };
+    // (table rows, row width, picks) and (rows, row length).
+    let (gather, gather_name) = if quick {
+        ((1 << 14, 64, 1 << 16), "gather_f32_16Kx64_64K")
+    } else {
+        ((1 << 20, 64, 1 << 22), "gather_f32_1Mx64_4M")
+    };
+    let (fft_rows, fft_name) = if quick {
+        ((64, 1 << 12), "fft_c64_64x4K")
+    } else {
+        ((1 << 10, 1 << 14), "fft_c64_1Kx16K")
+    };
+    let mut workloads: Vec<(String, Workload<Bench>)> = vec![
         (
             format!("conv_f32_n{conv_batch}c64h56k64r3"),
             Box::new(move |b| b.conv(conv_batch)),
@@ -135,40 +151,16 @@ fn main() {
             Box::new(move |b| b.argmax(side)),
         ),
         (
-            if quick {
-                "sort_f32_1M".into()
-            } else {
-                "sort_f32_16M".into()
-            },
-            Box::new(move |b| b.sort(if quick { 1 << 20 } else { 1 << 24 })),
+            format!("sort_f32_{sort_label}"),
+            Box::new(move |b| b.sort(sort_elements)),
         ),
         (
-            if quick {
-                "gather_f32_16Kx64_64K".into()
-            } else {
-                "gather_f32_1Mx64_4M".into()
-            },
-            Box::new(move |b| {
-                if quick {
-                    b.gather_rows(1 << 14, 64, 1 << 16)
-                } else {
-                    b.gather_rows(1 << 20, 64, 1 << 22)
-                }
-            }),
+            gather_name.into(),
+            Box::new(move |b| b.gather_rows(gather.0, gather.1, gather.2)),
         ),
         (
-            if quick {
-                "fft_c64_64x4K".into()
-            } else {
-                "fft_c64_1Kx16K".into()
-            },
-            Box::new(move |b| {
-                if quick {
-                    b.fft_rows(64, 1 << 12)
-                } else {
-                    b.fft_rows(1 << 10, 1 << 14)
-                }
-            }),
+            fft_name.into(),
+            Box::new(move |b| b.fft_rows(fft_rows.0, fft_rows.1)),
         ),
         (
             "small_op_chain_us".into(),
@@ -249,131 +241,18 @@ fn main() {
             ));
         }
     }
-    for (name, workload) in workloads {
-        let wanted = only.is_empty()
-            || only
-                .iter()
-                .any(|wanted| name == *wanted || name.starts_with(&format!("{wanted}@")));
-        if !wanted {
-            continue;
-        }
-        match workload(&bench) {
-            Ok(record) => println!(
-                "{{\"name\": \"{name}\", \"value\": {:.4}, \"unit\": \"{}\", \"better\": \"{}\", \"impl\": \"nxvk\"}}",
-                record.value, record.unit, record.better
-            ),
-            Err(error) => println!(
-                "{{\"name\": \"{name}\", \"error\": {:?}, \"impl\": \"nxvk\"}}",
-                error.to_string()
-            ),
-        }
-    }
+    run_workloads(&arguments, &bench, workloads);
     eprintln!("{{\"counters\": {:?}}}", context.counters());
 }
-
-/// One benchmark: runs on the bench's device and returns its figure.
-type Workload = Box<dyn Fn(&Bench) -> Result<Record>>;
-
-struct Record {
-    value: f64,
-    unit: &'static str,
-    better: &'static str,
-}
-
-impl Record {
-    fn gigabytes_per_second(bytes: f64, time: Duration) -> Record {
-        Record {
-            value: bytes / time.as_secs_f64() / 1e9,
-            unit: "GB/s",
-            better: "higher",
-        }
-    }
-
-    fn teraflops(flops: f64, time: Duration) -> Record {
-        Record {
-            value: flops / time.as_secs_f64() / 1e12,
-            unit: "TFLOP/s",
-            better: "higher",
-        }
-    }
-
-    fn milliseconds(time: Duration) -> Record {
-        Record {
-            value: time.as_secs_f64() * 1e3,
-            unit: "ms",
-            better: "lower",
-        }
-    }
-}
-
-/// Least time each GPU-timed workload runs before it is measured.
-const WARM_UP: Duration = Duration::from_millis(300);
 
 struct Bench {
     device: Arc<Device>,
     quick: bool,
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-/// Median wall time of `once` over `repeats` runs after `warm` unmeasured ones.
-fn wall_median(
-    warm: usize,
-    repeats: usize,
-    once: impl Fn() -> Result<Duration>,
-) -> Result<Duration> {
-    for _ in 0..warm {
-        once()?;
-    }
-    let samples = (0..repeats).map(|_| once()).collect::<Result<Vec<_>>>()?;
-    Ok(median(samples))
-}
-
-fn microseconds(time: Duration) -> Record {
-    Record {
-        value: time.as_secs_f64() * 1e6,
-        unit: "us",
-        better: "lower",
-    }
-}
-
-fn random_f32(n: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed | 1;
-    (0..n)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 24) as f32
-        })
-        .collect()
-}
-
 impl Bench {
-    /// Median GPU time of `run` (which records work), after warm-up runs.
-    fn gpu_median(&self, run: impl Fn() -> Result<()>) -> Result<Duration> {
-        let (warm, repeats) = if self.quick { (1, 5) } else { (3, 20) };
-        // Warm up for at least WARM_UP too: an idle H200 sits at 345 MHz, and a few
-        // milliseconds of work do not bring its clocks up (add ran at 1.3-4.4 TB/s without).
-        let start = Instant::now();
-        let mut runs = 0;
-        while runs < warm || (!self.quick && start.elapsed() < WARM_UP) {
-            self.device.gpu_time(&run)?;
-            runs += 1;
-        }
-        let samples = (0..repeats)
-            .map(|_| self.device.gpu_time(&run))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(median(samples))
-    }
-
     fn tensor(&self, shape: &[usize], dtype: DType) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
-        let values = random_f32(n, 0x5eed);
-        let tensor = Tensor::from_slice(&self.device, shape, &values)?;
+        let tensor = random_f32_tensor(&self.device, shape, 0x5eed)?;
         if dtype == DType::F32 {
             Ok(tensor)
         } else {
@@ -397,7 +276,7 @@ impl Bench {
         let run = || dot::dot_with_config(&a, &[2], &[0], &b, &[1], &[0], config).map(drop);
         // The first call races the tile configurations (once per device and size bucket).
         run()?;
-        let time = self.gpu_median(run)?;
+        let time = gpu_median(&self.device, self.quick, run)?;
         Ok(Record::teraflops(
             2.0 * batches as f64 * (side as f64).powi(3),
             time,
@@ -415,7 +294,7 @@ impl Bench {
         };
         let run = || conv(&input, &kernel, &options).map(drop);
         run()?;
-        let time = self.gpu_median(run)?;
+        let time = gpu_median(&self.device, self.quick, run)?;
         Ok(Record::teraflops(
             2.0 * batch as f64 * 64.0 * 56.0 * 56.0 * 64.0 * 9.0,
             time,
@@ -425,7 +304,7 @@ impl Bench {
     fn add(&self, elements: usize) -> Result<Record> {
         let a = self.tensor(&[elements], DType::F32)?;
         let b = self.tensor(&[elements], DType::F32)?;
-        let time = self.gpu_median(|| ops::add(&a, &b).map(drop))?;
+        let time = gpu_median(&self.device, self.quick, || ops::add(&a, &b).map(drop))?;
         Ok(Record::gigabytes_per_second(
             3.0 * elements as f64 * 4.0,
             time,
@@ -452,7 +331,7 @@ impl Bench {
         let workgroups = vec4_count
             .div_ceil(256)
             .min(device.capabilities().max_workgroup_count[0]);
-        let time = self.gpu_median(|| {
+        let time = gpu_median(&self.device, self.quick, || {
             device.dispatch(
                 &kernel,
                 [workgroups, 1, 1],
@@ -473,7 +352,7 @@ impl Bench {
     /// A unary op on `dtype`, as bytes read and written per second.
     fn unary(&self, op: UnaryOp, dtype: DType, elements: usize) -> Result<Record> {
         let x = self.tensor(&[elements], dtype)?;
-        let time = self.gpu_median(|| ops::unary(op, &x).map(drop))?;
+        let time = gpu_median(&self.device, self.quick, || ops::unary(op, &x).map(drop))?;
         let bytes = 2.0 * elements as f64 * dtype.byte_size().unwrap_or(4) as f64;
         Ok(Record::gigabytes_per_second(bytes, time))
     }
@@ -482,7 +361,7 @@ impl Bench {
     fn pow_f32(&self, elements: usize) -> Result<Record> {
         let x = ops::abs(&self.tensor(&[elements], DType::F32)?)?;
         let y = self.tensor(&[elements], DType::F32)?;
-        let time = self.gpu_median(|| ops::pow(&x, &y).map(drop))?;
+        let time = gpu_median(&self.device, self.quick, || ops::pow(&x, &y).map(drop))?;
         Ok(Record::gigabytes_per_second(
             3.0 * elements as f64 * 4.0,
             time,
@@ -492,7 +371,9 @@ impl Bench {
     /// Nx's cumulative_sum along `axis` of an f32 tensor of `shape`.
     fn cumulative_sum(&self, shape: &[usize], axis: usize) -> Result<Record> {
         let x = self.tensor(shape, DType::F32)?;
-        let time = self.gpu_median(|| cumulative_sum(&x, axis, false).map(drop))?;
+        let time = gpu_median(&self.device, self.quick, || {
+            cumulative_sum(&x, axis, false).map(drop)
+        })?;
         let elements: usize = shape.iter().product();
         Ok(Record::gigabytes_per_second(
             2.0 * elements as f64 * 4.0,
@@ -508,13 +389,17 @@ impl Bench {
         let half = Tensor::from_slice(&self.device, &[], &[0.5f32])?;
         let predicate = ops::greater(&values, &half)?;
         let other = ops::negate(&values)?;
-        let time = self.gpu_median(|| select(&predicate, &values, &other).map(drop))?;
+        let time = gpu_median(&self.device, self.quick, || {
+            select(&predicate, &values, &other).map(drop)
+        })?;
         Ok(Record::gigabytes_per_second(9.0 * elements as f64, time))
     }
 
     fn sum(&self, dtype: DType, elements: usize) -> Result<Record> {
         let x = self.tensor(&[elements], dtype)?;
-        let time = self.gpu_median(|| reduce::sum(&x, None, false).map(drop))?;
+        let time = gpu_median(&self.device, self.quick, || {
+            reduce::sum(&x, None, false).map(drop)
+        })?;
         let bytes = elements as f64 * dtype.byte_size().unwrap_or(4) as f64;
         Ok(Record::gigabytes_per_second(bytes, time))
     }
@@ -522,7 +407,9 @@ impl Bench {
     /// Sum over axis 1 (rows) or axis 0 (columns) of a square f32 matrix.
     fn axis_sum(&self, side: usize, axis: usize) -> Result<Record> {
         let x = self.tensor(&[side, side], DType::F32)?;
-        let time = self.gpu_median(|| reduce::sum(&x, Some(&[axis]), false).map(drop))?;
+        let time = gpu_median(&self.device, self.quick, || {
+            reduce::sum(&x, Some(&[axis]), false).map(drop)
+        })?;
         Ok(Record::gigabytes_per_second(
             (side * side) as f64 * 4.0,
             time,
@@ -531,7 +418,9 @@ impl Bench {
 
     fn transpose(&self, side: usize) -> Result<Record> {
         let x = self.tensor(&[side, side], DType::F32)?;
-        let time = self.gpu_median(|| movement::transpose(&x, &[1, 0]).map(drop))?;
+        let time = gpu_median(&self.device, self.quick, || {
+            movement::transpose(&x, &[1, 0]).map(drop)
+        })?;
         Ok(Record::gigabytes_per_second(
             2.0 * (side * side) as f64 * 4.0,
             time,
@@ -540,15 +429,18 @@ impl Bench {
 
     fn argmax(&self, side: usize) -> Result<Record> {
         let x = self.tensor(&[side, side], DType::F32)?;
-        let time =
-            self.gpu_median(|| reduce::argmax(&x, Some(1), TieBreak::Low, false).map(drop))?;
+        let time = gpu_median(&self.device, self.quick, || {
+            reduce::argmax(&x, Some(1), TieBreak::Low, false).map(drop)
+        })?;
         Ok(Record::milliseconds(time))
     }
 
     /// A stable ascending sort of `elements` random f32 (one row).
     fn sort(&self, elements: usize) -> Result<Record> {
         let x = self.tensor(&[elements], DType::F32)?;
-        let time = self.gpu_median(|| sort::sort(&x, 0, Direction::Ascending).map(drop))?;
+        let time = gpu_median(&self.device, self.quick, || {
+            sort::sort(&x, 0, Direction::Ascending).map(drop)
+        })?;
         Ok(Record::milliseconds(time))
     }
 
@@ -560,7 +452,9 @@ impl Bench {
             .map(|unit| ((unit * rows as f32) as usize).min(rows - 1) as i32)
             .collect();
         let indices = Tensor::from_slice(&self.device, &[picks], &indices)?;
-        let time = self.gpu_median(|| index::take(&table, &indices, 0).map(drop))?;
+        let time = gpu_median(&self.device, self.quick, || {
+            index::take(&table, &indices, 0).map(drop)
+        })?;
         Ok(Record::milliseconds(time))
     }
 
@@ -572,7 +466,9 @@ impl Bench {
             .map(|pair| nxvk_core::Complex32::new(pair[0], pair[1]))
             .collect();
         let x = Tensor::from_slice(&self.device, &[rows, length], &values)?;
-        let time = self.gpu_median(|| fft::fft(&x, Transform::Forward, None, 1).map(drop))?;
+        let time = gpu_median(&self.device, self.quick, || {
+            fft::fft(&x, Transform::Forward, None, 1).map(drop)
+        })?;
         Ok(Record::milliseconds(time))
     }
 
@@ -595,11 +491,7 @@ impl Bench {
             })
         };
         let time = wall_median(1, 5, chain)?;
-        Ok(Record {
-            value: time.as_secs_f64() * 1e6 / 1000.0,
-            unit: "us/op",
-            better: "lower",
-        })
+        Ok(Record::microseconds_per_op(time, 1000))
     }
 
     /// One sigmoid on f32[1024] and its result back on the host.
@@ -612,7 +504,7 @@ impl Bench {
             assert!((values[0] - 0.622_459_3).abs() < 1e-6);
             Ok(elapsed)
         };
-        Ok(microseconds(wall_median(20, 200, once)?))
+        Ok(Record::microseconds(wall_median(20, 200, once)?))
     }
 
     /// The floor under a round trip: one tiny fill, submit, and wait; no kernel, no copy back.
@@ -631,7 +523,7 @@ impl Bench {
                 start.elapsed()
             })
         };
-        Ok(microseconds(wall_median(20, 200, once)?))
+        Ok(Record::microseconds(wall_median(20, 200, once)?))
     }
 
     fn upload(&self, elements: usize) -> Result<Record> {

@@ -1,6 +1,6 @@
 //! Benchmarks of fused plans, one JSON line per workload in the format of the peers' README
 //! (`{"name","value","unit","better","impl"}`), with the same `--only a,b` and `--quick`
-//! arguments as nxvk-kernels' bench.
+//! arguments as nxvk-kernels' bench_kernels (the harness in nxvk-kernels' examples/bench_harness).
 //!
 //! - `chain_f32_256M`: sigmoid(x * a + 1.5) over 2^28 f32 as one plan (one fused kernel);
 //!   `a` is a full tensor like x, as in the torch peer (`torch_peer.py`'s `w_chain`), so both
@@ -24,23 +24,26 @@
 #[allow(dead_code)]
 mod model;
 
-use nxvk_core::{Context, DType, Device, Result, Tensor};
+use nxvk_core::{DType, Device, Result, Tensor};
 use nxvk_fusion::{Graph, GraphBuilder, PlanCache};
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+// The harness shared with nxvk-kernels' bench_kernels; this bench uses only part of it,
+// hence `dead_code`.
+#[path = "../../nxvk-kernels/examples/bench_harness/mod.rs"]
+#[allow(dead_code)]
+mod bench_harness;
+use bench_harness::{
+    Arguments, Record, Workload, gpu_median, open_context, random_f32_tensor, run_workloads,
+    wall_median,
+};
+
 fn main() {
-    let arguments: Vec<String> = std::env::args().skip(1).collect();
-    let quick = arguments.iter().any(|argument| argument == "--quick");
-    let only: Vec<String> = arguments
-        .iter()
-        .position(|argument| argument == "--only")
-        .and_then(|index| arguments.get(index + 1))
-        .map(|list| list.split(',').map(str::to_owned).collect())
-        .unwrap_or_default();
-    let context = Context::new().expect("a Vulkan device");
-    eprintln!("{{\"device\": {:?}}}", context.capabilities().summary());
+    let arguments = Arguments::from_command_line();
+    let quick = arguments.quick;
+    let context = open_context();
     let device = context.device().expect("device");
     let cache = PlanCache::new(&device);
     eprintln!("{{\"plan_options\": \"{:?}\"}}", cache.options());
@@ -53,62 +56,28 @@ fn main() {
     let chain_elements = if quick { 1 << 22 } else { 1 << 28 };
     let softmax_side = if quick { 1 << 10 } else { 1 << 13 };
     let mlp_batch = if quick { 16 } else { 256 };
-    let workloads: Vec<(&str, Workload)> = vec![
-        ("chain_f32_256M", Box::new(move |b| b.chain(chain_elements))),
+    let workloads: Vec<(String, Workload<Bench>)> = vec![
         (
-            "softmax_f32_8Kx8K",
+            "chain_f32_256M".into(),
+            Box::new(move |b| b.chain(chain_elements)),
+        ),
+        (
+            "softmax_f32_8Kx8K".into(),
             Box::new(move |b| b.softmax(softmax_side)),
         ),
         (
-            "mlp_step_f32_b256",
+            "mlp_step_f32_b256".into(),
             Box::new(move |b| b.mlp_step(mlp_batch)),
         ),
-        ("small_op_chain_us@plan", Box::new(|b| b.small_op_chain())),
+        (
+            "small_op_chain_us@plan".into(),
+            Box::new(|b| b.small_op_chain()),
+        ),
     ];
-    for (name, workload) in workloads {
-        let wanted = only.is_empty()
-            || only
-                .iter()
-                .any(|wanted| name == wanted || name.starts_with(&format!("{wanted}@")));
-        if !wanted {
-            continue;
-        }
-        match workload(&bench) {
-            Ok(record) => println!(
-                "{{\"name\": \"{name}\", \"value\": {:.4}, \"unit\": \"{}\", \"better\": \"{}\", \"impl\": \"nxvk\"}}",
-                record.value, record.unit, record.better
-            ),
-            Err(error) => println!(
-                "{{\"name\": \"{name}\", \"error\": {:?}, \"impl\": \"nxvk\"}}",
-                error.to_string()
-            ),
-        }
-    }
+    run_workloads(&arguments, &bench, workloads);
     eprintln!("{{\"fusion_counters\": {:?}}}", bench.cache.counters());
     eprintln!("{{\"counters\": {:?}}}", context.counters());
 }
-
-/// One benchmark: runs on the bench's device and returns its figure.
-type Workload = Box<dyn Fn(&Bench) -> Result<Record>>;
-
-struct Record {
-    value: f64,
-    unit: &'static str,
-    better: &'static str,
-}
-
-impl Record {
-    fn milliseconds(time: Duration) -> Record {
-        Record {
-            value: time.as_secs_f64() * 1e3,
-            unit: "ms",
-            better: "lower",
-        }
-    }
-}
-
-/// Least time each GPU-timed workload runs before it is measured.
-const WARM_UP: Duration = Duration::from_millis(300);
 
 struct Bench {
     device: Arc<Device>,
@@ -116,48 +85,17 @@ struct Bench {
     quick: bool,
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn random_f32(n: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed | 1;
-    (0..n)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 24) as f32
-        })
-        .collect()
-}
-
 impl Bench {
-    /// Median GPU time of `run` (which records work), after warm-up runs.
-    fn gpu_median(&self, run: impl Fn() -> Result<()>) -> Result<Duration> {
-        let (warm, repeats) = if self.quick { (1, 5) } else { (3, 20) };
-        let start = Instant::now();
-        let mut runs = 0;
-        while runs < warm || (!self.quick && start.elapsed() < WARM_UP) {
-            self.device.gpu_time(&run)?;
-            runs += 1;
-        }
-        let samples = (0..repeats)
-            .map(|_| self.device.gpu_time(&run))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(median(samples))
-    }
-
     fn tensor(&self, shape: &[usize], seed: u64) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
-        Tensor::from_slice(&self.device, shape, &random_f32(n, seed))
+        random_f32_tensor(&self.device, shape, seed)
     }
 
     /// Median GPU time of the plan of `graph` on `inputs`.
     fn plan_median(&self, graph: &Graph, inputs: &[&Tensor]) -> Result<Duration> {
         self.cache.plan(graph)?;
-        self.gpu_median(|| self.cache.run(graph, inputs).map(drop))
+        gpu_median(&self.device, self.quick, || {
+            self.cache.run(graph, inputs).map(drop)
+        })
     }
 
     fn chain(&self, elements: usize) -> Result<Record> {
@@ -225,12 +163,6 @@ impl Bench {
             self.device.synchronize()?;
             Ok(start.elapsed())
         };
-        once()?;
-        let samples = (0..5).map(|_| once()).collect::<Result<Vec<_>>>()?;
-        Ok(Record {
-            value: median(samples).as_secs_f64() * 1e6 / OPS as f64,
-            unit: "us/op",
-            better: "lower",
-        })
+        Ok(Record::microseconds_per_op(wall_median(1, 5, once)?, OPS))
     }
 }
