@@ -174,10 +174,11 @@ struct PrologueReduction {
     reduced_length: usize,
 }
 
-/// Rows up to this long take a fused prologue whatever their number...
-const SHORT_ROW: usize = 4096;
+/// Rows up to this long take a fused prologue whatever their number (and a reducer
+/// function's row one workgroup)...
+pub(crate) const SHORT_ROW: usize = 4096;
 /// ...longer ones only when there are at least this many...
-const MANY_ROWS: usize = 1024;
+pub(crate) const MANY_ROWS: usize = 1024;
 /// ...and never longer than this (1024 loop iterations per invocation of 256).
 const MAX_PROLOGUE_ROW: usize = 1 << 18;
 

@@ -26,7 +26,7 @@
 
 use crate::codegen::{Expression, OPAQUE_HELPERS, OPAQUE_WORD, PUSH_BLOCK};
 use crate::graph::{Graph, NodeId, Op};
-use crate::plan::{is_computable, is_transparent};
+use crate::plan::{MANY_ROWS, SHORT_ROW, is_computable, is_transparent};
 use nxvk_core::{BufferAccess, Capabilities, DType, Device, Error, Kernel, Result, Tensor};
 use nxvk_kernels::catalog::{device_supports, elem_of};
 use nxvk_kernels::codegen::{
@@ -63,11 +63,10 @@ struct Pass<'a> {
     fold_init: bool,
 }
 
-/// Rows at least this many are folded one workgroup each, whatever their length...
-const MANY_ROWS: usize = 1024;
-/// ...as are rows up to this long; longer ones are split into chunks of at least this many
-/// elements, about `MANY_ROWS` chunks in all (a first guess, not raced yet).
-const SHORT_ROW: usize = 4096;
+// One workgroup folds each row when there are `MANY_ROWS` rows or more or the rows are at
+// most `SHORT_ROW` long (the fused prologue's rule, plan.rs); longer rows are split into
+// chunks of at least `SHORT_ROW` elements, about `MANY_ROWS` chunks in all (a first guess,
+// not raced yet).
 /// Longest chunk: 16,384 iterations per invocation of 256, well under lavapipe's 65,535.
 const MAX_CHUNK: usize = 1 << 22;
 /// Most workgroups one dispatch launches (a grid-stride loop covers more tasks).
