@@ -370,7 +370,7 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
     }
     let generated_kernels = stages
         .iter()
-        .filter(|stage| matches!(stage, Stage::Fused(_)))
+        .filter(|stage| matches!(stage, Stage::Fused(_) | Stage::Reducer(_)))
         .count();
     Ok(Plan {
         graph,

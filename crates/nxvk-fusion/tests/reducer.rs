@@ -566,3 +566,44 @@ fn one_node_per_call_and_decoded_graphs_run() {
     let expected = host_reduce(&add, &elements, &[2, 2], Value::Float(7.0), &[0, 1]);
     assert_same(&values_of(&output[0]), &expected, "decoded");
 }
+
+/// The reducer's kernel is generated when the plan is made: a second run of the cached plan
+/// generates nothing.
+#[test]
+fn a_cached_plan_generates_no_code() {
+    let mut builder = GraphBuilder::new();
+    let x = builder.parameter(DType::S32, &[6, 5]).unwrap();
+    let start = builder.constant(DType::S32, 1.0).unwrap();
+    let options = WindowOptions {
+        strides: vec![2, 1],
+        padding: vec![(1, 0), (0, 1)],
+        window_dilations: vec![1, 2],
+    };
+    let pooled = builder
+        .window_reduce_with(x, start, reducer(Kind::Min, DType::S32), &[2, 2], options)
+        .unwrap();
+    let reduced = builder
+        .reduce_with(
+            pooled,
+            start,
+            reducer(Kind::Add, DType::S32),
+            Some(&[0]),
+            false,
+        )
+        .unwrap();
+    let graph = builder.finish(&[reduced]).unwrap();
+    let cache = PlanCache::new(&device());
+    let input = tensor_of(
+        DType::S32,
+        &[6, 5],
+        &(0..30).map(Value::Int).collect::<Vec<_>>(),
+    );
+    let first = cache.run(&graph, &[&input]).unwrap().remove(0);
+    let after_first = cache.counters();
+    assert!(after_first.codegens >= 2, "{after_first:?}");
+    let second = cache.run(&graph, &[&input]).unwrap().remove(0);
+    let after_second = cache.counters();
+    assert_eq!(after_second.codegens, after_first.codegens);
+    assert_eq!(after_second.cache_hits, after_first.cache_hits + 1);
+    assert_same(&values_of(&second), &values_of(&first), "second run");
+}
