@@ -505,21 +505,25 @@ fn unsupported_and_ill_typed_reducers_are_errors() {
 /// Both nodes round-trip through the encoding; damaged encodings are errors, never panics.
 #[test]
 fn reducer_nodes_round_trip() {
-    let mut builder = GraphBuilder::new();
-    let x = builder.parameter(DType::S16, &[4, 6]).unwrap();
-    let init = builder.constant(DType::S32, 0.0).unwrap();
-    let reduced = builder
-        .reduce_with(x, init, reducer(Kind::Affine, DType::S32), Some(&[1]), true)
-        .unwrap();
-    let options = WindowOptions {
-        strides: vec![1, 2],
-        padding: vec![(-1, 1), (0, 2)],
-        window_dilations: vec![2, 1],
+    // Both nodes, the reduction's function being `kind`.
+    let build = |kind: Kind| {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::S16, &[4, 6]).unwrap();
+        let init = builder.constant(DType::S32, 0.0).unwrap();
+        let reduced = builder
+            .reduce_with(x, init, reducer(kind, DType::S32), Some(&[1]), true)
+            .unwrap();
+        let options = WindowOptions {
+            strides: vec![1, 2],
+            padding: vec![(-1, 1), (0, 2)],
+            window_dilations: vec![2, 1],
+        };
+        let pooled = builder
+            .window_reduce_with(x, init, reducer(Kind::Max, DType::S32), &[2, 3], options)
+            .unwrap();
+        builder.finish(&[reduced, pooled]).unwrap()
     };
-    let pooled = builder
-        .window_reduce_with(x, init, reducer(Kind::Max, DType::S32), &[2, 3], options)
-        .unwrap();
-    let graph = builder.finish(&[reduced, pooled]).unwrap();
+    let graph = build(Kind::Affine);
     let bytes = encode(&graph);
     let decoded = decode(&bytes).unwrap();
     assert_eq!(decoded, graph);
@@ -533,13 +537,7 @@ fn reducer_nodes_round_trip() {
         let _ = decode(&bytes[..random.below(bytes.len())]);
     }
     // Null arm: a different reducer encodes differently.
-    let mut other = GraphBuilder::new();
-    let x = other.parameter(DType::S16, &[4, 6]).unwrap();
-    let init = other.constant(DType::S32, 0.0).unwrap();
-    let reduced = other
-        .reduce_with(x, init, reducer(Kind::Add, DType::S32), Some(&[1]), true)
-        .unwrap();
-    assert_ne!(encode(&other.finish(&[reduced]).unwrap()), bytes);
+    assert_ne!(encode(&build(Kind::Add)), bytes);
 }
 
 /// Each call adds exactly one node whatever its operands' dtypes (the Elixir encoder numbers

@@ -75,6 +75,13 @@ if Code.ensure_loaded?(Nx) do
 
     defp reducer_graph(_fun, _type), do: throw({:unsupported, :fun})
 
+    # reduce and window_reduce: tag, tensor, acc, the op's options, then the function.
+    defp reducer_fields(tag, tensor, acc, options, {fun, type}, state) do
+      {tensor_id, state} = node(tensor, state)
+      {acc_id, state} = node(acc, state)
+      {[tag, u32(tensor_id), u32(acc_id), options, reducer_graph(fun, type)], state}
+    end
+
     defp graph_of(state, output),
       do: [u32(state.count), Enum.reverse(state.nodes), u32(1), u32(output)]
 
@@ -172,42 +179,23 @@ if Code.ensure_loaded?(Nx) do
          do: throw({:unsupported, op})
 
     defp fields(%T{data: %Expr{op: :reduce, args: [tensor, acc, opts, fun]}} = out, state) do
-      {tensor_id, state} = node(tensor, state)
-      {acc_id, state} = node(acc, state)
       axes = opts[:axes] || Enum.to_list(0..(tuple_size(tensor.shape) - 1)//1)
       keep_axes = if opts[:keep_axes], do: 1, else: 0
-
-      fields = [
-        <<23>>,
-        u32(tensor_id),
-        u32(acc_id),
-        list(axes),
-        <<keep_axes>>,
-        reducer_graph(fun, out.type)
-      ]
-
-      {fields, state}
+      reducer_fields(<<23>>, tensor, acc, [list(axes), <<keep_axes>>], {fun, out.type}, state)
     end
 
     defp fields(
            %T{data: %Expr{op: :window_reduce, args: [tensor, acc, window, opts, fun]}} = out,
            state
          ) do
-      {tensor_id, state} = node(tensor, state)
-      {acc_id, state} = node(acc, state)
-
-      fields = [
-        <<24>>,
-        u32(tensor_id),
-        u32(acc_id),
+      options = [
         list(Tuple.to_list(window)),
         list(opts[:strides]),
         pairs(opts[:padding]),
-        list(opts[:window_dilations]),
-        reducer_graph(fun, out.type)
+        list(opts[:window_dilations])
       ]
 
-      {fields, state}
+      reducer_fields(<<24>>, tensor, acc, options, {fun, out.type}, state)
     end
 
     defp fields(%T{data: %Expr{op: :dot, args: [left, cl, bl, right, cr, br]}}, state) do
