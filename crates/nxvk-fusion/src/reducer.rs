@@ -163,6 +163,11 @@ uint64_t element_offset(Words words, uint base, uint rank, uint index) {{
     return offset;
 }}
 
+// Byte offset of element `j` of a row.
+uint64_t column_offset(Words words, uint base, uint rank, bool linear, uint64_t linear_stride, uint j) {{
+    return linear ? uint64_t(j) * linear_stride : element_offset(words, base, rank, j) * BYTES;
+}}
+
 void main() {{
     Addresses addresses = Addresses(push.params);
     Words words = Words(push.params + {ADDRESS_BYTES}ul);
@@ -173,6 +178,10 @@ void main() {{
     uint kept_rank = words.v[3];
     uint reduced_rank = words.v[4];
     uint reduced_base = 5u + 2u * kept_rank;
+    // Rows over one (merged) axis, the common case, step by their stride: no division per
+    // element.
+    bool linear = reduced_rank <= 1u;
+    uint64_t linear_stride = reduced_rank == 1u ? uint64_t(words.v[reduced_base + 1u]) * BYTES : 0ul;
     uint local = gl_LocalInvocationID.x;
     for (uint task = gl_WorkGroupID.x; task < push.count; task += gl_NumWorkGroups.x) {{
         uint begin = (task % chunks) * chunk_length;
@@ -180,9 +189,9 @@ void main() {{
         uint present = end > begin ? end - begin : 0u;
         uint64_t row = addresses.v[0] + element_offset(words, 5u, kept_rank, task / chunks) * BYTES;
         if (local < present) {{
-            V value = element_at(row + element_offset(words, reduced_base, reduced_rank, begin + local) * BYTES);
+            V value = element_at(row + column_offset(words, reduced_base, reduced_rank, linear, linear_stride, begin + local));
             for (uint j = begin + local + {WORKGROUP_SIZE}u; j < end; j += {WORKGROUP_SIZE}u) {{
-                value = nx_reducer(element_at(row + element_offset(words, reduced_base, reduced_rank, j) * BYTES), value);
+                value = nx_reducer(element_at(row + column_offset(words, reduced_base, reduced_rank, linear, linear_stride, j)), value);
             }}
             partial[local] = value;
         }}
