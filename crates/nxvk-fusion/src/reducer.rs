@@ -13,8 +13,9 @@
 //!   gives `init`. No identity is needed: invocations start from their first element, and
 //!   the tree only combines values that exist.
 //! - `reduce` moves the reduced axes last through a transposed view (no copy) and folds each
-//!   row with one workgroup: every invocation folds a strided part, then a shared-memory
-//!   tree. Few long rows (a full reduction) are split into chunks folded by separate
+//!   row with one workgroup: every invocation folds a strided part, each subgroup its lanes
+//!   by shuffles, then a shared-memory tree over the subgroups' results. Few long rows (a full
+//!   reduction) are split into chunks folded by separate
 //!   workgroups, whose partials a second dispatch of the same kernel folds with `init`.
 //! - `window_reduce` runs `nxvk_kernels::window`'s kernel with the reducer as its fold: one
 //!   invocation per output element, the window started from `init` and the padding holding
@@ -132,6 +133,25 @@ fn reducer_function(
     Ok(expression)
 }
 
+/// `V nx_shuffle_down(V value, uint delta)` (the value of lane + `delta`; the prelude enables
+/// plain shuffles, not the relative ones) for the GLSL compute type `value_type`: 64-bit
+/// values travel as two words (shuffles of 64-bit integers need the extended-types feature).
+fn shuffle_down(value_type: &str) -> String {
+    let body = match value_type {
+        "double" => {
+            "packDouble2x32(subgroupShuffle(unpackDouble2x32(value), gl_SubgroupInvocationID + delta))"
+        }
+        "int64_t" => {
+            "int64_t(packUint2x32(subgroupShuffle(unpackUint2x32(uint64_t(value)), gl_SubgroupInvocationID + delta)))"
+        }
+        "uint64_t" => {
+            "packUint2x32(subgroupShuffle(unpackUint2x32(value), gl_SubgroupInvocationID + delta))"
+        }
+        _ => "subgroupShuffle(value, gl_SubgroupInvocationID + delta)",
+    };
+    format!("V nx_shuffle_down(V value, uint delta) {{ return {body}; }}")
+}
+
 /// The reduce kernel's shader for `elem` with `reducer`. Parameter words after the three
 /// addresses: chunks per row, chunk length, fold-init flag, kept rank, reduced rank, then the
 /// kept axes' sizes and element strides, then the reduced axes' sizes and strides.
@@ -148,6 +168,9 @@ layout(buffer_reference, scalar, buffer_reference_align = {bytes}) readonly buff
 layout(buffer_reference, scalar, buffer_reference_align = {bytes}) writeonly buffer Folded {{ {storage} v; }};
 layout(local_size_x = {WORKGROUP_SIZE}) in;
 shared V partial[{WORKGROUP_SIZE}];
+shared uint partial_valid[{WORKGROUP_SIZE}];
+
+{shuffle}
 
 V element_at(uint64_t address) {{ return {loaded}; }}
 
@@ -188,24 +211,45 @@ void main() {{
         uint end = min(begin + chunk_length, push.reduced);
         uint present = end > begin ? end - begin : 0u;
         uint64_t row = addresses.v[0] + element_offset(words, 5u, kept_rank, task / chunks) * BYTES;
-        if (local < present) {{
-            V value = element_at(row + column_offset(words, reduced_base, reduced_rank, linear, linear_stride, begin + local));
+        // Invocations without an element hold `init` as a placeholder that is never folded.
+        bool valid = local < present;
+        V value = init;
+        if (valid) {{
+            value = element_at(row + column_offset(words, reduced_base, reduced_rank, linear, linear_stride, begin + local));
             for (uint j = begin + local + {WORKGROUP_SIZE}u; j < end; j += {WORKGROUP_SIZE}u) {{
                 value = nx_reducer(element_at(row + column_offset(words, reduced_base, reduced_rank, linear, linear_stride, j)), value);
             }}
-            partial[local] = value;
+        }}
+        // Each subgroup folds its lanes by shuffles (lane 0 ends with them all), carrying a
+        // valid flag: no lane layout within the workgroup is assumed.
+        for (uint delta = 1u; delta < gl_SubgroupSize; delta <<= 1u) {{
+            V other = nx_shuffle_down(value, delta);
+            bool other_valid = subgroupShuffle(valid ? 1u : 0u, gl_SubgroupInvocationID + delta) != 0u
+                && gl_SubgroupInvocationID + delta < gl_SubgroupSize;
+            if (other_valid) {{
+                value = valid ? nx_reducer(other, value) : other;
+                valid = true;
+            }}
+        }}
+        if (gl_SubgroupInvocationID == 0u) {{
+            partial[gl_SubgroupID] = value;
+            partial_valid[gl_SubgroupID] = valid ? 1u : 0u;
         }}
         barrier();
-        // A tree over the values that exist (the first min(present, workgroup) slots).
-        uint alive = min(present, {WORKGROUP_SIZE}u);
-        while (alive > 1u) {{
+        // Then a shared-memory tree over the subgroups' results.
+        for (uint alive = gl_NumSubgroups; alive > 1u; ) {{
             uint half_size = (alive + 1u) / 2u;
-            if (local + half_size < alive) partial[local] = nx_reducer(partial[local + half_size], partial[local]);
+            if (local + half_size < alive && partial_valid[local + half_size] != 0u) {{
+                partial[local] = partial_valid[local] != 0u
+                    ? nx_reducer(partial[local + half_size], partial[local])
+                    : partial[local + half_size];
+                partial_valid[local] = 1u;
+            }}
             barrier();
             alive = half_size;
         }}
         if (local == 0u) {{
-            V result = present == 0u ? init : (fold_init ? nx_reducer(partial[0], init) : partial[0]);
+            V result = partial_valid[0] == 0u ? init : (fold_init ? nx_reducer(partial[0], init) : partial[0]);
             Folded(addresses.v[2] + uint64_t(task) * BYTES).v = {stored};
         }}
         barrier();
@@ -213,6 +257,7 @@ void main() {{
 }}
 ",
         value_type = compute_type(elem),
+        shuffle = shuffle_down(compute_type(elem)),
         bytes = storage_bytes(elem),
         storage = storage_type(elem),
         loaded = load(elem, "Element(address).v"),
