@@ -12,6 +12,12 @@
 //!   as one plan (the demo's model code), GPU time; like the torch peer's `w_mlp`.
 //! - `small_op_chain_us@plan`: 1000 dependent sigmoids on f32[1024] as one plan and one sync,
 //!   wall time per op (the plan is compiled before timing, as a cached plan would be).
+//! - `reduce_fun_add_f32_256M`: Nx's `reduce(x, 0, &add/2)` over all of 2^28 f32 with the
+//!   reducer as a function graph (`reducer.rs`: two chunked passes); torch's peer is `sum`.
+//! - `reduce_fun_add_rows_f32_8Kx8K`: the same reducer over the last axis of f32[8192, 8192]
+//!   (one workgroup per row).
+//! - `window_reduce_fun_max_f32_256M`: `window_reduce(x, -inf, {2, 2}, strides: [2, 2],
+//!   &max/2)` over f32[16384, 16384] (a 2x2 max pool); torch's peer is `max_pool2d`.
 //!
 //! GPU-side workloads are timed with GPU timestamps (median of 20 after at least 300 ms of
 //! warm-up, which brings the GPU's clocks up). `--quick` runs smaller sizes under the same
@@ -73,6 +79,18 @@ fn main() {
             "small_op_chain_us@plan".into(),
             Box::new(|b| b.small_op_chain()),
         ),
+        (
+            "reduce_fun_add_f32_256M".into(),
+            Box::new(move |b| b.reduce_fun(&[chain_elements], &[0])),
+        ),
+        (
+            "reduce_fun_add_rows_f32_8Kx8K".into(),
+            Box::new(move |b| b.reduce_fun(&[softmax_side, softmax_side], &[1])),
+        ),
+        (
+            "window_reduce_fun_max_f32_256M".into(),
+            Box::new(move |b| b.window_reduce_fun(softmax_side * 2)),
+        ),
     ];
     run_workloads(&arguments, &bench, workloads);
     eprintln!("{{\"fusion_counters\": {:?}}}", bench.cache.counters());
@@ -110,6 +128,43 @@ impl Bench {
         let x = self.tensor(&[elements], 1)?;
         let a = self.tensor(&[elements], 2)?;
         Ok(Record::milliseconds(self.plan_median(&graph, &[&x, &a])?))
+    }
+
+    /// A reducer function graph: `op` of two f32 scalars.
+    fn scalar_function(op: BinaryOp) -> Result<Graph> {
+        let mut builder = GraphBuilder::new();
+        let a = builder.parameter(DType::F32, &[])?;
+        let b = builder.parameter(DType::F32, &[])?;
+        let result = builder.binary(op, a, b)?;
+        builder.finish(&[result])
+    }
+
+    /// `reduce(x, 0, &add/2)` over `axes` of f32 `shape`.
+    fn reduce_fun(&self, shape: &[usize], axes: &[usize]) -> Result<Record> {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, shape)?;
+        let zero = builder.constant(DType::F32, 0.0)?;
+        let add = Self::scalar_function(BinaryOp::Add)?;
+        let out = builder.reduce_with(x, zero, add, Some(axes), false)?;
+        let graph = builder.finish(&[out])?;
+        let x = self.tensor(shape, 6)?;
+        Ok(Record::milliseconds(self.plan_median(&graph, &[&x])?))
+    }
+
+    /// A 2x2, stride-2 max pool of f32[side, side] through `window_reduce` with `max`.
+    fn window_reduce_fun(&self, side: usize) -> Result<Record> {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, &[side, side])?;
+        let low = builder.constant(DType::F32, f64::NEG_INFINITY)?;
+        let max = Self::scalar_function(BinaryOp::Max)?;
+        let options = nxvk_kernels::WindowOptions {
+            strides: vec![2, 2],
+            ..Default::default()
+        };
+        let out = builder.window_reduce_with(x, low, max, &[2, 2], options)?;
+        let graph = builder.finish(&[out])?;
+        let x = self.tensor(&[side, side], 7)?;
+        Ok(Record::milliseconds(self.plan_median(&graph, &[&x])?))
     }
 
     fn softmax(&self, side: usize) -> Result<Record> {

@@ -390,7 +390,9 @@ impl Differentiator<'_> {
             | Op::Fun { .. }
             | Op::Cond { .. }
             | Op::While { .. }
-            | Op::Block { .. } => return Err(self.no_rule(op.name(), node)),
+            | Op::Block { .. }
+            | Op::ReduceWith { .. }
+            | Op::WindowReduceWith { .. } => return Err(self.no_rule(op.name(), node)),
         }
         Ok(contributions)
     }

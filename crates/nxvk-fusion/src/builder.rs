@@ -12,7 +12,10 @@ use crate::graph::{CondClause, DotAxes, Graph, Node, NodeId, NodeType, Op, Tenso
 use nxvk_core::{DType, Error, Layout, Result};
 use nxvk_kernels::reduce::result_dtype;
 use nxvk_kernels::types::{binary_types, merge, unary_types};
-use nxvk_kernels::{BinaryOp, ConvGeometry, ConvOptions, ReduceOp, TieBreak, UnaryOp};
+use nxvk_kernels::{
+    BinaryOp, ConvGeometry, ConvOptions, ReduceOp, TieBreak, UnaryOp, WindowOptions,
+    window_output_shape,
+};
 use std::sync::Arc;
 
 /// Builds one [`Graph`]; nested graphs (`fun`, `cond`, `while`, `block`) are built by their
@@ -382,17 +385,7 @@ impl GraphBuilder {
     ) -> Result<NodeId> {
         let name = op.name();
         let tensor = self.tensor(name, input)?;
-        let rank = tensor.shape.len();
-        let mut sorted: Vec<usize> = axes.map_or_else(|| (0..rank).collect(), <[usize]>::to_vec);
-        sorted.sort_unstable();
-        let repeated = sorted.windows(2).any(|pair| pair[0] == pair[1]);
-        if repeated || sorted.iter().any(|&axis| axis >= rank) {
-            return Err(bad(
-                name,
-                &[&tensor],
-                format!("axes {axes:?} are not distinct axes of rank {rank}"),
-            ));
-        }
+        let (sorted, shape) = reduced_shape(name, &tensor, axes, keep_axes)?;
         if op.is_arg() && axes.is_some_and(|axes| axes.len() != 1) {
             return Err(bad(name, &[&tensor], "argmax/argmin take one axis or none"));
         }
@@ -402,15 +395,6 @@ impl GraphBuilder {
         if op.needs_elements() && sorted.iter().any(|&axis| tensor.shape[axis] == 0) {
             return Err(bad(name, &[&tensor], "no value over an empty axis"));
         }
-        let shape = (0..rank)
-            .filter_map(
-                |axis| match (sorted.binary_search(&axis).is_ok(), keep_axes) {
-                    (false, _) => Some(tensor.shape[axis]),
-                    (true, true) => Some(1),
-                    (true, false) => None,
-                },
-            )
-            .collect();
         self.push_tensor(
             Op::Reduce {
                 op,
@@ -422,6 +406,93 @@ impl GraphBuilder {
             result_dtype(op, tensor.dtype),
             shape,
         )
+    }
+
+    /// Nx's `reduce(input, init, axes, keep_axes, reducer)` (`None`: all axes). The node has
+    /// the dtype of `reducer`'s parameters (two scalars; its result is one scalar of that
+    /// dtype); `input` and `init` (a scalar) may have other dtypes: they are converted to it
+    /// as Nx's `as_type` converts.
+    pub fn reduce_with(
+        &mut self,
+        input: NodeId,
+        init: NodeId,
+        reducer: Graph,
+        axes: Option<&[usize]>,
+        keep_axes: bool,
+    ) -> Result<NodeId> {
+        const OP: &str = "reduce";
+        let (axes, shape) = reduced_shape(OP, &self.tensor(OP, input)?, axes, keep_axes)?;
+        let dtype = self.reducer_dtype(OP, input, init, &reducer)?;
+        self.push_tensor(
+            Op::ReduceWith {
+                input,
+                init,
+                reducer: Arc::new(reducer),
+                axes,
+                keep_axes,
+            },
+            dtype,
+            shape,
+        )
+    }
+
+    /// Nx's `window_reduce(input, init, window_dimensions, options, reducer)`; types as
+    /// [`reduce_with`](Self::reduce_with), the pooled shape as `nxvk_kernels::window`'s.
+    pub fn window_reduce_with(
+        &mut self,
+        input: NodeId,
+        init: NodeId,
+        reducer: Graph,
+        window_dimensions: &[usize],
+        options: WindowOptions,
+    ) -> Result<NodeId> {
+        const OP: &str = "window_reduce";
+        let tensor = self.tensor(OP, input)?;
+        let shape = window_output_shape(&tensor.shape, window_dimensions, &options)
+            .map_err(|detail| bad(OP, &[&tensor], detail))?;
+        let dtype = self.reducer_dtype(OP, input, init, &reducer)?;
+        self.push_tensor(
+            Op::WindowReduceWith {
+                input,
+                init,
+                reducer: Arc::new(reducer),
+                window_dimensions: window_dimensions.to_vec(),
+                options,
+            },
+            dtype,
+            shape,
+        )
+    }
+
+    /// The dtype of a reducer (two scalar parameters and one scalar result, all of one
+    /// dtype), checked with a scalar `init`.
+    fn reducer_dtype(
+        &self,
+        op: &'static str,
+        input: NodeId,
+        init: NodeId,
+        reducer: &Graph,
+    ) -> Result<DType> {
+        let (tensor, start) = (self.tensor(op, input)?, self.tensor(op, init)?);
+        let dtype = reducer
+            .parameters
+            .first()
+            .map_or(tensor.dtype, |first| first.dtype);
+        let scalar = TensorType::new(dtype, &[]);
+        let well_typed = reducer.parameters == [scalar.clone(), scalar.clone()]
+            && reducer.output_types() == [scalar];
+        if !well_typed || !start.shape.is_empty() {
+            return Err(bad(
+                op,
+                &[&tensor, &start],
+                format!(
+                    "the init value must be a scalar and the reducer must map two scalars of one dtype to one of that dtype (it takes {:?} and gives {:?})",
+                    reducer.parameters,
+                    reducer.output_types()
+                ),
+            ));
+        }
+        Ok(dtype)
     }
 
     /// Nx's `dot/6`: batch axes first, then the free axes of `left`, then those of `right`.
@@ -650,6 +721,37 @@ impl GraphBuilder {
         self.graph.outputs = outputs.to_vec();
         Ok(self.graph)
     }
+}
+
+/// `axes` (`None`: all) sorted and checked against `tensor`, and the shape left after
+/// reducing them (size 1 where `keep_axes`).
+fn reduced_shape(
+    op: &'static str,
+    tensor: &TensorType,
+    axes: Option<&[usize]>,
+    keep_axes: bool,
+) -> Result<(Vec<usize>, Vec<usize>)> {
+    let rank = tensor.shape.len();
+    let mut sorted: Vec<usize> = axes.map_or_else(|| (0..rank).collect(), <[usize]>::to_vec);
+    sorted.sort_unstable();
+    let repeated = sorted.windows(2).any(|pair| pair[0] == pair[1]);
+    if repeated || sorted.iter().any(|&axis| axis >= rank) {
+        return Err(bad(
+            op,
+            &[tensor],
+            format!("axes {axes:?} are not distinct axes of rank {rank}"),
+        ));
+    }
+    let shape = (0..rank)
+        .filter_map(
+            |axis| match (sorted.binary_search(&axis).is_ok(), keep_axes) {
+                (false, _) => Some(tensor.shape[axis]),
+                (true, true) => Some(1),
+                (true, false) => None,
+            },
+        )
+        .collect();
+    Ok((sorted, shape))
 }
 
 /// The contiguous layout of a tensor type, for checking views through nxvk-core's functions.

@@ -62,6 +62,8 @@ pub(crate) struct Expression {
     needs: BTreeMap<Elem, BTreeSet<Need>>,
     /// Storage types read through buffer references.
     loaded: BTreeSet<Elem>,
+    /// For a function body: the GLSL argument each parameter node reads (not a memory load).
+    arguments: Vec<String>,
 }
 
 fn native(op: &'static str, dtype: DType) -> Result<Elem> {
@@ -240,7 +242,13 @@ impl Expression {
             let elem = native(name_of_op, graph.tensor_type(id).dtype)?;
             Ok::<_, Error>((value, elem))
         };
-        let expression = if is_leaf(node) {
+        let argument = match entry.op {
+            Op::Parameter { index } => self.arguments.get(index).cloned(),
+            _ => None,
+        };
+        let expression = if let Some(argument) = argument {
+            argument
+        } else if is_leaf(node) {
             let slot = self.leaves.len();
             self.leaves.push(LeafAccess {
                 node,
@@ -370,18 +378,37 @@ impl Expression {
         roots: &[NodeId],
         is_leaf: &dyn Fn(NodeId) -> bool,
     ) -> Result<Expression> {
-        let mut expression = Expression::default();
+        Expression::default().with_roots(graph, roots, is_leaf)
+    }
+
+    /// Builds the body of a function of `graph`'s parameters: parameter `i` is the GLSL
+    /// value `arguments[i]` (of its compute type), and the roots are the graph's outputs.
+    pub(crate) fn build_function(graph: &Graph, arguments: &[String]) -> Result<Expression> {
+        let expression = Expression {
+            arguments: arguments.to_vec(),
+            ..Expression::default()
+        };
+        let is_parameter = |node: NodeId| matches!(graph.node(node).op, Op::Parameter { .. });
+        expression.with_roots(graph, graph.outputs(), &is_parameter)
+    }
+
+    fn with_roots(
+        mut self,
+        graph: &Graph,
+        roots: &[NodeId],
+        is_leaf: &dyn Fn(NodeId) -> bool,
+    ) -> Result<Expression> {
         let mut memo = HashMap::new();
         for &root in roots {
-            let value = expression.value(graph, is_leaf, &mut memo, root, Vec::new())?;
-            expression.root_values.push(value);
+            let value = self.value(graph, is_leaf, &mut memo, root, Vec::new())?;
+            self.root_values.push(value);
         }
-        Ok(expression)
+        Ok(self)
     }
 
     /// Helper blocks (one per compute type used), buffer types and the address/index
     /// preamble shared by every template.
-    fn declarations(&self, stored: &BTreeSet<Elem>) -> String {
+    pub(crate) fn declarations(&self, stored: &BTreeSet<Elem>) -> String {
         let mut text = String::from(FLOAT_CONTROLS);
         text.push_str(BF16_HELPERS);
         for elem in &self.loaded {
@@ -407,6 +434,14 @@ impl Expression {
 layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
 ",
         );
+        text.push_str(&self.helper_blocks());
+        text
+    }
+
+    /// The op functions and casts the statements call, one renamed helper block per compute
+    /// type (no extensions or buffer types: a host shader that has its own includes these).
+    pub(crate) fn helper_blocks(&self) -> String {
+        let mut text = String::new();
         for (elem, needs) in &self.needs {
             text.push_str(&type_defines(*elem));
             // Casts' extra helpers, then each op's function, all before they are included.
@@ -528,7 +563,7 @@ pub(crate) const FUSED_PUSH_CONSTANT_BYTES: usize = 24;
 /// cannot know.
 pub(crate) const OPAQUE_WORD: u32 = 0x8000_0000;
 
-const PUSH_BLOCK: &str = "layout(push_constant, scalar) uniform Push { uint64_t params; uint count; uint rank; uint reduced; uint opaque; } push;\n";
+pub(crate) const PUSH_BLOCK: &str = "layout(push_constant, scalar) uniform Push { uint64_t params; uint count; uint rank; uint reduced; uint opaque; } push;\n";
 
 /// Identity functions the compiler cannot see through, applied to every computed value. The
 /// eager path runs each op in its own kernel, so no op ever sees what another op computed;
@@ -537,7 +572,7 @@ const PUSH_BLOCK: &str = "layout(push_constant, scalar) uniform Push { uint64_t 
 /// drops the output store of a kernel whose float division by a zero it could prove (`x / 0.0`
 /// wrote nothing). Bitwise (an XOR with a run-time zero, one integer instruction), so
 /// denormals and NaN payloads pass unchanged.
-const OPAQUE_HELPERS: &str = "uint nx_opaque_zero() { return push.opaque << 1u; }
+pub(crate) const OPAQUE_HELPERS: &str = "uint nx_opaque_zero() { return push.opaque << 1u; }
 float nx_opaque(float x) { return uintBitsToFloat(floatBitsToUint(x) ^ nx_opaque_zero()); }
 double nx_opaque(double x) { return packDouble2x32(unpackDouble2x32(x) ^ uvec2(nx_opaque_zero())); }
 int nx_opaque(int x) { return x ^ int(nx_opaque_zero()); }

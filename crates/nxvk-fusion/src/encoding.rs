@@ -39,6 +39,10 @@
 //!                 kernel_dilation:list feature_group_size:u32 batch_group_size:u32
 //!                 input_permutation:perm kernel_permutation:perm output_permutation:perm
 //! 22  reverse     input:u32 axes:list
+//! 23  reduce_with input:u32 init:u32 axes:list keep_axes:u8 reducer:graph
+//! 24  window_reduce_with
+//!                 input:u32 init:u32 window_dimensions:list strides:list padding:pairs
+//!                 window_dilations:list reducer:graph
 //!
 //! pairs   := n:u32 (low:i64 high:i64)*
 //! perm    := present:u8 list                        (present 0: identity, the list is empty)
@@ -51,8 +55,8 @@
 use crate::builder::GraphBuilder;
 use crate::graph::{CondClause, DotAxes, Graph, NodeId, Op};
 use nxvk_core::{DType, Error, Result};
-use nxvk_kernels::ConvOptions;
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
+use nxvk_kernels::{ConvOptions, WindowOptions};
 
 /// The first bytes of every encoded graph.
 pub const MAGIC: &[u8; 8] = b"NXVKGRPH";
@@ -339,6 +343,36 @@ impl Writer {
                     self.ids(inputs);
                     self.graph(default);
                 }
+                Op::ReduceWith {
+                    input,
+                    init,
+                    reducer,
+                    axes,
+                    keep_axes,
+                } => {
+                    self.u8(23);
+                    self.id(*input);
+                    self.id(*init);
+                    self.list(axes);
+                    self.u8(u8::from(*keep_axes));
+                    self.graph(reducer);
+                }
+                Op::WindowReduceWith {
+                    input,
+                    init,
+                    reducer,
+                    window_dimensions,
+                    options,
+                } => {
+                    self.u8(24);
+                    self.id(*input);
+                    self.id(*init);
+                    self.list(window_dimensions);
+                    self.list(&options.strides);
+                    self.pairs(&options.padding);
+                    self.list(&options.window_dilations);
+                    self.graph(reducer);
+                }
             }
         }
         self.ids(&graph.outputs);
@@ -622,6 +656,26 @@ impl<'a> Reader<'a> {
                 let input = self.id()?;
                 let axes = self.list()?;
                 builder.reverse(input, &axes)
+            }
+            23 => {
+                let input = self.id()?;
+                let init = self.id()?;
+                let axes = self.list()?;
+                let keep_axes = self.flag()?;
+                let reducer = self.graph(depth + 1)?;
+                builder.reduce_with(input, init, reducer, Some(&axes), keep_axes)
+            }
+            24 => {
+                let input = self.id()?;
+                let init = self.id()?;
+                let window_dimensions = self.list()?;
+                let options = WindowOptions {
+                    strides: self.list()?,
+                    padding: self.pairs()?,
+                    window_dilations: self.list()?,
+                };
+                let reducer = self.graph(depth + 1)?;
+                builder.window_reduce_with(input, init, reducer, &window_dimensions, options)
             }
             other => Err(malformed(format!("unknown node tag {other}"))),
         }

@@ -292,6 +292,8 @@ impl Run<'_> {
                 Ok(Value::Tuple(self.cache.run(default, &inputs)?))
             }
             Op::Metadata { input, .. } => Ok(Value::Tensor(self.tensor(name, *input)?.clone())),
+            // The planner gives these a reducer stage of their own.
+            Op::ReduceWith { .. } | Op::WindowReduceWith { .. } => Err(absent(name, id)),
             op => {
                 let input = self.tensor(name, op.operands()[0])?;
                 let shape = &graph.tensor_type(id).shape;
@@ -352,6 +354,17 @@ impl Plan {
                 }
                 Stage::View(id) | Stage::Node(id) => {
                     run.values[id.index()] = run.node(*id)?;
+                }
+                Stage::Reducer(reducer) => {
+                    let [input, init] = graph.node(reducer.node).op.operands()[..] else {
+                        return Err(absent("reduce", reducer.node));
+                    };
+                    let value = reducer.execute(
+                        graph,
+                        run.tensor("reduce", input)?,
+                        run.tensor("reduce", init)?,
+                    )?;
+                    run.values[reducer.node.index()] = Value::Tensor(value);
                 }
             }
             for node in &self.freed_after[index] {

@@ -12,7 +12,7 @@
 //! `cond`, `while`, `block`) hold nested graphs whose parameters are the values passed in.
 
 use nxvk_core::DType;
-use nxvk_kernels::{BinaryOp, ConvOptions, ReduceOp, TieBreak, UnaryOp};
+use nxvk_kernels::{BinaryOp, ConvOptions, ReduceOp, TieBreak, UnaryOp, WindowOptions};
 use std::sync::Arc;
 
 /// A handle to a node of one [`Graph`] (its position in the arena).
@@ -212,6 +212,29 @@ pub enum Op {
         inputs: Vec<NodeId>,
         default: Arc<Graph>,
     },
+    /// Nx's `reduce` with a reducer function: `init` (a scalar) folded with every element of
+    /// `input` over `axes` (sorted) by `reducer`, whose two scalar parameters and scalar result
+    /// have the node's dtype (`input` and `init` are converted to it first, as Nx's `as_type`
+    /// converts; the node keeps its operands as given, so a graph encodes one node per call).
+    /// The reducer is assumed associative
+    /// and commutative (as XLA assumes), so the GPU may fold in any order; `init` is folded in
+    /// exactly once, and an empty reduction gives `init`.
+    ReduceWith {
+        input: NodeId,
+        init: NodeId,
+        reducer: Arc<Graph>,
+        axes: Vec<usize>,
+        keep_axes: bool,
+    },
+    /// Nx's `window_reduce` with a reducer function (`nxvk_kernels::window`'s geometry): each
+    /// window folded from `init`, the padding holding `init`; dtypes as for `ReduceWith`.
+    WindowReduceWith {
+        input: NodeId,
+        init: NodeId,
+        reducer: Arc<Graph>,
+        window_dimensions: Vec<usize>,
+        options: WindowOptions,
+    },
 }
 
 impl Op {
@@ -241,6 +264,8 @@ impl Op {
             Op::Cond { .. } => "cond",
             Op::While { .. } => "while",
             Op::Block { .. } => "block",
+            Op::ReduceWith { .. } => "reduce",
+            Op::WindowReduceWith { .. } => "window_reduce",
         }
     }
 
@@ -271,6 +296,9 @@ impl Op {
             Op::Clip { input, min, max } => vec![*input, *min, *max],
             Op::Cond { inputs, .. } | Op::Block { inputs, .. } => inputs.clone(),
             Op::While { initial, .. } => initial.clone(),
+            Op::ReduceWith { input, init, .. } | Op::WindowReduceWith { input, init, .. } => {
+                vec![*input, *init]
+            }
         }
     }
 }

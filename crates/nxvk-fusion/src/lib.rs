@@ -7,7 +7,9 @@
 //! by liveness. Maximal elementwise regions (with broadcasts, reshapes, transposes, slices,
 //! `as_type`, `select`, `clip` and constants inside) become one kernel; reductions over
 //! trailing axes take their elementwise producers as a prologue (softmax is three
-//! dispatches); views never copy; `cond` and `while` run from the executor. Everything else
+//! dispatches); views never copy; `cond` and `while` run from the executor; `reduce` and
+//! `window_reduce` with a reducer function get generated kernels of their own
+//! (`reducer.rs`). Everything else
 //! runs through `nxvk-kernels`' eager API, one node at a time.
 //!
 //! It is not a kernel library (the op semantics live in nxvk-kernels' op table and helpers,
@@ -29,6 +31,7 @@ mod executor;
 mod graph;
 mod plan;
 mod plan_cache;
+mod reducer;
 mod view;
 
 pub use autodiff::{STOP_GRAD, gradients};
@@ -38,4 +41,5 @@ pub use encoding::{MAGIC, MAX_DEPTH, VERSION, decode, encode};
 pub use graph::{CondClause, DotAxes, Graph, Node, NodeId, NodeType, Op, TensorType};
 pub use plan::{FusedKernel, Plan, PlanOptions, Stage};
 pub use plan_cache::{FusionCounters, PlanCache};
+pub use reducer::ReducerKernel;
 pub use view::{ViewPath, ViewStep};

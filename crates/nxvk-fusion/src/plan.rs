@@ -20,6 +20,7 @@
 
 use crate::codegen::{Expression, LeafAccess, elementwise_shader, reduce_shader};
 use crate::graph::{Graph, NodeId, Op};
+use crate::reducer::{ReducerKernel, plan_stage};
 use nxvk_core::{Capabilities, DType, Device, Kernel, Result};
 use nxvk_kernels::catalog::{device_supports, elem_of};
 use nxvk_kernels::codegen::output_elem;
@@ -75,6 +76,8 @@ pub enum Stage {
     View(NodeId),
     /// One node through the eager API (or the executor, for structural kinds).
     Node(NodeId),
+    /// A reduction with a reducer function (`reducer.rs`).
+    Reducer(ReducerKernel),
 }
 
 /// What the planner produced for one graph and input types.
@@ -108,7 +111,7 @@ fn native_on(capabilities: &Capabilities, dtype: DType) -> Option<Elem> {
 }
 
 /// True for views and metadata: nodes a fused kernel passes through without computing.
-fn is_transparent(op: &Op) -> bool {
+pub(crate) fn is_transparent(op: &Op) -> bool {
     matches!(
         op,
         Op::Broadcast { .. }
@@ -121,7 +124,7 @@ fn is_transparent(op: &Op) -> bool {
 }
 
 /// True when `id` is an elementwise node a fused kernel can compute on this device.
-fn is_computable(graph: &Graph, capabilities: &Capabilities, id: NodeId) -> bool {
+pub(crate) fn is_computable(graph: &Graph, capabilities: &Capabilities, id: NodeId) -> bool {
     let node = graph.node(id);
     let elementwise = matches!(
         node.op,
@@ -171,10 +174,11 @@ struct PrologueReduction {
     reduced_length: usize,
 }
 
-/// Rows up to this long take a fused prologue whatever their number...
-const SHORT_ROW: usize = 4096;
+/// Rows up to this long take a fused prologue whatever their number (and a reducer
+/// function's row one workgroup)...
+pub(crate) const SHORT_ROW: usize = 4096;
 /// ...longer ones only when there are at least this many...
-const MANY_ROWS: usize = 1024;
+pub(crate) const MANY_ROWS: usize = 1024;
 /// ...and never longer than this (1024 loop iterations per invocation of 256).
 const MAX_PROLOGUE_ROW: usize = 1 << 18;
 
@@ -334,6 +338,9 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
                 roots: vec![id],
                 reduced_length: Some(reduction.reduced_length),
             }));
+        } else if let Some(reducer) = plan_stage(&graph, device, id)? {
+            flush(&mut pending, &mut stages)?;
+            stages.push(Stage::Reducer(reducer));
         } else {
             flush(&mut pending, &mut stages)?;
             stages.push(Stage::Node(id));
@@ -346,6 +353,7 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
         let read: Vec<NodeId> = match stage {
             Stage::Fused(fused) => fused.leaves.iter().map(|leaf| leaf.node).collect(),
             Stage::View(id) | Stage::Node(id) => graph.node(*id).op.operands(),
+            Stage::Reducer(reducer) => graph.node(reducer.node).op.operands(),
         };
         for node in read {
             last_use[node.index()] = Some(index);
@@ -362,7 +370,7 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
     }
     let generated_kernels = stages
         .iter()
-        .filter(|stage| matches!(stage, Stage::Fused(_)))
+        .filter(|stage| matches!(stage, Stage::Fused(_) | Stage::Reducer(_)))
         .count();
     Ok(Plan {
         graph,

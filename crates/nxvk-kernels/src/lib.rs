@@ -106,4 +106,7 @@ pub use scan::{
 };
 pub use scan_codegen::{ScanPass, scan_kernel_name, scan_shader};
 pub use select::{clip, select};
-pub use window::{ScatterSelect, WindowOp, WindowOptions, window_reduce, window_scatter};
+pub use window::{
+    ScatterSelect, WindowOp, WindowOptions, window_fold, window_fold_shader, window_output_shape,
+    window_reduce, window_scatter,
+};

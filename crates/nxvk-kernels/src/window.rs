@@ -31,7 +31,7 @@ use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::op_table::Elem;
 use crate::operand_errors::bad_operands;
 use crate::{movement, ops};
-use nxvk_core::{BufferAccess, Error, Result, Tensor};
+use nxvk_core::{BufferAccess, Error, Kernel, Result, Tensor};
 
 /// Most positions a window may have in window_scatter_max/min.
 pub const MAX_SCATTER_WINDOW: usize = 255;
@@ -142,16 +142,43 @@ fn combine(op: WindowOp, is_float: bool) -> &'static str {
     }
 }
 
-/// The shader of `op` on `elem` (`scatter`: window_scatter with `op`'s extreme).
-fn window_shader(op: WindowOp, elem: Elem, scatter: bool) -> String {
+/// What a window shader computes.
+#[derive(Debug, Clone, Copy)]
+enum ShaderKind<'a> {
+    /// A window reduction padded with its identity.
+    Reduce(WindowOp),
+    /// Select-and-scatter with the extreme of this reduction.
+    Scatter(WindowOp),
+    /// Nx's window_reduce with a caller's reducer: `declarations` define
+    /// `V nx_window_fold(V element, V acc)`; padding and the start value are `init`.
+    Fold { declarations: &'a str },
+}
+
+/// The shader of `kind` on `elem`.
+fn window_shader(kind: ShaderKind<'_>, elem: Elem) -> String {
     let value_type = compute_type(elem);
-    // Reductions pad with their identity; select-and-scatter pads with `init_value`, as Nx does.
-    let pad = if scatter {
-        "load_at(push.init)".to_owned()
-    } else {
-        narrow_identity(op, elem).unwrap_or_else(|| identity(op, value_type).to_owned())
+    // Reductions pad with their identity; select-and-scatter and custom folds pad with
+    // `init_value`, as Nx does.
+    let (op, scatter, declarations) = match kind {
+        ShaderKind::Reduce(op) => (op, false, ""),
+        ShaderKind::Scatter(op) => (op, true, ""),
+        ShaderKind::Fold { declarations } => (WindowOp::Sum, false, declarations),
     };
-    let bf16 = if elem == Elem::BF16 { BF16_HELPERS } else { "" };
+    let (pad, combine) = match kind {
+        ShaderKind::Reduce(op) => (
+            narrow_identity(op, elem).unwrap_or_else(|| identity(op, value_type).to_owned()),
+            combine(op, elem.is_float()),
+        ),
+        ShaderKind::Scatter(_) => ("load_at(push.init)".to_owned(), ""),
+        // Nx calls the reducer as fun(element, acc).
+        ShaderKind::Fold { .. } => ("load_at(push.init)".to_owned(), "nx_window_fold(b, a)"),
+    };
+    // A custom fold's helpers may convert to or from bf16 whatever the window's type.
+    let bf16 = if elem == Elem::BF16 || !declarations.is_empty() {
+        BF16_HELPERS
+    } else {
+        ""
+    };
     let loaded = load(elem, "Element(address).v");
     let stored = store(elem, "result");
     // Ties go to the later position, as Nx's greater_equal / less_equal selection does.
@@ -210,8 +237,7 @@ fn window_shader(op: WindowOp, elem: Elem, scatter: bool) -> String {
             result = {combine};
         }}
         Output(push.output_data + uint64_t(index) * BYTES).v = {stored};
-    }}",
-            combine = combine(op, elem.is_float())
+    }}"
         )
     };
     format!(
@@ -230,10 +256,12 @@ layout(push_constant, scalar) uniform Push {{
     uint64_t source;
     uint64_t init;
     uint count;
-    uint unused;
+    // Zero, unknown to the compiler: custom folds' `nx_opaque` helpers read it.
+    uint opaque;
 }} push;
 {bf16}
 V load_at(uint64_t address) {{ return {loaded}; }}
+{declarations}
 
 // Element `position` (row-major in the window) of window `window` (row-major over the
 // output), or PAD where it falls in the padding. Parameter block: rank, window positions,
@@ -281,58 +309,71 @@ struct Geometry {
     params: Vec<u8>,
 }
 
-fn geometry(
-    op: &'static str,
-    input: &Tensor,
+/// Nx's pooled output shape of windows of `window_dimensions` over `input_shape` (the
+/// checks every window op makes), or why the options do not fit.
+pub fn window_output_shape(
+    input_shape: &[usize],
     window_dimensions: &[usize],
     options: &WindowOptions,
-) -> Result<Geometry> {
-    let rank = input.shape().len();
-    let fail = |detail: String| bad_operands(op, &[input], detail);
-    let per_axis = |name: &str, length: usize| -> Result<()> {
+) -> std::result::Result<Vec<usize>, String> {
+    let rank = input_shape.len();
+    let per_axis = |name: &str, length: usize| {
         if length == 0 || length == rank {
             Ok(())
         } else {
-            Err(fail(format!("{name} has {length} entries for rank {rank}")))
+            Err(format!("{name} has {length} entries for rank {rank}"))
         }
     };
     if window_dimensions.len() != rank {
-        return Err(fail(format!(
+        return Err(format!(
             "window_dimensions {window_dimensions:?} must have one entry per axis"
-        )));
+        ));
     }
     per_axis("strides", options.strides.len())?;
     per_axis("padding", options.padding.len())?;
     per_axis("window_dilations", options.window_dilations.len())?;
-    // 128-bit arithmetic: the options are caller input and may be anything.
-    let positions = saturating_product(window_dimensions);
-    let mut words: Vec<i128> = vec![rank as i128, positions as i128];
     let mut output_shape = Vec::with_capacity(rank);
     for (axis, &window) in window_dimensions.iter().enumerate() {
         let stride = options.strides.get(axis).copied().unwrap_or(1);
         let dilation = options.window_dilations.get(axis).copied().unwrap_or(1);
         let (low, high) = options.padding.get(axis).copied().unwrap_or((0, 0));
         if window == 0 || stride == 0 || dilation == 0 {
-            return Err(fail(
-                "window dimensions, strides and dilations must be at least 1".into(),
-            ));
+            return Err("window dimensions, strides and dilations must be at least 1".into());
         }
-        let padded = input.shape()[axis] as i128 + i128::from(low) + i128::from(high);
+        // 128-bit arithmetic: the options are caller input and may be anything.
+        let padded = input_shape[axis] as i128 + i128::from(low) + i128::from(high);
         let dilated = (window as i128 - 1) * dilation as i128 + 1;
         if padded < dilated {
-            return Err(fail(format!(
+            return Err(format!(
                 "the window does not fit axis {axis} (padded size {padded}, dilated window {dilated})"
-            )));
+            ));
         }
         let size = usize::try_from((padded - dilated) / stride as i128 + 1)
-            .map_err(|_| fail(format!("axis {axis} of the output is too long")))?;
+            .map_err(|_| format!("axis {axis} of the output is too long"))?;
         output_shape.push(size);
+    }
+    Ok(output_shape)
+}
+
+fn geometry(
+    op: &'static str,
+    input: &Tensor,
+    window_dimensions: &[usize],
+    options: &WindowOptions,
+) -> Result<Geometry> {
+    let fail = |detail: String| bad_operands(op, &[input], detail);
+    let output_shape =
+        window_output_shape(input.shape(), window_dimensions, options).map_err(fail)?;
+    let rank = input.shape().len();
+    let positions = saturating_product(window_dimensions);
+    let mut words: Vec<i128> = vec![rank as i128, positions as i128];
+    for (axis, &window) in window_dimensions.iter().enumerate() {
         words.extend([
-            size as i128,
+            output_shape[axis] as i128,
             window as i128,
-            stride as i128,
-            dilation as i128,
-            i128::from(low),
+            options.strides.get(axis).copied().unwrap_or(1) as i128,
+            options.window_dilations.get(axis).copied().unwrap_or(1) as i128,
+            i128::from(options.padding.get(axis).map_or(0, |&(low, _)| low)),
             input.shape()[axis] as i128,
             input.layout().strides()[axis] as i128,
         ]);
@@ -350,6 +391,46 @@ fn geometry(
         positions,
         params,
     })
+}
+
+/// The shader of Nx's window_reduce with a caller's reducer on `elem`: `declarations` (GLSL
+/// placed after the push constants, which end with a zero `uint opaque`) define
+/// `V nx_window_fold(V element, V acc)` in `elem`'s compute type `V`. Each window starts at
+/// the init value and the padding holds it, as Nx.BinaryBackend pads with the accumulator.
+pub fn window_fold_shader(elem: Elem, declarations: &str) -> String {
+    window_shader(ShaderKind::Fold { declarations }, elem)
+}
+
+/// Runs a [`window_fold_shader`] kernel: windows of `input` folded from `init` (a scalar of
+/// the input's dtype); the result has the input's dtype and the pooled shape.
+pub fn window_fold(
+    kernel: &Kernel,
+    input: &Tensor,
+    init: &Tensor,
+    window_dimensions: &[usize],
+    options: &WindowOptions,
+) -> Result<Tensor> {
+    const NAME: &str = "window_reduce";
+    element_type(NAME, input)?;
+    if init.dtype() != input.dtype() || !init.shape().is_empty() {
+        return Err(bad_operands(
+            NAME,
+            &[input, init],
+            "the init value must be a scalar of the input's dtype".into(),
+        ));
+    }
+    let geometry = geometry(NAME, input, window_dimensions, options)?;
+    let output = Tensor::empty(input.device(), input.dtype(), &geometry.output_shape)?;
+    launch(
+        NAME,
+        kernel,
+        input,
+        None,
+        Some(init),
+        &output,
+        &geometry.params,
+    )?;
+    Ok(output)
 }
 
 /// Every window op's name (for the coverage report).
@@ -380,10 +461,10 @@ fn element_type(op: &'static str, input: &Tensor) -> Result<Elem> {
 
 fn launch(
     op: &'static str,
-    kernel_name: String,
-    shader: String,
+    kernel: &Kernel,
     input: &Tensor,
-    source: Option<(&Tensor, &Tensor)>,
+    source: Option<&Tensor>,
+    init: Option<&Tensor>,
     output: &Tensor,
     params: &[u8],
 ) -> Result<()> {
@@ -399,32 +480,27 @@ fn launch(
         ));
     }
     let device = output.device();
-    let kernel = device.kernel_from_glsl(&kernel_name, &shader, &[])?;
-    let address = |tensor: &Tensor| {
-        tensor
+    let address = |tensor: Option<&Tensor>| match tensor {
+        Some(tensor) => tensor
             .device_address()
-            .ok_or_else(|| bad_operands(op, &[tensor], "sub-byte tensors have no addresses".into()))
-    };
-    let (source_address, init_address) = match source {
-        Some((source, init)) => (address(source)?, address(init)?),
-        None => (0, 0),
+            .ok_or_else(|| bad_operands(op, &[tensor], "sub-byte tensors have no addresses".into())),
+        None => Ok(0),
     };
     let mut push = Vec::with_capacity(48);
     for word in [
-        address(input)?,
-        address(output)?,
+        address(Some(input))?,
+        address(Some(output))?,
         0,
-        source_address,
-        init_address,
+        address(source)?,
+        address(init)?,
     ] {
         push.extend_from_slice(&word.to_le_bytes());
     }
     push.extend_from_slice(&(count as u32).to_le_bytes());
     push.extend_from_slice(&0u32.to_le_bytes());
     let mut accesses = vec![BufferAccess::Read(input.buffer())];
-    if let Some((source, init)) = source {
-        accesses.push(BufferAccess::Read(source.buffer()));
-        accesses.push(BufferAccess::Read(init.buffer()));
+    for tensor in [source, init].into_iter().flatten() {
+        accesses.push(BufferAccess::Read(tensor.buffer()));
     }
     accesses.push(BufferAccess::Write(output.buffer()));
     poison_output(output.buffer())?;
@@ -433,7 +509,7 @@ fn launch(
         .div_ceil(WORKGROUP_SIZE as usize)
         .min(max_groups)
         .min(65_535) as u32;
-    device.dispatch_with_params(&kernel, [groups, 1, 1], &push, params, 16, &accesses)
+    device.dispatch_with_params(kernel, [groups, 1, 1], &push, params, 16, &accesses)
 }
 
 /// Nx's window_sum / window_product / window_max / window_min of `input` over windows of
@@ -448,15 +524,12 @@ pub fn window_reduce(
     let elem = element_type(name, input)?;
     let geometry = geometry(name, input, window_dimensions, options)?;
     let output = Tensor::empty(input.device(), input.dtype(), &geometry.output_shape)?;
-    launch(
-        name,
-        format!("{name}_{}", elem.name()),
-        window_shader(op, elem, false),
-        input,
-        None,
-        &output,
-        &geometry.params,
+    let kernel = input.device().kernel_from_glsl(
+        &format!("{name}_{}", elem.name()),
+        &window_shader(ShaderKind::Reduce(op), elem),
+        &[],
     )?;
+    launch(name, &kernel, input, None, None, &output, &geometry.params)?;
     Ok(output)
 }
 
@@ -497,12 +570,17 @@ pub fn window_scatter(
     let source = movement::contiguous(&ops::as_type(source, input.dtype())?)?;
     let init_value = ops::as_type(init_value, input.dtype())?;
     let output = Tensor::empty(input.device(), input.dtype(), input.shape())?;
+    let kernel = input.device().kernel_from_glsl(
+        &format!("{name}_{}", elem.name()),
+        &window_shader(ShaderKind::Scatter(select.extreme()), elem),
+        &[],
+    )?;
     launch(
         name,
-        format!("{name}_{}", elem.name()),
-        window_shader(select.extreme(), elem, true),
+        &kernel,
         input,
-        Some((&source, &init_value)),
+        Some(&source),
+        Some(&init_value),
         &output,
         &geometry.params,
     )?;

@@ -15,8 +15,10 @@ if Code.ensure_loaded?(Nx) do
     The window family (window_sum/product/max/min, window_scatter_max/min) and
     triangular_solve run natively on real types, and in `block/4` so do Nx.LinAlg's cholesky,
     lu, determinant and solve.
-    The callbacks that have no kernel yet (`@host_callbacks` below: reduce and window_reduce
-    with an arbitrary function; complex operands of the window family and triangular_solve) run on `Nx.BinaryBackend` through one gate,
+    `reduce` and `window_reduce` with an arbitrary function trace the function into an
+    `Nx.Defn.Expr` and run it as a one-node compiled graph (nxvk-fusion's reducer kernels).
+    What has no kernel (a function the graph encoding or the GPU fold cannot express, complex
+    types; complex operands of the window family and triangular_solve) runs on `Nx.BinaryBackend` through one gate,
     `Nx.Vulkan.host_fallback!/3`, which counts each one by (op, dtype) and refuses it under
     strict mode: no host path is silent. Other blocks run Nx's default implementation, built
     from the callbacks above.
@@ -31,14 +33,6 @@ if Code.ensure_loaded?(Nx) do
 
     alias Nx.Tensor, as: T
     alias Nx.Vulkan.NIF
-
-    # Callbacks without a kernel yet, with their arity after `out`. Each runs on
-    # Nx.BinaryBackend through the counted, refusable gate. Wiring a kernel in means deleting
-    # its entry here and adding its name to an op list in Nx.Vulkan.Ops.
-    @host_callbacks [
-      reduce: 4,
-      window_reduce: 5
-    ]
 
     @eight_bit_floats [{:f, 8}, {:f8_e4m3fn, 8}]
 
@@ -484,13 +478,57 @@ if Code.ensure_loaded?(Nx) do
 
     ## Everything else: counted, refusable host fallbacks
 
-    for {op, arity} <- @host_callbacks do
-      arguments = Macro.generate_arguments(arity, __MODULE__)
+    ## Reductions with a function: traced into a one-node graph
 
-      @impl true
-      def unquote(op)(out, unquote_splicing(arguments)) do
-        via_host(unquote(op), out, unquote(arguments))
+    @impl true
+    def reduce(out, tensor, acc, opts, fun),
+      do: reducer(:reduce, out, tensor, acc, [opts], fun)
+
+    @impl true
+    def window_reduce(out, tensor, acc, window_dimensions, opts, fun),
+      do: reducer(:window_reduce, out, tensor, acc, [window_dimensions, opts], fun)
+
+    # The function is traced with Nx.Defn.Expr's own callback (which builds the `fun` node
+    # with two scalar parameters of the output type), encoded with the tensor and acc as the
+    # graph's parameters, and the bytes cached per (op, types, shapes, options, function) in
+    # the process's plan cache; the NIF's plan cache keeps the compiled plan per bytes. A
+    # function that cannot be traced or encoded, or whose plan the device refuses (say a
+    # literal tensor inside it), takes the counted host gate.
+    defp reducer(op, out, tensor, acc, arguments, fun) do
+      key =
+        {__MODULE__, op, {out.type, out.shape}, {tensor.type, tensor.shape},
+         {acc.type, acc.shape}, arguments, fun}
+
+      graph =
+        Nx.Vulkan.PlanCache.fetch(key, fn ->
+          trace_reducer(op, out, tensor, acc, arguments, fun)
+        end)
+
+      with {:ok, bytes} <- graph,
+           {:ok, [result]} <- NIF.plan_run(bytes, [ref(tensor), ref(acc)]) do
+        from_ref(out, result)
+      else
+        _ -> via_host(op, out, [tensor, acc | arguments] ++ [fun])
       end
+    end
+
+    defp trace_reducer(op, out, tensor, acc, arguments, fun) do
+      parameters = [Nx.to_template(tensor), Nx.to_template(acc)]
+
+      expression =
+        apply(
+          Nx.Defn.Expr,
+          op,
+          [
+            out,
+            Nx.Defn.Expr.parameter(:reducer, tensor.type, tensor.shape, 0),
+            Nx.Defn.Expr.parameter(:reducer, acc.type, acc.shape, 1)
+          ] ++ arguments ++ [fun]
+        )
+
+      Nx.Vulkan.GraphEncoding.encode(parameters, [expression])
+    rescue
+      _ -> {:unsupported, op}
     end
 
     ## Blocks with a kernel of their own; any other block runs Nx's default implementation,

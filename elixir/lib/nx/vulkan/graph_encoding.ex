@@ -8,7 +8,9 @@ if Code.ensure_loaded?(Nx) do
 
     Only flat graphs are encoded: parameters, constants, tensors, the catalog's element-wise
     ops, `as_type`, views (broadcast, reshape, transpose, squeeze, slice), select, clip, the
-    reductions, dot, conv, reverse and metadata. Any other node (`cond`, `while`, `fun`,
+    reductions, dot, conv, reverse and metadata, plus `reduce` and `window_reduce` whose
+    function is encoded as a nested graph of its two scalar parameters (a function that
+    captures an outer parameter is not encoded). Any other node (`cond`, `while`, `fun`,
     `optional`/blocks, `elem`, tokens, gather, sort, ...) makes `encode/2` return
     `{:unsupported, op}`, and `Nx.Vulkan.Compiler` keeps the evaluator for that function:
     encoding a graph partly would split it into fused and evaluated halves with a transfer in
@@ -30,34 +32,65 @@ if Code.ensure_loaded?(Nx) do
     over `parameters` (templates, in parameter order), or `{:unsupported, op}`.
     """
     def encode(parameters, outputs) do
-      state = %{ids: %{}, nodes: [], count: 0}
-
-      state =
-        Enum.reduce(parameters, state, fn %T{type: type, shape: shape}, state ->
-          add(state, [<<0>>, text(dtype(type)), list(Tuple.to_list(shape))])
-        end)
-
-      {output_ids, state} = Enum.map_reduce(outputs, state, &node/2)
-
-      bytes =
-        IO.iodata_to_binary([
-          @magic,
-          u32(@version),
-          u32(state.count),
-          Enum.reverse(state.nodes),
-          u32(length(output_ids)),
-          Enum.map(output_ids, &u32/1)
-        ])
-
-      {:ok, bytes}
+      state = with_parameters(%{ids: %{}, nodes: [], count: 0, nested: false}, parameters)
+      {:ok, IO.iodata_to_binary([@magic, u32(@version), graph(outputs, state)])}
     catch
       {:unsupported, op} -> {:unsupported, op}
     end
 
+    defp with_parameters(state, parameters) do
+      Enum.reduce(parameters, state, fn %T{type: type, shape: shape}, state ->
+        add(state, [<<0>>, text(dtype(type)), list(Tuple.to_list(shape))])
+      end)
+    end
+
+    # The `graph` of the format: the nodes `outputs` need, after those already in `state`.
+    defp graph(outputs, state) do
+      {output_ids, state} = Enum.map_reduce(outputs, state, &node/2)
+
+      [
+        u32(state.count),
+        Enum.reverse(state.nodes),
+        u32(length(output_ids)),
+        Enum.map(output_ids, &u32/1)
+      ]
+    end
+
+    # A reduce/window_reduce function (an Expr `fun` of two scalar parameters) as a nested
+    # graph whose parameters and result have the reduction's type `type` (Nx converts the
+    # result to it: Expr leaves "type conversions to the compiler").
+    defp reducer_graph(%T{data: %Expr{op: :fun, args: [[a, b], body, _mfa]}}, type) do
+      scalar = %T{type: type, shape: {}, names: []}
+      state = with_parameters(%{ids: %{}, nodes: [], count: 0, nested: true}, [scalar, scalar])
+      state = %{state | ids: %{a.data.id => 0, b.data.id => 1}}
+      {body_id, state} = node(body, state)
+
+      if body.type == type do
+        graph_of(state, body_id)
+      else
+        state = add(state, [<<5>>, text(dtype(type)), u32(body_id)])
+        graph_of(state, state.count - 1)
+      end
+    end
+
+    defp reducer_graph(_fun, _type), do: throw({:unsupported, :fun})
+
+    # reduce and window_reduce: tag, tensor, acc, the op's options, then the function.
+    defp reducer_fields(tag, tensor, acc, options, {fun, type}, state) do
+      {tensor_id, state} = node(tensor, state)
+      {acc_id, state} = node(acc, state)
+      {[tag, u32(tensor_id), u32(acc_id), options, reducer_graph(fun, type)], state}
+    end
+
+    defp graph_of(state, output),
+      do: [u32(state.count), Enum.reverse(state.nodes), u32(1), u32(output)]
+
     # --- Nodes: each expression is encoded once (by its id), after its operands ---
 
-    # Parameter `position` is node `position`: the parameters are emitted first, in order.
-    defp node(%T{data: %Expr{op: :parameter, args: [position]}}, state), do: {position, state}
+    # Parameter `position` is node `position`: the parameters are emitted first, in order. In
+    # a nested function graph the parameters are found by id; any other is a captured value.
+    defp node(%T{data: %Expr{op: :parameter, args: [position]}}, %{nested: false} = state),
+      do: {position, state}
 
     defp node(%T{data: %Expr{id: id}} = tensor, state) do
       case state.ids do
@@ -74,6 +107,9 @@ if Code.ensure_loaded?(Nx) do
 
     defp add(state, fields),
       do: %{state | nodes: [fields | state.nodes], count: state.count + 1}
+
+    defp fields(%T{data: %Expr{op: :parameter}}, _state),
+      do: throw({:unsupported, :captured_parameter})
 
     defp fields(%T{data: %Expr{op: :constant, args: [number]}, type: type, shape: shape}, state) do
       scalar = Nx.BinaryBackend.constant(%T{shape: {}, type: type, names: []}, number, [])
@@ -136,10 +172,31 @@ if Code.ensure_loaded?(Nx) do
       {[tag, u32(3), u32(a), u32(b), u32(c)], state}
     end
 
-    # nxvk's dot and conv have no complex kernels: those graphs keep the evaluator, whose
-    # backend callbacks take the counted host gate for them.
-    defp fields(%T{data: %Expr{op: op}, type: {:c, _}}, _state) when op in [:dot, :conv],
-      do: throw({:unsupported, op})
+    # nxvk's dot, conv and reducer folds have no complex kernels: those graphs keep the
+    # evaluator, whose backend callbacks take the counted host gate for them.
+    defp fields(%T{data: %Expr{op: op}, type: {:c, _}}, _state)
+         when op in [:dot, :conv, :reduce, :window_reduce],
+         do: throw({:unsupported, op})
+
+    defp fields(%T{data: %Expr{op: :reduce, args: [tensor, acc, opts, fun]}} = out, state) do
+      axes = opts[:axes] || Enum.to_list(0..(tuple_size(tensor.shape) - 1)//1)
+      keep_axes = if opts[:keep_axes], do: 1, else: 0
+      reducer_fields(<<23>>, tensor, acc, [list(axes), <<keep_axes>>], {fun, out.type}, state)
+    end
+
+    defp fields(
+           %T{data: %Expr{op: :window_reduce, args: [tensor, acc, window, opts, fun]}} = out,
+           state
+         ) do
+      options = [
+        list(Tuple.to_list(window)),
+        list(opts[:strides]),
+        pairs(opts[:padding]),
+        list(opts[:window_dilations])
+      ]
+
+      reducer_fields(<<24>>, tensor, acc, options, {fun, out.type}, state)
+    end
 
     defp fields(%T{data: %Expr{op: :dot, args: [left, cl, bl, right, cr, br]}}, state) do
       {left, state} = node(left, state)
