@@ -386,6 +386,18 @@ impl Differentiator<'_> {
                 }
             }
             Op::Slice { .. }
+            | Op::Pad { .. }
+            | Op::Concatenate { .. }
+            | Op::PutSlice { .. }
+            | Op::Gather { .. }
+            | Op::Take { .. }
+            | Op::TakeAlongAxis { .. }
+            | Op::Indexed { .. }
+            | Op::Cumulative { .. }
+            | Op::Window { .. }
+            | Op::WindowScatter { .. }
+            | Op::Iota { .. }
+            | Op::Sort { .. }
             | Op::Elem { .. }
             | Op::Fun { .. }
             | Op::Cond { .. }
