@@ -14,8 +14,13 @@
 //!   `max(x, 0)` passes half the gradient at exactly 0); in `reduce_max`/`reduce_min` it is
 //!   shared equally between the tied elements.
 //! - An op without a rule is an `Error::Unsupported` naming it; never a silent zero. `conv`
-//!   has rules without feature or batch groups, input dilation or permutations.
+//!   has rules without feature or batch groups, input dilation or permutations;
+//!   window_product and window_scatter have none yet.
+//! - Data movement, indexing, scans, windows and sort: see `autodiff/movement.rs` (Nx's
+//!   rules, and the tie and repeated-index conventions).
 //! - `metadata` nodes labelled [`STOP_GRAD`] pass no gradient (Nx's `stop_grad`).
+
+mod movement;
 
 use crate::builder::GraphBuilder;
 use crate::graph::{DotAxes, NodeId, NodeType, Op, TensorType};
@@ -397,8 +402,10 @@ impl Differentiator<'_> {
             | Op::Window { .. }
             | Op::WindowScatter { .. }
             | Op::Iota { .. }
-            | Op::Sort { .. }
-            | Op::Elem { .. }
+            | Op::Sort { .. } => {
+                contributions = self.movement_rule(&op, node, gradient, needed)?;
+            }
+            Op::Elem { .. }
             | Op::Fun { .. }
             | Op::Cond { .. }
             | Op::While { .. }

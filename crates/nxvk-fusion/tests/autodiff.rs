@@ -9,8 +9,13 @@
 mod common;
 
 use nxvk_core::{DType, Tensor};
-use nxvk_fusion::{DotAxes, Graph, GraphBuilder, NodeId, PlanCache, STOP_GRAD, gradients};
-use nxvk_kernels::{BinaryOp, ConvOptions, ReduceOp, TieBreak, UnaryOp};
+use nxvk_fusion::{
+    DotAxes, Graph, GraphBuilder, IndexedUpdate, NodeId, PlanCache, STOP_GRAD, gradients,
+};
+use nxvk_kernels::sort::Direction;
+use nxvk_kernels::{
+    BinaryOp, ConvOptions, ReduceOp, ScanOp, TieBreak, UnaryOp, WindowOp, WindowOptions,
+};
 use proptest::prelude::*;
 
 /// Runs graphs on the test device through one plan cache (finite differences rerun the same
@@ -267,8 +272,21 @@ fn check_against_finite_differences(
     shapes: &[&[usize]],
     loss_of: impl Fn(&mut GraphBuilder, &[NodeId]) -> NodeId,
 ) {
+    if let Some(failure) = finite_difference_failure(shapes, &loss_of, &loss_of) {
+        panic!("{failure}");
+    }
+}
+
+/// The first parameter element where the gradient of `sum(gradient_of(parameters))`
+/// disagrees with central differences of `sum(forward_of(parameters))`, described; `None`
+/// when all agree. (Equal functions check a rule; different ones make a null arm.)
+fn finite_difference_failure(
+    shapes: &[&[usize]],
+    forward_of: &dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId,
+    gradient_of: &dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId,
+) -> Option<String> {
     let runner = Runner::new();
-    let build = |with_gradients: bool| {
+    let build = |loss_of: &dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId, with_gradients: bool| {
         let mut builder = GraphBuilder::new();
         let parameters: Vec<NodeId> = shapes
             .iter()
@@ -284,7 +302,7 @@ fn check_against_finite_differences(
         }
         builder.finish(&outputs).unwrap()
     };
-    let (forward, gradient_graph) = (build(false), build(true));
+    let (forward, gradient_graph) = (build(forward_of, false), build(gradient_of, true));
     let values: Vec<Vec<f64>> = shapes
         .iter()
         .enumerate()
@@ -314,13 +332,15 @@ fn check_against_finite_differences(
                     .unwrap()[0]
             };
             let numeric = (loss_at(1e-6) - loss_at(-1e-6)) / 2e-6;
-            assert!(
-                (analytic[element] - numeric).abs() <= 1e-6 + 1e-5 * numeric.abs(),
-                "parameter {parameter} element {element}: {} against {numeric}",
-                analytic[element]
-            );
+            if (analytic[element] - numeric).abs() > 1e-6 + 1e-5 * numeric.abs() {
+                return Some(format!(
+                    "parameter {parameter} element {element}: {} against {numeric}",
+                    analytic[element]
+                ));
+            }
         }
     }
+    None
 }
 
 #[test]
@@ -424,12 +444,14 @@ fn gradient_requests_that_cannot_be_answered_are_errors() {
     let mut builder = GraphBuilder::new();
     let x = builder.parameter(DType::F32, &[4]).unwrap();
     let counts = builder.parameter(DType::S32, &[4]).unwrap();
-    let sliced = builder.slice(x, &[1], &[2], &[1]).unwrap();
+    let pooled = builder
+        .window(WindowOp::Product, x, &[2], WindowOptions::default())
+        .unwrap();
     let loss = builder
-        .reduce(ReduceOp::Sum, sliced, None, false, TieBreak::Low)
+        .reduce(ReduceOp::Sum, pooled, None, false, TieBreak::Low)
         .unwrap();
     let unsupported = gradients(&mut builder, loss, &[x]).unwrap_err().to_string();
-    assert!(unsupported.contains("slice"), "{unsupported}");
+    assert!(unsupported.contains("window_product"), "{unsupported}");
     let integer = gradients(&mut builder, loss, &[counts])
         .unwrap_err()
         .to_string();
@@ -470,4 +492,237 @@ fn max_and_min_split_the_gradient_on_ties() {
         assert_eq!(dx, [y_wins, x_wins, 0.5, 0.5], "{op:?}");
         assert_eq!(dy, [x_wins, y_wins, 0.5, 0.5], "{op:?}");
     }
+}
+
+// --- Data movement, indexing, scans, windows and sort (rules in autodiff/movement.rs) ---
+
+/// `sin(value)`: keeps every output's gradient distinct, so a misplaced one shows.
+fn sin(builder: &mut GraphBuilder, value: NodeId) -> NodeId {
+    builder.unary(UnaryOp::Sin, value).unwrap()
+}
+
+/// An s32 literal of `shape`.
+fn indices(builder: &mut GraphBuilder, shape: &[usize], values: &[i32]) -> NodeId {
+    let bytes: Vec<u8> = values
+        .iter()
+        .flat_map(|value| value.to_le_bytes())
+        .collect();
+    builder.literal(DType::S32, shape, &bytes).unwrap()
+}
+
+/// One loss per family member, and a wrong partner for the family's null arm.
+type Loss = Box<dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId>;
+
+fn strided_slice(strides: [usize; 2]) -> Loss {
+    Box::new(move |builder, parameters| {
+        let part = builder
+            .slice(parameters[0], &[1, 0], &[4, 4], &strides)
+            .unwrap();
+        sin(builder, part)
+    })
+}
+
+fn padded(config: [(i64, i64, usize); 2]) -> Loss {
+    Box::new(move |builder, parameters| {
+        let value = builder.reshape(parameters[1], &[]).unwrap();
+        let padded = builder.pad(parameters[0], value, &config).unwrap();
+        sin(builder, padded)
+    })
+}
+
+#[test]
+fn slice_pad_concatenate_and_put_slice_gradients_match_finite_differences() {
+    check_against_finite_differences(&[&[5, 4]], strided_slice([2, 3]));
+    // Negative low padding crops, interior padding spreads; the pad value gets the rest.
+    check_against_finite_differences(&[&[3, 2], &[1]], padded([(1, -1, 1), (-1, 2, 2)]));
+    check_against_finite_differences(&[&[2, 3], &[2, 1], &[2, 2]], |builder, parameters| {
+        let joined = builder.concatenate(parameters, 1).unwrap();
+        sin(builder, joined)
+    });
+    // The start 5 is clamped to 1, as Nx clamps.
+    check_against_finite_differences(&[&[4, 3], &[2, 2]], |builder, parameters| {
+        let written = builder
+            .put_slice(parameters[0], &[1, 5], parameters[1])
+            .unwrap();
+        sin(builder, written)
+    });
+}
+
+#[test]
+fn a_wrong_slice_or_pad_gradient_is_rejected() {
+    let failure =
+        finite_difference_failure(&[&[5, 4]], &*strided_slice([2, 3]), &*strided_slice([1, 3]));
+    assert!(failure.is_some(), "null arm: strides must matter");
+    let failure = finite_difference_failure(
+        &[&[3, 2], &[1]],
+        &*padded([(1, -1, 1), (-1, 2, 2)]),
+        &*padded([(1, -1, 0), (-1, 2, 2)]),
+    );
+    assert!(failure.is_some(), "null arm: interior padding must matter");
+}
+
+fn gathered(rows: [i32; 6]) -> Loss {
+    Box::new(move |builder, parameters| {
+        let at = indices(builder, &[3, 2], &rows);
+        let picked = builder.gather(parameters[0], at, None).unwrap();
+        sin(builder, picked)
+    })
+}
+
+#[test]
+fn gather_take_and_take_along_axis_gradients_match_finite_differences() {
+    // Row [0, 1] is gathered twice: its gradients add up.
+    check_against_finite_differences(&[&[4, 3]], gathered([0, 1, 3, 2, 0, 1]));
+    check_against_finite_differences(&[&[4, 3, 2]], |builder, parameters| {
+        let at = indices(builder, &[2, 1], &[3, 0]);
+        let picked = builder.gather(parameters[0], at, Some(&[1])).unwrap();
+        sin(builder, picked)
+    });
+    check_against_finite_differences(&[&[3, 4, 2]], |builder, parameters| {
+        let at = indices(builder, &[2, 2], &[2, 0, 2, 3]);
+        let taken = builder.take(parameters[0], at, 1).unwrap();
+        sin(builder, taken)
+    });
+    check_against_finite_differences(&[&[3, 4]], |builder, parameters| {
+        let at = indices(builder, &[3, 2], &[3, 3, 0, 1, 2, 0]);
+        let taken = builder.take_along_axis(parameters[0], at, 1).unwrap();
+        sin(builder, taken)
+    });
+}
+
+fn indexed(update: IndexedUpdate, rows: [i32; 4]) -> Loss {
+    Box::new(move |builder, parameters| {
+        let at = indices(builder, &[2, 2], &rows);
+        let written = builder
+            .indexed(update, parameters[0], at, parameters[1], None)
+            .unwrap();
+        sin(builder, written)
+    })
+}
+
+#[test]
+fn indexed_add_and_put_gradients_match_finite_differences() {
+    // indexed_add with a repeated position: both updates reach it.
+    check_against_finite_differences(&[&[4, 3], &[2]], indexed(IndexedUpdate::Add, [1, 2, 1, 2]));
+    // indexed_put with distinct positions (repeated ones follow Nx's rule: see the docs).
+    check_against_finite_differences(&[&[4, 3], &[2]], indexed(IndexedUpdate::Put, [1, 2, 3, 0]));
+    // A window update on the free axis.
+    check_against_finite_differences(&[&[4, 3], &[2, 2]], |builder, parameters| {
+        let at = indices(builder, &[2, 1], &[3, 1]);
+        let written = builder
+            .indexed(IndexedUpdate::Add, parameters[0], at, parameters[1], None)
+            .unwrap();
+        sin(builder, written)
+    });
+}
+
+#[test]
+fn a_wrong_indexing_gradient_is_rejected() {
+    let failure = finite_difference_failure(
+        &[&[4, 3]],
+        &*gathered([0, 1, 3, 2, 0, 1]),
+        &*gathered([0, 1, 3, 2, 0, 2]),
+    );
+    assert!(
+        failure.is_some(),
+        "null arm: gathered positions must matter"
+    );
+    let failure = finite_difference_failure(
+        &[&[4, 3], &[2]],
+        &*indexed(IndexedUpdate::Put, [1, 2, 3, 0]),
+        &*indexed(IndexedUpdate::Add, [1, 2, 3, 0]),
+    );
+    assert!(
+        failure.is_some(),
+        "null arm: put must zero the target's written gradient"
+    );
+}
+
+fn scanned(op: ScanOp, axis: usize, reverse: bool) -> Loss {
+    Box::new(move |builder, parameters| {
+        // Products see x^2 + 1 (never zero, where the rule is undefined).
+        let input = if op == ScanOp::Product {
+            square_plus_one(builder, parameters[0])
+        } else {
+            parameters[0]
+        };
+        let scanned = builder.cumulative(op, input, axis, reverse).unwrap();
+        sin(builder, scanned)
+    })
+}
+
+#[test]
+fn cumulative_gradients_match_finite_differences() {
+    for op in ScanOp::ALL {
+        for (axis, reverse) in [(1, false), (0, true), (1, true)] {
+            check_against_finite_differences(&[&[3, 5]], scanned(op, axis, reverse));
+        }
+    }
+}
+
+#[test]
+fn a_wrong_cumulative_gradient_is_rejected() {
+    for op in ScanOp::ALL {
+        let failure =
+            finite_difference_failure(&[&[3, 5]], &*scanned(op, 1, false), &*scanned(op, 1, true));
+        assert!(
+            failure.is_some(),
+            "null arm: {op:?}'s direction must matter"
+        );
+    }
+}
+
+fn windowed(op: WindowOp) -> Loss {
+    Box::new(move |builder, parameters| {
+        let options = WindowOptions {
+            strides: vec![2, 1],
+            padding: vec![(1, 0), (0, 2)],
+            window_dilations: vec![1, 2],
+        };
+        let pooled = builder.window(op, parameters[0], &[2, 2], options).unwrap();
+        sin(builder, pooled)
+    })
+}
+
+#[test]
+fn window_gradients_match_finite_differences() {
+    for op in [WindowOp::Sum, WindowOp::Max, WindowOp::Min] {
+        let loss = windowed(op);
+        let failure = finite_difference_failure(&[&[5, 4]], &*loss, &*loss);
+        assert!(failure.is_none(), "{op:?}: {failure:?}");
+    }
+}
+
+#[test]
+fn a_wrong_window_gradient_is_rejected() {
+    let failure = finite_difference_failure(
+        &[&[5, 4]],
+        &*windowed(WindowOp::Max),
+        &*windowed(WindowOp::Min),
+    );
+    assert!(
+        failure.is_some(),
+        "null arm: max and min pick different elements"
+    );
+}
+
+fn sorted(direction: Direction) -> Loss {
+    Box::new(move |builder, parameters| {
+        let sorted = builder.sort(parameters[0], 1, direction, None).unwrap();
+        // Position-dependent weights, so the permutation matters.
+        let weights = builder.iota(DType::F64, &[3, 4], None).unwrap();
+        builder.binary(BinaryOp::Multiply, sorted, weights).unwrap()
+    })
+}
+
+#[test]
+fn sort_gradients_match_finite_differences() {
+    check_against_finite_differences(&[&[3, 4]], sorted(Direction::Ascending));
+    check_against_finite_differences(&[&[3, 4]], sorted(Direction::Descending));
+    let failure = finite_difference_failure(
+        &[&[3, 4]],
+        &*sorted(Direction::Ascending),
+        &*sorted(Direction::Descending),
+    );
+    assert!(failure.is_some(), "null arm: the direction must matter");
 }
