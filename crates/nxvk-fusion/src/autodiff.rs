@@ -14,7 +14,8 @@
 //!   `max(x, 0)` passes half the gradient at exactly 0); in `reduce_max`/`reduce_min` it is
 //!   shared equally between the tied elements.
 //! - An op without a rule is an `Error::Unsupported` naming it; never a silent zero. `conv`
-//!   has rules without feature or batch groups, input dilation or permutations;
+//!   has rules with feature groups and input dilation, but not with batch groups or
+//!   permutations;
 //!   window_product and window_scatter have none yet.
 //! - Data movement, indexing, scans, windows and sort: see `autodiff/movement.rs` (Nx's
 //!   rules, and the tie and repeated-index conventions).
@@ -366,16 +367,58 @@ impl Differentiator<'_> {
                 let want_kernel = wants(kernel) && is_float(self, kernel);
                 if want_input || want_kernel {
                     let (input_type, kernel_type) = (self.ty(input)?, self.ty(kernel)?);
-                    let geometry = plain_conv_geometry(&input_type, &kernel_type, &options)
+                    let dilation = conv_input_dilation(&input_type, &kernel_type, &options)
                         .ok_or_else(|| self.no_rule("conv", node))?;
+                    // An input-dilated conv is a plain conv of the input padded with interior
+                    // zeros: differentiate that, then take the input's positions back out
+                    // (pad's rule).
+                    let dilated = dilation.iter().any(|&factor| factor > 1);
+                    let source = if dilated {
+                        let config: Vec<(i64, i64, usize)> = [1, 1]
+                            .iter()
+                            .chain(&dilation)
+                            .map(|&factor| (0, 0, factor - 1))
+                            .collect();
+                        let zero = self.scalar(input_type.dtype, 0.0)?;
+                        self.builder.pad(input, zero, &config)?
+                    } else {
+                        input
+                    };
+                    let source_type = self.ty(source)?;
+                    let plain = ConvOptions {
+                        input_dilation: Vec::new(),
+                        ..options.clone()
+                    };
+                    let geometry =
+                        ConvGeometry::new(&source_type.shape, &kernel_type.shape, &plain)
+                            .map_err(|_| self.no_rule("conv", node))?;
+                    let groups = options.feature_group_size;
                     if want_input {
-                        let value =
-                            self.conv_input_gradient(gradient, kernel, &input_type, &geometry)?;
+                        let mut value = self.conv_input_gradient(
+                            gradient,
+                            kernel,
+                            &source_type,
+                            &geometry,
+                            groups,
+                        )?;
+                        if dilated {
+                            let strides: Vec<usize> =
+                                [1, 1].iter().chain(&dilation).copied().collect();
+                            let starts = vec![0; strides.len()];
+                            value =
+                                self.builder
+                                    .slice(value, &starts, &source_type.shape, &strides)?;
+                        }
                         contributions.push((input, value));
                     }
                     if want_kernel {
-                        let value =
-                            self.conv_kernel_gradient(gradient, input, &kernel_type, &geometry)?;
+                        let value = self.conv_kernel_gradient(
+                            gradient,
+                            source,
+                            &kernel_type,
+                            &geometry,
+                            groups,
+                        )?;
                         contributions.push((kernel, value));
                     }
                 }
@@ -755,18 +798,34 @@ impl Differentiator<'_> {
 
     /// d input of a plain convolution: the output gradient, dilated by the strides, convolved
     /// with the kernel flipped in space and with filters and channels swapped; the padding
-    /// puts output position `y` back over the input positions it read.
+    /// puts output position `y` back over the input positions it read. With feature groups
+    /// the swap stays inside each group and the gradient's conv keeps the groups.
     fn conv_input_gradient(
         &mut self,
         gradient: NodeId,
         kernel: NodeId,
         input_type: &TensorType,
         geometry: &ConvGeometry,
+        groups: usize,
     ) -> Result<NodeId> {
         let rank = input_type.shape.len();
         let kernel_shape = self.ty(kernel)?.shape;
         let swapped: Vec<usize> = [1, 0].into_iter().chain(2..rank).collect();
-        let transposed = self.builder.transpose(kernel, &swapped)?;
+        let transposed = if groups == 1 {
+            self.builder.transpose(kernel, &swapped)?
+        } else {
+            // [filters, channels per group, ...] seen as [groups, filters per group, channels
+            // per group, ...]: swap the inner two so each group's channels become its filters.
+            let filters = kernel_shape[0];
+            let mut split = vec![groups, filters / groups];
+            split.extend(&kernel_shape[1..]);
+            let grouped = self.builder.reshape(kernel, &split)?;
+            let inner_swap: Vec<usize> = [0, 2, 1].into_iter().chain(3..rank + 1).collect();
+            let regrouped = self.builder.transpose(grouped, &inner_swap)?;
+            let mut merged = vec![groups * kernel_shape[1], filters / groups];
+            merged.extend(&kernel_shape[2..]);
+            self.builder.reshape(regrouped, &merged)?
+        };
         let spatial_axes: Vec<usize> = (2..rank).collect();
         let flipped = self.builder.reverse(transposed, &spatial_axes)?;
         let padding = (0..rank - 2)
@@ -784,12 +843,14 @@ impl Differentiator<'_> {
             padding,
             input_dilation: geometry.strides.clone(),
             kernel_dilation: geometry.kernel_dilation.clone(),
+            feature_group_size: groups,
             ..ConvOptions::default()
         };
         self.builder.conv(gradient, flipped, options)
     }
 
-    /// d kernel of a plain convolution: images and channels swap roles (the input seen as
+    /// d kernel of a plain convolution (feature groups become batch groups: channel group `g`,
+    /// now a block of the batch, meets filter group `g`): images and channels swap roles (the input seen as
     /// [channels, batch, ...], the output gradient as [filters, batch, ...]), the strides
     /// become the kernel dilation and the kernel dilation the strides; the result
     /// [channels, filters, ...] is transposed back.
@@ -799,6 +860,7 @@ impl Differentiator<'_> {
         input: NodeId,
         kernel_type: &TensorType,
         geometry: &ConvGeometry,
+        groups: usize,
     ) -> Result<NodeId> {
         let rank = kernel_type.shape.len();
         let input_shape = self.ty(input)?.shape;
@@ -822,6 +884,8 @@ impl Differentiator<'_> {
             strides: geometry.kernel_dilation.clone(),
             padding,
             kernel_dilation: geometry.strides.clone(),
+            // Channel group g (now the batch) pairs with filter group g.
+            batch_group_size: groups,
             ..ConvOptions::default()
         };
         let product = self.builder.conv(input_view, gradient_view, options)?;
@@ -843,25 +907,21 @@ impl Differentiator<'_> {
     }
 }
 
-/// The checked geometry of a convolution without groups, input dilation or permutations (the
-/// case with gradient rules today); `None` otherwise.
-fn plain_conv_geometry(
+/// The input dilation (one factor per spatial axis) of a convolution with gradient rules:
+/// no batch groups and no permutations (feature groups and input dilation are fine); `None`
+/// otherwise.
+fn conv_input_dilation(
     input: &TensorType,
     kernel: &TensorType,
     options: &ConvOptions,
-) -> Option<ConvGeometry> {
+) -> Option<Vec<usize>> {
     let geometry = ConvGeometry::new(&input.shape, &kernel.shape, options).ok()?;
     let identity = |permutation: &[usize]| permutation.iter().enumerate().all(|(a, &b)| a == b);
-    let plain = options.feature_group_size == 1
-        && options.batch_group_size == 1
-        && geometry
-            .input_dilation
-            .iter()
-            .all(|&dilation| dilation == 1)
+    let differentiable = options.batch_group_size == 1
         && identity(&geometry.input_permutation)
         && identity(&geometry.kernel_permutation)
         && identity(&geometry.output_permutation);
-    plain.then_some(geometry)
+    differentiable.then_some(geometry.input_dilation)
 }
 
 /// The axes of a `rank`-dimensional dot operand that are neither contracted nor batched, in
