@@ -272,18 +272,34 @@ fn check_against_finite_differences(
     shapes: &[&[usize]],
     loss_of: impl Fn(&mut GraphBuilder, &[NodeId]) -> NodeId,
 ) {
-    if let Some(failure) = finite_difference_failure(shapes, &loss_of, &loss_of) {
+    let values = deterministic_values(shapes);
+    if let Some(failure) = finite_difference_failure(shapes, &loss_of, &loss_of, &values) {
         panic!("{failure}");
     }
 }
 
+/// Fixed, distinct parameter values for `shapes`.
+fn deterministic_values(shapes: &[&[usize]]) -> Vec<Vec<f64>> {
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(parameter, shape)| {
+            (0..shape.iter().product::<usize>())
+                .map(|i| ((i * 7 + parameter * 3) as f64 * 0.37).sin())
+                .collect()
+        })
+        .collect()
+}
+
 /// The first parameter element where the gradient of `sum(gradient_of(parameters))`
-/// disagrees with central differences of `sum(forward_of(parameters))`, described; `None`
-/// when all agree. (Equal functions check a rule; different ones make a null arm.)
+/// disagrees with central differences of `sum(forward_of(parameters))` at `values`,
+/// described; `None` when all agree. (Equal functions check a rule; different ones make a
+/// null arm.)
 fn finite_difference_failure(
     shapes: &[&[usize]],
     forward_of: &dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId,
     gradient_of: &dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId,
+    values: &[Vec<f64>],
 ) -> Option<String> {
     let runner = Runner::new();
     let build = |loss_of: &dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId, with_gradients: bool| {
@@ -303,15 +319,6 @@ fn finite_difference_failure(
         builder.finish(&outputs).unwrap()
     };
     let (forward, gradient_graph) = (build(forward_of, false), build(gradient_of, true));
-    let values: Vec<Vec<f64>> = shapes
-        .iter()
-        .enumerate()
-        .map(|(parameter, shape)| {
-            (0..shape.iter().product::<usize>())
-                .map(|i| ((i * 7 + parameter * 3) as f64 * 0.37).sin())
-                .collect()
-        })
-        .collect();
     let tensors = |values: &[Vec<f64>]| -> Vec<Tensor> {
         values
             .iter()
@@ -319,13 +326,13 @@ fn finite_difference_failure(
             .map(|(data, shape)| runner.tensor(shape, data))
             .collect()
     };
-    let outputs = runner.run(&gradient_graph, &tensors(&values));
+    let outputs = runner.run(&gradient_graph, &tensors(values));
     for (parameter, shape) in shapes.iter().enumerate() {
         assert_eq!(outputs[1 + parameter].shape(), *shape);
         let analytic: Vec<f64> = outputs[1 + parameter].to_vec().unwrap();
         for element in 0..values[parameter].len() {
             let loss_at = |offset: f64| {
-                let mut shifted = values.clone();
+                let mut shifted = values.to_vec();
                 shifted[parameter][element] += offset;
                 runner.run(&forward, &tensors(&shifted))[0]
                     .to_vec::<f64>()
@@ -436,6 +443,7 @@ fn input_dilated_conv_gradients_match_finite_differences() {
         &[&[2, 4, 3, 4], &[2, 2, 2, 3]],
         &conv_loss(input_dilated(2)),
         &conv_loss(input_dilated(1)),
+        &deterministic_values(&[&[2, 4, 3, 4], &[2, 2, 2, 3]]),
     );
     assert!(failure.is_some(), "null arm: the dilation must matter");
 }
@@ -456,7 +464,12 @@ fn a_wrong_grouped_conv_gradient_is_rejected() {
         feature_group_size: 2,
         ..ConvOptions::default()
     });
-    let failure = finite_difference_failure(&[&[1, 4, 4], &[2, 2, 2]], &forward, &gradient);
+    let failure = finite_difference_failure(
+        &[&[1, 4, 4], &[2, 2, 2]],
+        &forward,
+        &gradient,
+        &deterministic_values(&[&[1, 4, 4], &[2, 2, 2]]),
+    );
     assert!(
         failure.is_some(),
         "null arm: groups must see their own channels"
@@ -614,13 +627,18 @@ fn slice_pad_concatenate_and_put_slice_gradients_match_finite_differences() {
 
 #[test]
 fn a_wrong_slice_or_pad_gradient_is_rejected() {
-    let failure =
-        finite_difference_failure(&[&[5, 4]], &*strided_slice([2, 3]), &*strided_slice([1, 3]));
+    let failure = finite_difference_failure(
+        &[&[5, 4]],
+        &*strided_slice([2, 3]),
+        &*strided_slice([1, 3]),
+        &deterministic_values(&[&[5, 4]]),
+    );
     assert!(failure.is_some(), "null arm: strides must matter");
     let failure = finite_difference_failure(
         &[&[3, 2], &[1]],
         &*padded([(1, -1, 1), (-1, 2, 2)]),
         &*padded([(1, -1, 0), (-1, 2, 2)]),
+        &deterministic_values(&[&[3, 2], &[1]]),
     );
     assert!(failure.is_some(), "null arm: interior padding must matter");
 }
@@ -686,6 +704,7 @@ fn a_wrong_indexing_gradient_is_rejected() {
         &[&[4, 3]],
         &*gathered([0, 1, 3, 2, 0, 1]),
         &*gathered([0, 1, 3, 2, 0, 2]),
+        &deterministic_values(&[&[4, 3]]),
     );
     assert!(
         failure.is_some(),
@@ -695,6 +714,7 @@ fn a_wrong_indexing_gradient_is_rejected() {
         &[&[4, 3], &[2]],
         &*indexed(IndexedUpdate::Put, [1, 2, 3, 0]),
         &*indexed(IndexedUpdate::Add, [1, 2, 3, 0]),
+        &deterministic_values(&[&[4, 3], &[2]]),
     );
     assert!(
         failure.is_some(),
@@ -727,8 +747,12 @@ fn cumulative_gradients_match_finite_differences() {
 #[test]
 fn a_wrong_cumulative_gradient_is_rejected() {
     for op in ScanOp::ALL {
-        let failure =
-            finite_difference_failure(&[&[3, 5]], &*scanned(op, 1, false), &*scanned(op, 1, true));
+        let failure = finite_difference_failure(
+            &[&[3, 5]],
+            &*scanned(op, 1, false),
+            &*scanned(op, 1, true),
+            &deterministic_values(&[&[3, 5]]),
+        );
         assert!(
             failure.is_some(),
             "null arm: {op:?}'s direction must matter"
@@ -752,7 +776,12 @@ fn windowed(op: WindowOp) -> Loss {
 fn window_gradients_match_finite_differences() {
     for op in [WindowOp::Sum, WindowOp::Max, WindowOp::Min] {
         let loss = windowed(op);
-        let failure = finite_difference_failure(&[&[5, 4]], &*loss, &*loss);
+        let failure = finite_difference_failure(
+            &[&[5, 4]],
+            &*loss,
+            &*loss,
+            &deterministic_values(&[&[5, 4]]),
+        );
         assert!(failure.is_none(), "{op:?}: {failure:?}");
     }
 }
@@ -763,6 +792,7 @@ fn a_wrong_window_gradient_is_rejected() {
         &[&[5, 4]],
         &*windowed(WindowOp::Max),
         &*windowed(WindowOp::Min),
+        &deterministic_values(&[&[5, 4]]),
     );
     assert!(
         failure.is_some(),
@@ -787,6 +817,66 @@ fn sort_gradients_match_finite_differences() {
         &[&[3, 4]],
         &*sorted(Direction::Ascending),
         &*sorted(Direction::Descending),
+        &deterministic_values(&[&[3, 4]]),
     );
     assert!(failure.is_some(), "null arm: the direction must matter");
+}
+
+/// One member of each new family, for the random-input property below: (name, parameter
+/// shapes, loss).
+fn family_members() -> Vec<(&'static str, Vec<Vec<usize>>, Loss)> {
+    vec![
+        ("strided slice", vec![vec![5, 4]], strided_slice([2, 3])),
+        (
+            "pad",
+            vec![vec![3, 2], vec![1]],
+            padded([(1, -1, 1), (-1, 2, 2)]),
+        ),
+        ("gather", vec![vec![4, 3]], gathered([0, 1, 3, 2, 0, 1])),
+        (
+            "indexed_put",
+            vec![vec![4, 3], vec![2]],
+            indexed(IndexedUpdate::Put, [1, 2, 3, 0]),
+        ),
+        (
+            "cumulative_max",
+            vec![vec![3, 5]],
+            scanned(ScanOp::Max, 1, true),
+        ),
+        (
+            "cumulative_product",
+            vec![vec![3, 5]],
+            scanned(ScanOp::Product, 0, false),
+        ),
+        ("window_sum", vec![vec![5, 4]], windowed(WindowOp::Sum)),
+        ("window_min", vec![vec![5, 4]], windowed(WindowOp::Min)),
+        ("sort", vec![vec![3, 4]], sorted(Direction::Descending)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// The families' rules on random inputs (ties between random f64 values are not
+    /// expected; the tie conventions are stated in autodiff/movement.rs).
+    #[test]
+    fn family_gradients_match_finite_differences_on_random_inputs(
+        member in 0usize..9,
+        seed in prop::collection::vec(-1.5f64..1.5, 20),
+    ) {
+        let members = family_members();
+        let (name, shapes, loss) = &members[member % members.len()];
+        let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+        let values: Vec<Vec<f64>> = shapes
+            .iter()
+            .enumerate()
+            .map(|(parameter, shape)| {
+                (0..shape.iter().product::<usize>())
+                    .map(|i| seed[(i + 11 * parameter) % seed.len()] + i as f64 * 1e-3)
+                    .collect()
+            })
+            .collect();
+        let failure = finite_difference_failure(&shapes, &**loss, &**loss, &values);
+        prop_assert!(failure.is_none(), "{name}: {failure:?}");
+    }
 }
