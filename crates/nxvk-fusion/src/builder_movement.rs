@@ -16,9 +16,14 @@ use nxvk_kernels::sort::Direction;
 use nxvk_kernels::types::merge;
 use nxvk_kernels::{ScanOp, ScatterSelect, WindowOp, WindowOptions};
 
-/// True when `axes` are strictly increasing axes of a rank-`rank` tensor.
-fn increasing_axes(axes: &[usize], rank: usize) -> bool {
-    axes.windows(2).all(|pair| pair[0] < pair[1]) && axes.iter().all(|&axis| axis < rank)
+/// The axes `depth` index coordinates address in a rank-`rank` tensor (Nx's default: the
+/// leading ones), when they are `depth` strictly increasing axes of it.
+fn indexed_axes(axes: Option<&[usize]>, depth: usize, rank: usize) -> Option<Vec<usize>> {
+    let axes: Vec<usize> = axes.map_or_else(|| (0..depth.min(rank)).collect(), <[usize]>::to_vec);
+    let valid = axes.len() == depth
+        && axes.windows(2).all(|pair| pair[0] < pair[1])
+        && axes.iter().all(|&axis| axis < rank);
+    valid.then_some(axes)
 }
 
 /// Checks that `indices` hold integer coordinates (the catalog indexes with s8..u64).
@@ -222,17 +227,15 @@ impl GraphBuilder {
                 "indices must have rank at least 1",
             ));
         };
-        let axes: Vec<usize> =
-            axes.map_or_else(|| (0..depth.min(rank)).collect(), <[usize]>::to_vec);
-        if axes.len() != depth || !increasing_axes(&axes, rank) {
-            return Err(bad(
+        let axes = indexed_axes(axes, depth, rank).ok_or_else(|| {
+            bad(
                 OP,
                 &[&tensor, &index],
                 format!(
                     "the last axis of indices ({depth}) must equal the number of increasing axes {axes:?}"
                 ),
-            ));
-        }
+            )
+        })?;
         let mut shape = outer.to_vec();
         shape.extend(
             (0..rank)
@@ -332,13 +335,16 @@ impl GraphBuilder {
         let [rows, depth] = index.shape[..] else {
             return Err(bad(op, &shown, "indices must have shape [n, k]"));
         };
-        let axes: Vec<usize> =
-            axes.map_or_else(|| (0..depth.min(rank)).collect(), <[usize]>::to_vec);
+        let axes = indexed_axes(axes, depth, rank).ok_or_else(|| {
+            bad(
+                op,
+                &shown,
+                format!("indices [n, {depth}] need {depth} increasing axes ({axes:?})"),
+            )
+        })?;
         let free: Vec<usize> = (0..rank).filter(|axis| !axes.contains(axis)).collect();
         let window = patch.shape.get(1..).unwrap_or(&[]);
-        let fits = axes.len() == depth
-            && increasing_axes(&axes, rank)
-            && patch.shape.first() == Some(&rows)
+        let fits = patch.shape.first() == Some(&rows)
             && window.len() == free.len()
             && window
                 .iter()
@@ -349,7 +355,7 @@ impl GraphBuilder {
                 op,
                 &shown,
                 format!(
-                    "indices [n, k] on {depth} increasing axes {axes:?}; updates [n, ...] with one axis per other axis {free:?}"
+                    "updates must be [{rows}, ...] with one axis (no larger than the target's) per non-indexed axis {free:?}"
                 ),
             ));
         }

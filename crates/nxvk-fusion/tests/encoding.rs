@@ -285,6 +285,24 @@ fn movement_nodes_reject_bad_operands() {
             .is_err()
     );
     assert!(builder.iota(DType::F32, &[2], Some(1)).is_err());
+    let rows = builder.parameter(DType::S32, &[2, 2]).unwrap();
+    let updates = builder.parameter(DType::F32, &[2]).unwrap();
+    let add = IndexedUpdate::Add;
+    assert!(
+        builder
+            .indexed(add, x, rows, updates, Some(&[1, 0]))
+            .is_err(),
+        "axes not increasing"
+    );
+    assert!(
+        builder.indexed(add, x, rows, updates, Some(&[0])).is_err(),
+        "too few axes"
+    );
+    assert!(
+        builder.indexed(add, x, rows, x, None).is_err(),
+        "updates of the wrong shape"
+    );
+    assert!(builder.indexed(add, x, rows, updates, None).is_ok());
     let written = builder.put_slice(x, &[9, -4], x).unwrap();
     let graph = builder.finish(&[written]).unwrap();
     assert!(matches!(
