@@ -426,7 +426,8 @@ impl GraphBuilder {
     }
 
     /// Nx's window_scatter_max/min: `source` has the pooled shape and `init_value` is a scalar;
-    /// the result has the input's type.
+    /// the result has the input's shape and Nx's type, the merge of the source's and the init
+    /// value's (the executor selects on the input converted to it).
     pub fn window_scatter(
         &mut self,
         select: ScatterSelect,
@@ -461,7 +462,7 @@ impl GraphBuilder {
                 window: window.to_vec(),
                 options,
             },
-            tensor.dtype,
+            merge(scattered.dtype, initial.dtype),
             tensor.shape,
         )
     }

@@ -391,14 +391,27 @@ impl Run<'_> {
                 init_value,
                 window,
                 options,
-            } => tensor_value(nxvk_kernels::window_scatter(
-                *select,
-                self.tensor(name, *input)?,
-                self.tensor(name, *source)?,
-                self.tensor(name, *init_value)?,
-                window,
-                options,
-            )?),
+            } => {
+                // The kernel's result has its input's type; Nx's is the merge of the source's
+                // and the init value's, so the input is converted to that first.
+                let input = self.tensor(name, *input)?;
+                let dtype = graph.tensor_type(id).dtype;
+                let converted;
+                let input = if input.dtype() == dtype {
+                    input
+                } else {
+                    converted = as_type(input, dtype)?;
+                    &converted
+                };
+                tensor_value(nxvk_kernels::window_scatter(
+                    *select,
+                    input,
+                    self.tensor(name, *source)?,
+                    self.tensor(name, *init_value)?,
+                    window,
+                    options,
+                )?)
+            }
             Op::Iota { axis } => {
                 let ty = graph.tensor_type(id);
                 tensor_value(nxvk_kernels::iota(device, ty.dtype, &ty.shape, *axis)?)

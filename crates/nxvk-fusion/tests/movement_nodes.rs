@@ -219,3 +219,24 @@ fn a_different_option_is_told_apart() {
     let forwards = nxvk_kernels::cumulative(ScanOp::Sum, &x, 0, false).unwrap();
     assert!(same(&result, &forwards));
 }
+
+/// window_scatter's type is Nx's: the merge of the source's and the init value's, here f64
+/// over an f32 input (selected on the input converted to f64).
+#[test]
+fn window_scatter_takes_the_merged_type_of_source_and_init_value() {
+    let cache = PlanCache::new(&common::device());
+    let device = common::device();
+    let x = Tensor::from_slice(&device, &[4], &[3.0f32, -1.0, 2.0, 5.0]).unwrap();
+    let source = Tensor::from_slice(&device, &[2], &[0.25f64, 0.5]).unwrap();
+    let init = Tensor::from_slice(&device, &[], &[1.0f64]).unwrap();
+    let options = WindowOptions {
+        strides: vec![2],
+        ..WindowOptions::default()
+    };
+    let result = planned(&cache, &[&x, &source, &init], |b, p| {
+        b.window_scatter(ScatterSelect::Max, p[0], p[1], p[2], &[2], options.clone())
+            .unwrap()
+    });
+    assert_eq!(result.dtype(), DType::F64);
+    assert_eq!(result.to_vec::<f64>().unwrap(), [1.25, 1.0, 1.0, 1.5]);
+}
