@@ -80,6 +80,15 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    # The node of `tensor`, converted to `type` by an extra as_type node where it differs.
+    defp node_as(%T{type: type} = tensor, type, state), do: node(tensor, state)
+
+    defp node_as(tensor, type, state) do
+      {input, state} = node(tensor, state)
+      state = add(state, [<<5>>, text(dtype(type)), u32(input)])
+      {state.count - 1, state}
+    end
+
     defp add(state, fields),
       do: %{state | nodes: [fields | state.nodes], count: state.count + 1}
 
@@ -146,27 +155,32 @@ if Code.ensure_loaded?(Nx) do
 
     # --- Data movement, indexing, scans, windows, creation and sorting (tags 23-36) ---
 
-    defp fields(%T{data: %Expr{op: :pad, args: [input, value, config]}}, state) do
-      {input, state} = node(input, state)
-      {value, state} = node(value, state)
+    # pad, concatenate and put_slice take operands of one dtype in the IR; Nx merges their
+    # types, so each operand is converted to the result's type first.
+    defp fields(%T{data: %Expr{op: :pad, args: [input, value, config]}, type: type}, state) do
+      {input, state} = node_as(input, type, state)
+      {value, state} = node_as(value, type, state)
       {[<<23>>, u32(input), u32(value), triples(config)], state}
     end
 
-    defp fields(%T{data: %Expr{op: :concatenate, args: [inputs, axis]}}, state) do
-      {inputs, state} = Enum.map_reduce(inputs, state, &node/2)
+    defp fields(%T{data: %Expr{op: :concatenate, args: [inputs, axis]}, type: type}, state) do
+      {inputs, state} = Enum.map_reduce(inputs, state, &node_as(&1, type, &2))
       {[<<24>>, ids(inputs), u32(axis)], state}
     end
 
     # The IR holds static starts, clamped as Nx clamps them so the update fits.
-    defp fields(%T{data: %Expr{op: :put_slice, args: [input, starts, update]}}, state) do
+    defp fields(
+           %T{data: %Expr{op: :put_slice, args: [input, starts, update]}, type: type},
+           state
+         ) do
       starts =
         [starts, Tuple.to_list(input.shape), Tuple.to_list(update.shape)]
         |> Enum.zip_with(fn [start, size, length] ->
           start |> static_start() |> max(0) |> min(size - length)
         end)
 
-      {input, state} = node(input, state)
-      {update, state} = node(update, state)
+      {input, state} = node_as(input, type, state)
+      {update, state} = node_as(update, type, state)
       {[<<25>>, u32(input), u32(update), list(starts)], state}
     end
 
