@@ -18,8 +18,9 @@
 //!   extreme; among tied elements the most recent one (in scan order) takes it all;
 //! - take and take_along_axis: the gradient is added back at the taken positions
 //!   (`indexed_add`, so positions taken twice add up);
-//! - sort: the gradient is scattered back through the stable argsort permutation (Nx takes
-//!   it along the inverse permutation: the same values).
+//! - sort: the gradient is put back through the stable argsort permutation (Nx takes it
+//!   along the inverse permutation: the same values, without a second sort; a permutation
+//!   writes each position once, so no atomic adds are needed).
 //!
 //! Ties and repeated indices: window_max/min follow window_scatter's choice (the last
 //! extreme in each window, Nx's greater_equal selection; padding never wins); indexed_put's rule is Nx's, so of several rows writing one
@@ -252,7 +253,13 @@ impl Differentiator<'_> {
                         self.builder
                             .sort(*input, *axis, *direction, Some(INDEX_DTYPE))?;
                     let input_type = self.ty(*input)?;
-                    let value = self.add_along_axis(gradient, permutation, *axis, &input_type)?;
+                    let value = self.scatter_along_axis(
+                        IndexedUpdate::Put,
+                        gradient,
+                        permutation,
+                        *axis,
+                        &input_type,
+                    )?;
                     contributions.push((*input, value));
                 }
             }
@@ -291,9 +298,10 @@ impl Differentiator<'_> {
             .reduce(ReduceOp::Sum, value, None, false, TieBreak::Low)
     }
 
-    /// `indexed_add` of `updates` at `coordinates` (on `axes`) into zeros of `target`'s type.
-    fn add_into_zeros(
+    /// `updates` added (or put) at `coordinates` (on `axes`) into zeros of `target`'s type.
+    fn scatter_into_zeros(
         &mut self,
+        update: IndexedUpdate,
         target: &TensorType,
         coordinates: NodeId,
         updates: NodeId,
@@ -302,7 +310,18 @@ impl Differentiator<'_> {
         let zero = self.scalar(target.dtype, 0.0)?;
         let zeros = self.builder.broadcast_to(zero, &target.shape)?;
         self.builder
-            .indexed(IndexedUpdate::Add, zeros, coordinates, updates, Some(axes))
+            .indexed(update, zeros, coordinates, updates, Some(axes))
+    }
+
+    /// `indexed_add` of `updates` at `coordinates` (on `axes`) into zeros of `target`'s type.
+    fn add_into_zeros(
+        &mut self,
+        target: &TensorType,
+        coordinates: NodeId,
+        updates: NodeId,
+        axes: &[usize],
+    ) -> Result<NodeId> {
+        self.scatter_into_zeros(IndexedUpdate::Add, target, coordinates, updates, axes)
     }
 
     /// The transpose of `take_along_axis(x, positions, axis)`: each element of `gradient`
@@ -310,6 +329,19 @@ impl Differentiator<'_> {
     /// position, into zeros of `target`.
     fn add_along_axis(
         &mut self,
+        gradient: NodeId,
+        positions: NodeId,
+        axis: usize,
+        target: &TensorType,
+    ) -> Result<NodeId> {
+        self.scatter_along_axis(IndexedUpdate::Add, gradient, positions, axis, target)
+    }
+
+    /// [`Self::add_along_axis`] with `update`: `Put` where `positions` is a permutation along
+    /// the axis (each position written once: no atomic adds needed).
+    fn scatter_along_axis(
+        &mut self,
+        update: IndexedUpdate,
         gradient: NodeId,
         positions: NodeId,
         axis: usize,
@@ -331,7 +363,7 @@ impl Differentiator<'_> {
         let coordinates = self.builder.concatenate(&columns, 1)?;
         let updates = self.builder.reshape(gradient, &[rows])?;
         let all_axes: Vec<usize> = (0..shape.len()).collect();
-        self.add_into_zeros(target, coordinates, updates, &all_axes)
+        self.scatter_into_zeros(update, target, coordinates, updates, &all_axes)
     }
 
     /// d input of `output = cumulative(op, input, axis, reverse)` (see the module docs).
