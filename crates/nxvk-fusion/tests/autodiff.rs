@@ -744,6 +744,34 @@ fn cumulative_gradients_match_finite_differences() {
     }
 }
 
+/// cumulative_product at zeros: one zero (its gradient is the product of the others) and two
+/// zeros in a line (the later one's gradient is zero while the first is still zero).
+#[test]
+fn cumulative_product_gradients_are_exact_at_zeros() {
+    let loss = scanned(ScanOp::Product, 1, false);
+    let raw = |builder: &mut GraphBuilder, parameters: &[NodeId]| {
+        let scanned = builder
+            .cumulative(ScanOp::Product, parameters[0], 1, false)
+            .unwrap();
+        sin(builder, scanned)
+    };
+    let values = vec![vec![
+        0.5, 0.0, 1.5, -2.0, 0.0, 0.0, 1.1, 0.7, 0.0, -0.9, 1.3, 0.6,
+    ]];
+    for reverse in [false, true] {
+        let reversed = move |builder: &mut GraphBuilder, parameters: &[NodeId]| {
+            let scanned = builder
+                .cumulative(ScanOp::Product, parameters[0], 1, reverse)
+                .unwrap();
+            sin(builder, scanned)
+        };
+        let failure = finite_difference_failure(&[&[2, 6]], &reversed, &reversed, &values);
+        assert!(failure.is_none(), "reverse {reverse}: {failure:?}");
+    }
+    // Null arm: the x^2 + 1 variant's gradient is not the raw product's.
+    assert!(finite_difference_failure(&[&[2, 6]], &raw, &*loss, &values).is_some());
+}
+
 #[test]
 fn a_wrong_cumulative_gradient_is_rejected() {
     for op in ScanOp::ALL {

@@ -12,8 +12,9 @@
 //! Where Nx has no rule of its own (its cumulative ops and take/take_along_axis are
 //! compositions there), the rules here are the exact derivative of our node:
 //! - cumulative_sum: the cumulative sum of the gradient in the other direction;
-//! - cumulative_product: `cumulative_sum(g * y, other direction) / x` (not defined at a zero
-//!   input, where it gives inf/NaN);
+//! - cumulative_product: `cumulative_sum(g * y, other direction) / x`, and at a zero input
+//!   the product of the other inputs (see `cumulative_product_rule`), so zeros are exact as
+//!   in Nx's product rule;
 //! - cumulative_max/min: each output's gradient goes to the element holding the running
 //!   extreme; among tied elements the most recent one (in scan order) takes it all;
 //! - take and take_along_axis: the gradient is added back at the taken positions
@@ -380,13 +381,7 @@ impl Differentiator<'_> {
             ScanOp::Sum => self
                 .builder
                 .cumulative(ScanOp::Sum, gradient, axis, !reverse),
-            ScanOp::Product => {
-                let weighted = self.mul(gradient, output)?;
-                let summed = self
-                    .builder
-                    .cumulative(ScanOp::Sum, weighted, axis, !reverse)?;
-                self.div(summed, input)
-            }
+            ScanOp::Product => self.cumulative_product_rule(input, output, gradient, axis, reverse),
             ScanOp::Max | ScanOp::Min => {
                 // Where the input equals the running extreme, it holds it; every output takes
                 // the nearest such position before it in scan order.
@@ -407,6 +402,47 @@ impl Differentiator<'_> {
                 self.add_along_axis(gradient, holder, axis, &ty)
             }
         }
+    }
+
+    /// d input of cumulative_product, exact at zeros (as Nx's product rule is): output `j`
+    /// depends on input `i <= j` (in scan order) through the product of the others. For a
+    /// nonzero input that is `y[j] / x[i]`, so its gradient is the later-direction sum of
+    /// `g * y` over `x`. For a zero input it is the product of the others, nonzero only while
+    /// `i` is the one zero so far: the later-direction sum of `g * P` over those outputs,
+    /// where `P` is the running product with zeros read as ones.
+    fn cumulative_product_rule(
+        &mut self,
+        input: NodeId,
+        output: NodeId,
+        gradient: NodeId,
+        axis: usize,
+        reverse: bool,
+    ) -> Result<NodeId> {
+        let dtype = self.ty(input)?.dtype;
+        let weighted = self.mul(gradient, output)?;
+        let later = self
+            .builder
+            .cumulative(ScanOp::Sum, weighted, axis, !reverse)?;
+        let nonzero_rule = self.div(later, input)?;
+        let zero = self.scalar(dtype, 0.0)?;
+        let one = self.scalar(dtype, 1.0)?;
+        let is_zero = self.binary(BinaryOp::Equal, input, zero)?;
+        let ones = self.builder.broadcast_to(one, &self.ty(input)?.shape)?;
+        let zeros_as_ones = self.builder.select(is_zero, ones, input)?;
+        let others = self
+            .builder
+            .cumulative(ScanOp::Product, zeros_as_ones, axis, reverse)?;
+        let zero_count = self.builder.as_type(is_zero, dtype)?;
+        let zero_count = self
+            .builder
+            .cumulative(ScanOp::Sum, zero_count, axis, reverse)?;
+        let one_zero = self.binary(BinaryOp::Equal, zero_count, one)?;
+        let contribution = self.mul(gradient, others)?;
+        let contribution = self.mask(one_zero, contribution, true)?;
+        let zero_rule = self
+            .builder
+            .cumulative(ScanOp::Sum, contribution, axis, !reverse)?;
+        self.builder.select(is_zero, zero_rule, nonzero_rule)
     }
 
     /// d input of window_max/min: the gradient scattered onto each window's extreme by
