@@ -14,8 +14,8 @@
 //!   `max(x, 0)` passes half the gradient at exactly 0); in `reduce_max`/`reduce_min` it is
 //!   shared equally between the tied elements.
 //! - An op without a rule is an `Error::Unsupported` naming it; never a silent zero. `conv`
-//!   has rules with feature groups and input dilation, but not with batch groups or
-//!   permutations;
+//!   has rules with feature groups, input dilation and permutations, but not with batch
+//!   groups;
 //!   window_product and window_scatter have none yet.
 //! - Data movement, indexing, scans, windows and sort: see `autodiff/movement.rs` (Nx's
 //!   rules, and the tie and repeated-index conventions).
@@ -366,61 +366,9 @@ impl Differentiator<'_> {
                 let want_input = wants(input) && is_float(self, input);
                 let want_kernel = wants(kernel) && is_float(self, kernel);
                 if want_input || want_kernel {
-                    let (input_type, kernel_type) = (self.ty(input)?, self.ty(kernel)?);
-                    let dilation = conv_input_dilation(&input_type, &kernel_type, &options)
-                        .ok_or_else(|| self.no_rule("conv", node))?;
-                    // An input-dilated conv is a plain conv of the input padded with interior
-                    // zeros: differentiate that, then take the input's positions back out
-                    // (pad's rule).
-                    let dilated = dilation.iter().any(|&factor| factor > 1);
-                    let source = if dilated {
-                        let config: Vec<(i64, i64, usize)> = [1, 1]
-                            .iter()
-                            .chain(&dilation)
-                            .map(|&factor| (0, 0, factor - 1))
-                            .collect();
-                        let zero = self.scalar(input_type.dtype, 0.0)?;
-                        self.builder.pad(input, zero, &config)?
-                    } else {
-                        input
-                    };
-                    let source_type = self.ty(source)?;
-                    let plain = ConvOptions {
-                        input_dilation: Vec::new(),
-                        ..options.clone()
-                    };
-                    let geometry =
-                        ConvGeometry::new(&source_type.shape, &kernel_type.shape, &plain)
-                            .map_err(|_| self.no_rule("conv", node))?;
-                    let groups = options.feature_group_size;
-                    if want_input {
-                        let mut value = self.conv_input_gradient(
-                            gradient,
-                            kernel,
-                            &source_type,
-                            &geometry,
-                            groups,
-                        )?;
-                        if dilated {
-                            let strides: Vec<usize> =
-                                [1, 1].iter().chain(&dilation).copied().collect();
-                            let starts = vec![0; strides.len()];
-                            value =
-                                self.builder
-                                    .slice(value, &starts, &source_type.shape, &strides)?;
-                        }
-                        contributions.push((input, value));
-                    }
-                    if want_kernel {
-                        let value = self.conv_kernel_gradient(
-                            gradient,
-                            source,
-                            &kernel_type,
-                            &geometry,
-                            groups,
-                        )?;
-                        contributions.push((kernel, value));
-                    }
+                    let wanted = (want_input, want_kernel);
+                    contributions =
+                        self.conv_rule(node, input, kernel, &options, gradient, wanted)?;
                 }
             }
             Op::Reverse { input, axes } => {
@@ -796,6 +744,99 @@ impl Differentiator<'_> {
         self.permuted_to_target_order(product, &source)
     }
 
+    /// The contributions of `gradient` to a conv's input and kernel (each if `wanted`).
+    /// Permuted operands and output are transposed to the canonical layout ([batch, channels,
+    /// spatial...], [filters, channels, spatial...]) and the contributions transposed back; an
+    /// input-dilated conv is a plain conv of the input padded with interior zeros,
+    /// differentiated as such, with the input's positions sliced back out (pad's rule).
+    fn conv_rule(
+        &mut self,
+        node: NodeId,
+        input: NodeId,
+        kernel: NodeId,
+        options: &ConvOptions,
+        gradient: NodeId,
+        (want_input, want_kernel): (bool, bool),
+    ) -> Result<Vec<(NodeId, NodeId)>> {
+        let (input_type, kernel_type) = (self.ty(input)?, self.ty(kernel)?);
+        let geometry = ConvGeometry::new(&input_type.shape, &kernel_type.shape, options)
+            .ok()
+            .filter(|_| options.batch_group_size == 1)
+            .ok_or_else(|| self.no_rule("conv", node))?;
+        let canonical_input = self.permuted(input, &geometry.input_permutation)?;
+        let canonical_kernel = self.permuted(kernel, &geometry.kernel_permutation)?;
+        let canonical_gradient = self.permuted(gradient, &geometry.output_permutation)?;
+        let dilation = geometry.input_dilation.clone();
+        let dilated = dilation.iter().any(|&factor| factor > 1);
+        let source = if dilated {
+            let config: Vec<(i64, i64, usize)> = [1, 1]
+                .iter()
+                .chain(&dilation)
+                .map(|&factor| (0, 0, factor - 1))
+                .collect();
+            let zero = self.scalar(input_type.dtype, 0.0)?;
+            self.builder.pad(canonical_input, zero, &config)?
+        } else {
+            canonical_input
+        };
+        let (source_type, canonical_kernel_type) = (self.ty(source)?, self.ty(canonical_kernel)?);
+        let plain = ConvOptions {
+            strides: geometry.strides.clone(),
+            padding: geometry.padding.clone(),
+            kernel_dilation: geometry.kernel_dilation.clone(),
+            feature_group_size: options.feature_group_size,
+            ..ConvOptions::default()
+        };
+        let plain_geometry =
+            ConvGeometry::new(&source_type.shape, &canonical_kernel_type.shape, &plain)
+                .map_err(|_| self.no_rule("conv", node))?;
+        let groups = options.feature_group_size;
+        let mut contributions = Vec::new();
+        if want_input {
+            let mut value = self.conv_input_gradient(
+                canonical_gradient,
+                canonical_kernel,
+                &source_type,
+                &plain_geometry,
+                groups,
+            )?;
+            if dilated {
+                let strides: Vec<usize> = [1, 1].iter().chain(&dilation).copied().collect();
+                let starts = vec![0; strides.len()];
+                value = self
+                    .builder
+                    .slice(value, &starts, &source_type.shape, &strides)?;
+            }
+            let inverse = inverse_permutation(&geometry.input_permutation);
+            contributions.push((input, self.permuted(value, &inverse)?));
+        }
+        if want_kernel {
+            let value = self.conv_kernel_gradient(
+                canonical_gradient,
+                source,
+                &canonical_kernel_type,
+                &plain_geometry,
+                groups,
+            )?;
+            let inverse = inverse_permutation(&geometry.kernel_permutation);
+            contributions.push((kernel, self.permuted(value, &inverse)?));
+        }
+        Ok(contributions)
+    }
+
+    /// `value` transposed by `permutation`, or `value` itself for the identity.
+    fn permuted(&mut self, value: NodeId, permutation: &[usize]) -> Result<NodeId> {
+        if permutation
+            .iter()
+            .enumerate()
+            .all(|(axis, &from)| axis == from)
+        {
+            Ok(value)
+        } else {
+            self.builder.transpose(value, permutation)
+        }
+    }
+
     /// d input of a plain convolution: the output gradient, dilated by the strides, convolved
     /// with the kernel flipped in space and with filters and channels swapped; the padding
     /// puts output position `y` back over the input positions it read. With feature groups
@@ -894,34 +935,8 @@ impl Differentiator<'_> {
 
     /// Transposes `value`, whose axis `k` stands for target axis `source[k]`, into target order.
     fn permuted_to_target_order(&mut self, value: NodeId, source: &[usize]) -> Result<NodeId> {
-        let permutation = inverse_permutation(source);
-        if permutation
-            .iter()
-            .enumerate()
-            .all(|(axis, &from)| axis == from)
-        {
-            Ok(value)
-        } else {
-            self.builder.transpose(value, &permutation)
-        }
+        self.permuted(value, &inverse_permutation(source))
     }
-}
-
-/// The input dilation (one factor per spatial axis) of a convolution with gradient rules:
-/// no batch groups and no permutations (feature groups and input dilation are fine); `None`
-/// otherwise.
-fn conv_input_dilation(
-    input: &TensorType,
-    kernel: &TensorType,
-    options: &ConvOptions,
-) -> Option<Vec<usize>> {
-    let geometry = ConvGeometry::new(&input.shape, &kernel.shape, options).ok()?;
-    let identity = |permutation: &[usize]| permutation.iter().enumerate().all(|(a, &b)| a == b);
-    let differentiable = options.batch_group_size == 1
-        && identity(&geometry.input_permutation)
-        && identity(&geometry.kernel_permutation)
-        && identity(&geometry.output_permutation);
-    differentiable.then_some(geometry.input_dilation)
 }
 
 /// The axes of a `rank`-dimensional dot operand that are neither contracted nor batched, in

@@ -436,6 +436,50 @@ fn input_dilated(dilation: usize) -> ConvOptions {
     }
 }
 
+/// Channels-last convolutions (Axon's layout): input [batch, spatial..., channels], kernel
+/// [spatial..., channels, filters], output [batch, spatial..., filters], plus a rotation.
+#[test]
+fn permuted_conv_gradients_match_finite_differences() {
+    let channels_last = ConvOptions {
+        strides: vec![2, 1],
+        padding: vec![(1, 0), (0, 1)],
+        input_permutation: Some(vec![0, 3, 1, 2]),
+        kernel_permutation: Some(vec![3, 2, 0, 1]),
+        output_permutation: Some(vec![0, 3, 1, 2]),
+        ..ConvOptions::default()
+    };
+    check_against_finite_differences(&[&[2, 5, 4, 3], &[2, 2, 3, 4]], conv_loss(channels_last));
+    let rotated = ConvOptions {
+        input_permutation: Some(vec![1, 2, 0]),
+        kernel_permutation: Some(vec![2, 0, 1]),
+        output_permutation: Some(vec![2, 0, 1]),
+        feature_group_size: 2,
+        ..ConvOptions::default()
+    };
+    check_against_finite_differences(&[&[5, 2, 4], &[2, 3, 4]], conv_loss(rotated));
+}
+
+/// Null arm for permutations: a kernel read with its spatial axes swapped is a different
+/// function, and its gradient must be rejected.
+#[test]
+fn a_wrong_permuted_conv_gradient_is_rejected() {
+    let reading = |kernel_permutation: Vec<usize>| ConvOptions {
+        input_permutation: Some(vec![0, 3, 1, 2]),
+        kernel_permutation: Some(kernel_permutation),
+        ..ConvOptions::default()
+    };
+    let failure = finite_difference_failure(
+        &[&[1, 4, 4, 2], &[2, 2, 2, 3]],
+        &conv_loss(reading(vec![3, 2, 0, 1])),
+        &conv_loss(reading(vec![3, 2, 1, 0])),
+        &deterministic_values(&[&[1, 4, 4, 2], &[2, 2, 2, 3]]),
+    );
+    assert!(
+        failure.is_some(),
+        "null arm: the kernel's reading must matter"
+    );
+}
+
 #[test]
 fn input_dilated_conv_gradients_match_finite_differences() {
     check_against_finite_differences(&[&[2, 4, 3, 4], &[2, 2, 2, 3]], conv_loss(input_dilated(2)));
