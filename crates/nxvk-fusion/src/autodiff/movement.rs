@@ -146,7 +146,13 @@ impl Differentiator<'_> {
                             .map(|axis| input_type.shape[axis]),
                     );
                     let updates = self.builder.reshape(gradient, &window)?;
-                    let value = self.add_into_zeros(&input_type, coordinates, updates, axes)?;
+                    let value = self.scatter_into_zeros(
+                        IndexedUpdate::Add,
+                        &input_type,
+                        coordinates,
+                        updates,
+                        axes,
+                    )?;
                     contributions.push((*input, value));
                 }
             }
@@ -169,7 +175,13 @@ impl Differentiator<'_> {
                     window.extend(&input_type.shape[axis + 1..]);
                     let updates = self.builder.reshape(moved, &window)?;
                     let coordinates = self.builder.reshape(*indices, &[rows, 1])?;
-                    let value = self.add_into_zeros(&input_type, coordinates, updates, &[*axis])?;
+                    let value = self.scatter_into_zeros(
+                        IndexedUpdate::Add,
+                        &input_type,
+                        coordinates,
+                        updates,
+                        &[*axis],
+                    )?;
                     contributions.push((*input, value));
                 }
             }
@@ -180,7 +192,13 @@ impl Differentiator<'_> {
             } => {
                 if wants(self, *input) {
                     let input_type = self.ty(*input)?;
-                    let value = self.add_along_axis(gradient, *indices, *axis, &input_type)?;
+                    let value = self.scatter_along_axis(
+                        IndexedUpdate::Add,
+                        gradient,
+                        *indices,
+                        *axis,
+                        &input_type,
+                    )?;
                     contributions.push((*input, value));
                 }
             }
@@ -314,31 +332,9 @@ impl Differentiator<'_> {
             .indexed(update, zeros, coordinates, updates, Some(axes))
     }
 
-    /// `indexed_add` of `updates` at `coordinates` (on `axes`) into zeros of `target`'s type.
-    fn add_into_zeros(
-        &mut self,
-        target: &TensorType,
-        coordinates: NodeId,
-        updates: NodeId,
-        axes: &[usize],
-    ) -> Result<NodeId> {
-        self.scatter_into_zeros(IndexedUpdate::Add, target, coordinates, updates, axes)
-    }
-
     /// The transpose of `take_along_axis(x, positions, axis)`: each element of `gradient`
-    /// (of `positions`' shape) added at its own coordinates with `axis` replaced by its
-    /// position, into zeros of `target`.
-    fn add_along_axis(
-        &mut self,
-        gradient: NodeId,
-        positions: NodeId,
-        axis: usize,
-        target: &TensorType,
-    ) -> Result<NodeId> {
-        self.scatter_along_axis(IndexedUpdate::Add, gradient, positions, axis, target)
-    }
-
-    /// [`Self::add_along_axis`] with `update`: `Put` where `positions` is a permutation along
+    /// (of `positions`' shape) added (`Add`) at its own coordinates with `axis` replaced by
+    /// its position, into zeros of `target`; `Put` where `positions` is a permutation along
     /// the axis (each position written once: no atomic adds needed).
     fn scatter_along_axis(
         &mut self,
@@ -399,7 +395,7 @@ impl Differentiator<'_> {
                 let holder = self
                     .builder
                     .cumulative(nearest, candidates, axis, reverse)?;
-                self.add_along_axis(gradient, holder, axis, &ty)
+                self.scatter_along_axis(IndexedUpdate::Add, gradient, holder, axis, &ty)
             }
         }
     }
