@@ -14,8 +14,7 @@
 //!   `max(x, 0)` passes half the gradient at exactly 0); in `reduce_max`/`reduce_min` it is
 //!   shared equally between the tied elements.
 //! - An op without a rule is an `Error::Unsupported` naming it; never a silent zero. `conv`
-//!   has rules with feature groups, input dilation and permutations, but not with batch
-//!   groups;
+//!   has rules for every option (groups, dilations, permutations);
 //!   window_product and window_scatter have none yet.
 //! - Data movement, indexing, scans, windows and sort: see `autodiff/movement.rs` (Nx's
 //!   rules, and the tie and repeated-index conventions).
@@ -760,9 +759,7 @@ impl Differentiator<'_> {
     ) -> Result<Vec<(NodeId, NodeId)>> {
         let (input_type, kernel_type) = (self.ty(input)?, self.ty(kernel)?);
         let geometry = ConvGeometry::new(&input_type.shape, &kernel_type.shape, options)
-            .ok()
-            .filter(|_| options.batch_group_size == 1)
-            .ok_or_else(|| self.no_rule("conv", node))?;
+            .map_err(|_| self.no_rule("conv", node))?;
         let canonical_input = self.permuted(input, &geometry.input_permutation)?;
         let canonical_kernel = self.permuted(kernel, &geometry.kernel_permutation)?;
         let canonical_gradient = self.permuted(gradient, &geometry.output_permutation)?;
@@ -785,12 +782,14 @@ impl Differentiator<'_> {
             padding: geometry.padding.clone(),
             kernel_dilation: geometry.kernel_dilation.clone(),
             feature_group_size: options.feature_group_size,
+            batch_group_size: options.batch_group_size,
             ..ConvOptions::default()
         };
         let plain_geometry =
             ConvGeometry::new(&source_type.shape, &canonical_kernel_type.shape, &plain)
                 .map_err(|_| self.no_rule("conv", node))?;
-        let groups = options.feature_group_size;
+        // At most one of the two is above 1 (the conv checked it).
+        let groups = (options.feature_group_size, options.batch_group_size);
         let mut contributions = Vec::new();
         if want_input {
             let mut value = self.conv_input_gradient(
@@ -798,8 +797,11 @@ impl Differentiator<'_> {
                 canonical_kernel,
                 &source_type,
                 &plain_geometry,
-                groups,
+                groups.0.max(groups.1),
             )?;
+            if groups.1 > 1 {
+                value = self.batch_groups_to_batch(value, &source_type.shape, groups.1)?;
+            }
             if dilated {
                 let strides: Vec<usize> = [1, 1].iter().chain(&dilation).copied().collect();
                 let starts = vec![0; strides.len()];
@@ -824,6 +826,25 @@ impl Differentiator<'_> {
         Ok(contributions)
     }
 
+    /// The input gradient of a batch-grouped conv comes out as [batch / groups, groups *
+    /// channels, ...] (group `j`'s channels for image `i` of each block); the images of block
+    /// `j` are images `j * batch / groups + i` of the input, so the group axis moves in front
+    /// of the batch axis.
+    fn batch_groups_to_batch(
+        &mut self,
+        value: NodeId,
+        input_shape: &[usize],
+        groups: usize,
+    ) -> Result<NodeId> {
+        let (batch, channels, spatial) = (input_shape[0], input_shape[1], &input_shape[2..]);
+        let mut split = vec![batch / groups, groups, channels];
+        split.extend(spatial);
+        let split = self.builder.reshape(value, &split)?;
+        let permutation: Vec<usize> = [1, 0, 2].into_iter().chain(3..3 + spatial.len()).collect();
+        let moved = self.builder.transpose(split, &permutation)?;
+        self.builder.reshape(moved, input_shape)
+    }
+
     /// `value` transposed by `permutation`, or `value` itself for the identity.
     fn permuted(&mut self, value: NodeId, permutation: &[usize]) -> Result<NodeId> {
         if permutation
@@ -839,8 +860,9 @@ impl Differentiator<'_> {
 
     /// d input of a plain convolution: the output gradient, dilated by the strides, convolved
     /// with the kernel flipped in space and with filters and channels swapped; the padding
-    /// puts output position `y` back over the input positions it read. With feature groups
-    /// the swap stays inside each group and the gradient's conv keeps the groups.
+    /// puts output position `y` back over the input positions it read. With `groups` feature
+    /// (or batch) groups the swap stays inside each group and the gradient's conv keeps the
+    /// groups as feature groups.
     fn conv_input_gradient(
         &mut self,
         gradient: NodeId,
@@ -891,7 +913,7 @@ impl Differentiator<'_> {
     }
 
     /// d kernel of a plain convolution (feature groups become batch groups: channel group `g`,
-    /// now a block of the batch, meets filter group `g`): images and channels swap roles (the input seen as
+    /// now a block of the batch, meets filter group `g`; batch groups become feature groups): images and channels swap roles (the input seen as
     /// [channels, batch, ...], the output gradient as [filters, batch, ...]), the strides
     /// become the kernel dilation and the kernel dilation the strides; the result
     /// [channels, filters, ...] is transposed back.
@@ -901,7 +923,7 @@ impl Differentiator<'_> {
         input: NodeId,
         kernel_type: &TensorType,
         geometry: &ConvGeometry,
-        groups: usize,
+        (feature_groups, batch_groups): (usize, usize),
     ) -> Result<NodeId> {
         let rank = kernel_type.shape.len();
         let input_shape = self.ty(input)?.shape;
@@ -925,8 +947,10 @@ impl Differentiator<'_> {
             strides: geometry.kernel_dilation.clone(),
             padding,
             kernel_dilation: geometry.strides.clone(),
-            // Channel group g (now the batch) pairs with filter group g.
-            batch_group_size: groups,
+            // Feature groups: channel group g (now a block of the batch) pairs with filter
+            // group g. Batch groups: image block g (now a channel group) does.
+            batch_group_size: feature_groups,
+            feature_group_size: batch_groups,
             ..ConvOptions::default()
         };
         let product = self.builder.conv(input_view, gradient_view, options)?;

@@ -520,24 +520,46 @@ fn a_wrong_grouped_conv_gradient_is_rejected() {
     );
 }
 
-/// Conv with batch groups has no gradient rule yet: asking is an error naming conv.
+fn batch_grouped(reversed_batch: bool) -> Loss {
+    Box::new(move |builder, parameters| {
+        let input = if reversed_batch {
+            builder.reverse(parameters[0], &[0]).unwrap()
+        } else {
+            parameters[0]
+        };
+        let options = ConvOptions {
+            padding: vec![(1, 0)],
+            batch_group_size: 2,
+            ..ConvOptions::default()
+        };
+        conv_loss(options)(builder, &[input, parameters[1]])
+    })
+}
+
+/// Batch groups (4 images in 2 blocks, 6 filters: 3 per block), and a null arm that sees the
+/// blocks the other way round.
 #[test]
-fn batch_grouped_conv_gradients_are_an_unsupported_error() {
-    let mut builder = GraphBuilder::new();
-    let input = builder.parameter(DType::F32, &[2, 2, 5]).unwrap();
-    let kernel = builder.parameter(DType::F32, &[2, 2, 3]).unwrap();
+fn batch_grouped_conv_gradients_match_finite_differences() {
+    check_against_finite_differences(&[&[4, 2, 5], &[6, 2, 3]], batch_grouped(false));
+    // 2-d, 3 blocks, with strides and both dilations.
     let options = ConvOptions {
-        batch_group_size: 2,
+        strides: vec![1, 2],
+        input_dilation: vec![1, 2],
+        kernel_dilation: vec![2, 1],
+        batch_group_size: 3,
         ..ConvOptions::default()
     };
-    let output = builder.conv(input, kernel, options).unwrap();
-    let loss = builder
-        .reduce(ReduceOp::Sum, output, None, false, TieBreak::Low)
-        .unwrap();
-    let error = gradients(&mut builder, loss, &[kernel])
-        .unwrap_err()
-        .to_string();
-    assert!(error.contains("conv"), "{error}");
+    check_against_finite_differences(&[&[3, 2, 5, 4], &[3, 2, 2, 2]], conv_loss(options));
+    let failure = finite_difference_failure(
+        &[&[4, 2, 5], &[6, 2, 3]],
+        &*batch_grouped(true),
+        &*batch_grouped(false),
+        &deterministic_values(&[&[4, 2, 5], &[6, 2, 3]]),
+    );
+    assert!(
+        failure.is_some(),
+        "null arm: the blocks must meet their own filters"
+    );
 }
 
 #[test]
