@@ -5,6 +5,11 @@
 //! gradient graph's result for every parameter element is compared with
 //! (loss(x + h) - loss(x - h)) / 2h computed by running the forward graph. Null arms show the
 //! comparison rejects a wrong derivative.
+//!
+//! Each conv option (strides, padding, dilations, feature and batch groups, permutations)
+//! and each data-movement, indexing, scan, window and sort family has its own check on fixed
+//! values (ties and repeated indices placed on purpose where the rule defines them), a
+//! property over random values, and a null arm.
 
 mod common;
 
