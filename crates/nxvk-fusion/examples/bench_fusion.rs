@@ -18,6 +18,12 @@
 //!   (one workgroup per row).
 //! - `window_reduce_fun_max_f32_256M`: `window_reduce(x, -inf, {2, 2}, strides: [2, 2],
 //!   &max/2)` over f32[16384, 16384] (a 2x2 max pool); torch's peer is `max_pool2d`.
+//! - `conv_pool_grad_f32_b64`: loss = sum(tanh(window_max(conv(x, k), 2x2, stride 2))) on
+//!   x f32[64, 32, 32, 32], k f32[64, 32, 3, 3] (padding 1), and its gradients with respect
+//!   to x and k (window_scatter_max, two convs), as one plan, GPU time.
+//! - `embedding_grad_f32_64Kx64`: loss = sum(sin(take(table, ids, axis 0))) for a table
+//!   f32[65536, 64] and 16384 ids (repeats included), and the table's gradient (an
+//!   indexed_add of the rows), as one plan, GPU time.
 //!
 //! GPU-side workloads are timed with GPU timestamps (median of 20 after at least 300 ms of
 //! warm-up, which brings the GPU's clocks up). `--quick` runs smaller sizes under the same
@@ -31,8 +37,8 @@
 mod model;
 
 use nxvk_core::{DType, Device, Result, Tensor};
-use nxvk_fusion::{Graph, GraphBuilder, PlanCache};
-use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
+use nxvk_fusion::{Graph, GraphBuilder, PlanCache, gradients};
+use nxvk_kernels::{BinaryOp, ConvOptions, ReduceOp, TieBreak, UnaryOp, WindowOp, WindowOptions};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -90,6 +96,20 @@ fn main() {
         (
             "window_reduce_fun_max_f32_256M".into(),
             Box::new(move |b| b.window_reduce_fun(softmax_side * 2)),
+        ),
+        (
+            "conv_pool_grad_f32_b64".into(),
+            Box::new(move |b| b.conv_pool_grad(if quick { (2, 8) } else { (64, 32) })),
+        ),
+        (
+            "embedding_grad_f32_64Kx64".into(),
+            Box::new(move |b| {
+                b.embedding_grad(if quick {
+                    (1024, 16, 512)
+                } else {
+                    (65536, 64, 16384)
+                })
+            }),
         ),
     ];
     run_workloads(&arguments, &bench, workloads);
@@ -219,5 +239,52 @@ impl Bench {
             Ok(start.elapsed())
         };
         Ok(Record::microseconds_per_op(wall_median(1, 5, once)?, OPS))
+    }
+
+    /// Forward and backward of conv 3x3 then 2x2 max pooling on `batch` images of `channels`
+    /// channels (32x32 when full size), twice as many filters.
+    fn conv_pool_grad(&self, (batch, channels): (usize, usize)) -> Result<Record> {
+        let side = if self.quick { 16 } else { 32 };
+        let input_shape = [batch, channels, side, side];
+        let kernel_shape = [2 * channels, channels, 3, 3];
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, &input_shape)?;
+        let k = builder.parameter(DType::F32, &kernel_shape)?;
+        let options = ConvOptions {
+            padding: vec![(1, 1), (1, 1)],
+            ..ConvOptions::default()
+        };
+        let features = builder.conv(x, k, options)?;
+        let pooling = WindowOptions {
+            strides: vec![1, 1, 2, 2],
+            ..WindowOptions::default()
+        };
+        let pooled = builder.window(WindowOp::Max, features, &[1, 1, 2, 2], pooling)?;
+        let activated = builder.unary(UnaryOp::Tanh, pooled)?;
+        let loss = builder.reduce(ReduceOp::Sum, activated, None, false, TieBreak::Low)?;
+        let grads = gradients(&mut builder, loss, &[x, k])?;
+        let graph = builder.finish(&[loss, grads[0], grads[1]])?;
+        let x = self.tensor(&input_shape, 6)?;
+        let k = self.tensor(&kernel_shape, 7)?;
+        Ok(Record::milliseconds(self.plan_median(&graph, &[&x, &k])?))
+    }
+
+    /// Forward and backward of an embedding lookup: `ids` rows of a `rows` x `width` table.
+    fn embedding_grad(&self, (rows, width, ids): (usize, usize, usize)) -> Result<Record> {
+        let mut builder = GraphBuilder::new();
+        let table = builder.parameter(DType::F32, &[rows, width])?;
+        let positions = builder.parameter(DType::S32, &[ids])?;
+        let looked_up = builder.take(table, positions, 0)?;
+        let activated = builder.unary(UnaryOp::Sin, looked_up)?;
+        let loss = builder.reduce(ReduceOp::Sum, activated, None, false, TieBreak::Low)?;
+        let grads = gradients(&mut builder, loss, &[table])?;
+        let graph = builder.finish(&[loss, grads[0]])?;
+        let table = self.tensor(&[rows, width], 8)?;
+        // Ids spread over the table with repeats (a Zipf-like head is not modelled).
+        let positions: Vec<i32> = (0..ids).map(|i| ((i * 7919) % rows) as i32).collect();
+        let positions = Tensor::from_slice(&self.device, &[ids], &positions)?;
+        Ok(Record::milliseconds(
+            self.plan_median(&graph, &[&table, &positions])?,
+        ))
     }
 }

@@ -14,8 +14,13 @@
 //!   `max(x, 0)` passes half the gradient at exactly 0); in `reduce_max`/`reduce_min` it is
 //!   shared equally between the tied elements.
 //! - An op without a rule is an `Error::Unsupported` naming it; never a silent zero. `conv`
-//!   has rules without feature or batch groups, input dilation or permutations.
+//!   has rules for every option (groups, dilations, permutations);
+//!   window_product and window_scatter have none yet.
+//! - Data movement, indexing, scans, windows and sort: see `autodiff/movement.rs` (Nx's
+//!   rules, and the tie and repeated-index conventions).
 //! - `metadata` nodes labelled [`STOP_GRAD`] pass no gradient (Nx's `stop_grad`).
+
+mod movement;
 
 use crate::builder::GraphBuilder;
 use crate::graph::{DotAxes, NodeId, NodeType, Op, TensorType};
@@ -360,19 +365,9 @@ impl Differentiator<'_> {
                 let want_input = wants(input) && is_float(self, input);
                 let want_kernel = wants(kernel) && is_float(self, kernel);
                 if want_input || want_kernel {
-                    let (input_type, kernel_type) = (self.ty(input)?, self.ty(kernel)?);
-                    let geometry = plain_conv_geometry(&input_type, &kernel_type, &options)
-                        .ok_or_else(|| self.no_rule("conv", node))?;
-                    if want_input {
-                        let value =
-                            self.conv_input_gradient(gradient, kernel, &input_type, &geometry)?;
-                        contributions.push((input, value));
-                    }
-                    if want_kernel {
-                        let value =
-                            self.conv_kernel_gradient(gradient, input, &kernel_type, &geometry)?;
-                        contributions.push((kernel, value));
-                    }
+                    let wanted = (want_input, want_kernel);
+                    contributions =
+                        self.conv_rule(node, input, kernel, &options, gradient, wanted)?;
                 }
             }
             Op::Reverse { input, axes } => {
@@ -386,7 +381,21 @@ impl Differentiator<'_> {
                 }
             }
             Op::Slice { .. }
-            | Op::Elem { .. }
+            | Op::Pad { .. }
+            | Op::Concatenate { .. }
+            | Op::PutSlice { .. }
+            | Op::Gather { .. }
+            | Op::Take { .. }
+            | Op::TakeAlongAxis { .. }
+            | Op::Indexed { .. }
+            | Op::Cumulative { .. }
+            | Op::Window { .. }
+            | Op::WindowScatter { .. }
+            | Op::Iota { .. }
+            | Op::Sort { .. } => {
+                contributions = self.movement_rule(&op, node, gradient, needed)?;
+            }
+            Op::Elem { .. }
             | Op::Fun { .. }
             | Op::Cond { .. }
             | Op::While { .. }
@@ -736,20 +745,152 @@ impl Differentiator<'_> {
         self.permuted_to_target_order(product, &source)
     }
 
+    /// The contributions of `gradient` to a conv's input and kernel (each if `wanted`).
+    /// Permuted operands and output are transposed to the canonical layout ([batch, channels,
+    /// spatial...], [filters, channels, spatial...]) and the contributions transposed back; an
+    /// input-dilated conv is a plain conv of the input padded with interior zeros,
+    /// differentiated as such, with the input's positions sliced back out (pad's rule).
+    fn conv_rule(
+        &mut self,
+        node: NodeId,
+        input: NodeId,
+        kernel: NodeId,
+        options: &ConvOptions,
+        gradient: NodeId,
+        (want_input, want_kernel): (bool, bool),
+    ) -> Result<Vec<(NodeId, NodeId)>> {
+        let (input_type, kernel_type) = (self.ty(input)?, self.ty(kernel)?);
+        let geometry = ConvGeometry::new(&input_type.shape, &kernel_type.shape, options)
+            .map_err(|_| self.no_rule("conv", node))?;
+        let canonical_input = self.permuted(input, &geometry.input_permutation)?;
+        let canonical_kernel = self.permuted(kernel, &geometry.kernel_permutation)?;
+        let canonical_gradient = self.permuted(gradient, &geometry.output_permutation)?;
+        let dilation = geometry.input_dilation.clone();
+        let dilated = dilation.iter().any(|&factor| factor > 1);
+        let source = if dilated {
+            let config: Vec<(i64, i64, usize)> = [1, 1]
+                .iter()
+                .chain(&dilation)
+                .map(|&factor| (0, 0, factor - 1))
+                .collect();
+            let zero = self.scalar(input_type.dtype, 0.0)?;
+            self.builder.pad(canonical_input, zero, &config)?
+        } else {
+            canonical_input
+        };
+        let (source_type, canonical_kernel_type) = (self.ty(source)?, self.ty(canonical_kernel)?);
+        let plain = ConvOptions {
+            strides: geometry.strides.clone(),
+            padding: geometry.padding.clone(),
+            kernel_dilation: geometry.kernel_dilation.clone(),
+            feature_group_size: options.feature_group_size,
+            batch_group_size: options.batch_group_size,
+            ..ConvOptions::default()
+        };
+        let plain_geometry =
+            ConvGeometry::new(&source_type.shape, &canonical_kernel_type.shape, &plain)
+                .map_err(|_| self.no_rule("conv", node))?;
+        // At most one of the two is above 1 (the conv checked it).
+        let groups = (options.feature_group_size, options.batch_group_size);
+        let mut contributions = Vec::new();
+        if want_input {
+            let mut value = self.conv_input_gradient(
+                canonical_gradient,
+                canonical_kernel,
+                &source_type,
+                &plain_geometry,
+                groups.0.max(groups.1),
+            )?;
+            if groups.1 > 1 {
+                value = self.batch_groups_to_batch(value, &source_type.shape, groups.1)?;
+            }
+            if dilated {
+                let strides: Vec<usize> = [1, 1].iter().chain(&dilation).copied().collect();
+                let starts = vec![0; strides.len()];
+                value = self
+                    .builder
+                    .slice(value, &starts, &source_type.shape, &strides)?;
+            }
+            let inverse = inverse_permutation(&geometry.input_permutation);
+            contributions.push((input, self.permuted(value, &inverse)?));
+        }
+        if want_kernel {
+            let value = self.conv_kernel_gradient(
+                canonical_gradient,
+                source,
+                &canonical_kernel_type,
+                &plain_geometry,
+                groups,
+            )?;
+            let inverse = inverse_permutation(&geometry.kernel_permutation);
+            contributions.push((kernel, self.permuted(value, &inverse)?));
+        }
+        Ok(contributions)
+    }
+
+    /// The input gradient of a batch-grouped conv comes out as [batch / groups, groups *
+    /// channels, ...] (group `j`'s channels for image `i` of each block); the images of block
+    /// `j` are images `j * batch / groups + i` of the input, so the group axis moves in front
+    /// of the batch axis.
+    fn batch_groups_to_batch(
+        &mut self,
+        value: NodeId,
+        input_shape: &[usize],
+        groups: usize,
+    ) -> Result<NodeId> {
+        let (batch, channels, spatial) = (input_shape[0], input_shape[1], &input_shape[2..]);
+        let mut split = vec![batch / groups, groups, channels];
+        split.extend(spatial);
+        let split = self.builder.reshape(value, &split)?;
+        let permutation: Vec<usize> = [1, 0, 2].into_iter().chain(3..3 + spatial.len()).collect();
+        let moved = self.builder.transpose(split, &permutation)?;
+        self.builder.reshape(moved, input_shape)
+    }
+
+    /// `value` transposed by `permutation`, or `value` itself for the identity.
+    fn permuted(&mut self, value: NodeId, permutation: &[usize]) -> Result<NodeId> {
+        if permutation
+            .iter()
+            .enumerate()
+            .all(|(axis, &from)| axis == from)
+        {
+            Ok(value)
+        } else {
+            self.builder.transpose(value, permutation)
+        }
+    }
+
     /// d input of a plain convolution: the output gradient, dilated by the strides, convolved
     /// with the kernel flipped in space and with filters and channels swapped; the padding
-    /// puts output position `y` back over the input positions it read.
+    /// puts output position `y` back over the input positions it read. With `groups` feature
+    /// (or batch) groups the swap stays inside each group and the gradient's conv keeps the
+    /// groups as feature groups.
     fn conv_input_gradient(
         &mut self,
         gradient: NodeId,
         kernel: NodeId,
         input_type: &TensorType,
         geometry: &ConvGeometry,
+        groups: usize,
     ) -> Result<NodeId> {
         let rank = input_type.shape.len();
         let kernel_shape = self.ty(kernel)?.shape;
         let swapped: Vec<usize> = [1, 0].into_iter().chain(2..rank).collect();
-        let transposed = self.builder.transpose(kernel, &swapped)?;
+        let transposed = if groups == 1 {
+            self.builder.transpose(kernel, &swapped)?
+        } else {
+            // [filters, channels per group, ...] seen as [groups, filters per group, channels
+            // per group, ...]: swap the inner two so each group's channels become its filters.
+            let filters = kernel_shape[0];
+            let mut split = vec![groups, filters / groups];
+            split.extend(&kernel_shape[1..]);
+            let grouped = self.builder.reshape(kernel, &split)?;
+            let inner_swap: Vec<usize> = [0, 2, 1].into_iter().chain(3..rank + 1).collect();
+            let regrouped = self.builder.transpose(grouped, &inner_swap)?;
+            let mut merged = vec![groups * kernel_shape[1], filters / groups];
+            merged.extend(&kernel_shape[2..]);
+            self.builder.reshape(regrouped, &merged)?
+        };
         let spatial_axes: Vec<usize> = (2..rank).collect();
         let flipped = self.builder.reverse(transposed, &spatial_axes)?;
         let padding = (0..rank - 2)
@@ -767,12 +908,14 @@ impl Differentiator<'_> {
             padding,
             input_dilation: geometry.strides.clone(),
             kernel_dilation: geometry.kernel_dilation.clone(),
+            feature_group_size: groups,
             ..ConvOptions::default()
         };
         self.builder.conv(gradient, flipped, options)
     }
 
-    /// d kernel of a plain convolution: images and channels swap roles (the input seen as
+    /// d kernel of a plain convolution (feature groups become batch groups: channel group `g`,
+    /// now a block of the batch, meets filter group `g`; batch groups become feature groups): images and channels swap roles (the input seen as
     /// [channels, batch, ...], the output gradient as [filters, batch, ...]), the strides
     /// become the kernel dilation and the kernel dilation the strides; the result
     /// [channels, filters, ...] is transposed back.
@@ -782,6 +925,7 @@ impl Differentiator<'_> {
         input: NodeId,
         kernel_type: &TensorType,
         geometry: &ConvGeometry,
+        (feature_groups, batch_groups): (usize, usize),
     ) -> Result<NodeId> {
         let rank = kernel_type.shape.len();
         let input_shape = self.ty(input)?.shape;
@@ -805,6 +949,10 @@ impl Differentiator<'_> {
             strides: geometry.kernel_dilation.clone(),
             padding,
             kernel_dilation: geometry.strides.clone(),
+            // Feature groups: channel group g (now a block of the batch) pairs with filter
+            // group g. Batch groups: image block g (now a channel group) does.
+            batch_group_size: feature_groups,
+            feature_group_size: batch_groups,
             ..ConvOptions::default()
         };
         let product = self.builder.conv(input_view, gradient_view, options)?;
@@ -813,38 +961,8 @@ impl Differentiator<'_> {
 
     /// Transposes `value`, whose axis `k` stands for target axis `source[k]`, into target order.
     fn permuted_to_target_order(&mut self, value: NodeId, source: &[usize]) -> Result<NodeId> {
-        let permutation = inverse_permutation(source);
-        if permutation
-            .iter()
-            .enumerate()
-            .all(|(axis, &from)| axis == from)
-        {
-            Ok(value)
-        } else {
-            self.builder.transpose(value, &permutation)
-        }
+        self.permuted(value, &inverse_permutation(source))
     }
-}
-
-/// The checked geometry of a convolution without groups, input dilation or permutations (the
-/// case with gradient rules today); `None` otherwise.
-fn plain_conv_geometry(
-    input: &TensorType,
-    kernel: &TensorType,
-    options: &ConvOptions,
-) -> Option<ConvGeometry> {
-    let geometry = ConvGeometry::new(&input.shape, &kernel.shape, options).ok()?;
-    let identity = |permutation: &[usize]| permutation.iter().enumerate().all(|(a, &b)| a == b);
-    let plain = options.feature_group_size == 1
-        && options.batch_group_size == 1
-        && geometry
-            .input_dilation
-            .iter()
-            .all(|&dilation| dilation == 1)
-        && identity(&geometry.input_permutation)
-        && identity(&geometry.kernel_permutation)
-        && identity(&geometry.output_permutation);
-    plain.then_some(geometry)
 }
 
 /// The axes of a `rank`-dimensional dot operand that are neither contracted nor batched, in

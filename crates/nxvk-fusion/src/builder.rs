@@ -25,7 +25,7 @@ pub struct GraphBuilder {
     graph: Graph,
 }
 
-fn bad(op: &'static str, operands: &[&TensorType], detail: impl Into<String>) -> Error {
+pub(crate) fn bad(op: &'static str, operands: &[&TensorType], detail: impl Into<String>) -> Error {
     Error::BadOperands {
         op,
         shapes: operands.iter().map(|tensor| tensor.shape.clone()).collect(),
@@ -76,7 +76,12 @@ impl GraphBuilder {
         Ok(NodeId(id))
     }
 
-    fn push_tensor(&mut self, op: Op, dtype: DType, shape: Vec<usize>) -> Result<NodeId> {
+    pub(crate) fn push_tensor(
+        &mut self,
+        op: Op,
+        dtype: DType,
+        shape: Vec<usize>,
+    ) -> Result<NodeId> {
         checked_elements(op.name(), dtype, &shape)?;
         self.push(op, NodeType::Tensor(TensorType { dtype, shape }))
     }
@@ -99,7 +104,7 @@ impl GraphBuilder {
     }
 
     /// The tensor type of operand `id` of `op`.
-    fn tensor(&self, op: &'static str, id: NodeId) -> Result<TensorType> {
+    pub(crate) fn tensor(&self, op: &'static str, id: NodeId) -> Result<TensorType> {
         match self.node_type(op, id)? {
             NodeType::Tensor(tensor) => Ok(tensor.clone()),
             NodeType::Tuple(_) | NodeType::Function { .. } => Err(Error::BadOperands {

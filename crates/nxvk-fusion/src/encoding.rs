@@ -39,12 +39,29 @@
 //!                 kernel_dilation:list feature_group_size:u32 batch_group_size:u32
 //!                 input_permutation:perm kernel_permutation:perm output_permutation:perm
 //! 22  reverse     input:u32 axes:list
-//! 23  reduce_with input:u32 init:u32 axes:list keep_axes:u8 reducer:graph
-//! 24  window_reduce_with
+//! 23  pad         input:u32 value:u32 config:triples
+//! 24  concatenate inputs:ids axis:u32
+//! 25  put_slice   input:u32 update:u32 starts:list  (starts already clamped to fit)
+//! 26  gather      input:u32 indices:u32 axes:list
+//! 27  take        input:u32 indices:u32 axis:u32
+//! 28  take_along_axis input:u32 indices:u32 axis:u32
+//! 29  indexed_put target:u32 indices:u32 updates:u32 axes:list
+//! 30  indexed_add target:u32 indices:u32 updates:u32 axes:list
+//! 31  cumulative  op:text input:u32 axis:u32 reverse:u8       (op: "cumulative_sum", ...)
+//! 32  window      op:text input:u32 window:list strides:list padding:pairs dilations:list
+//!                 (op: "window_sum", "window_product", "window_max", "window_min")
+//! 33  window_scatter op:text input:u32 source:u32 init_value:u32 window:list strides:list
+//!                 padding:pairs dilations:list    (op: "window_scatter_max"/"_min")
+//! 34  iota        dtype:text shape:list has_axis:u8 axis:u32
+//! 35  sort        input:u32 axis:u32 descending:u8
+//! 36  argsort     dtype:text input:u32 axis:u32 descending:u8   (dtype: of the positions)
+//! 37  reduce_with input:u32 init:u32 axes:list keep_axes:u8 reducer:graph
+//! 38  window_reduce_with
 //!                 input:u32 init:u32 window_dimensions:list strides:list padding:pairs
 //!                 window_dilations:list reducer:graph
 //!
 //! pairs   := n:u32 (low:i64 high:i64)*
+//! triples := n:u32 (low:i64 high:i64 interior:u64)*
 //! perm    := present:u8 list                        (present 0: identity, the list is empty)
 //! ```
 //!
@@ -53,10 +70,11 @@
 //! the bytes left before anything is allocated, and nesting is limited to [`MAX_DEPTH`].
 
 use crate::builder::GraphBuilder;
-use crate::graph::{CondClause, DotAxes, Graph, NodeId, Op};
+use crate::graph::{CondClause, DotAxes, Graph, IndexedUpdate, NodeId, Op};
 use nxvk_core::{DType, Error, Result};
+use nxvk_kernels::sort::Direction;
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
-use nxvk_kernels::{ConvOptions, WindowOptions};
+use nxvk_kernels::{ConvOptions, ScanOp, ScatterSelect, WindowOp, WindowOptions};
 
 /// The first bytes of every encoded graph.
 pub const MAGIC: &[u8; 8] = b"NXVKGRPH";
@@ -144,6 +162,22 @@ impl Writer {
             self.0.extend_from_slice(&low.to_le_bytes());
             self.0.extend_from_slice(&high.to_le_bytes());
         }
+    }
+
+    fn triples(&mut self, triples: &[(i64, i64, usize)]) {
+        self.len(triples.len());
+        for &(low, high, interior) in triples {
+            self.0.extend_from_slice(&low.to_le_bytes());
+            self.0.extend_from_slice(&high.to_le_bytes());
+            self.0.extend_from_slice(&(interior as u64).to_le_bytes());
+        }
+    }
+
+    fn window(&mut self, window: &[usize], options: &WindowOptions) {
+        self.list(window);
+        self.list(&options.strides);
+        self.pairs(&options.padding);
+        self.list(&options.window_dilations);
     }
 
     fn permutation(&mut self, permutation: &Option<Vec<usize>>) {
@@ -295,6 +329,133 @@ impl Writer {
                     self.id(*input);
                     self.list(axes);
                 }
+                Op::Pad {
+                    input,
+                    value,
+                    config,
+                } => {
+                    self.u8(23);
+                    self.id(*input);
+                    self.id(*value);
+                    self.triples(config);
+                }
+                Op::Concatenate { inputs, axis } => {
+                    self.u8(24);
+                    self.ids(inputs);
+                    self.len(*axis);
+                }
+                Op::PutSlice {
+                    input,
+                    update,
+                    starts,
+                } => {
+                    self.u8(25);
+                    self.id(*input);
+                    self.id(*update);
+                    self.list(starts);
+                }
+                Op::Gather {
+                    input,
+                    indices,
+                    axes,
+                } => {
+                    self.u8(26);
+                    self.id(*input);
+                    self.id(*indices);
+                    self.list(axes);
+                }
+                Op::Take {
+                    input,
+                    indices,
+                    axis,
+                }
+                | Op::TakeAlongAxis {
+                    input,
+                    indices,
+                    axis,
+                } => {
+                    self.u8(if matches!(node.op, Op::Take { .. }) {
+                        27
+                    } else {
+                        28
+                    });
+                    self.id(*input);
+                    self.id(*indices);
+                    self.len(*axis);
+                }
+                Op::Indexed {
+                    update,
+                    target,
+                    indices,
+                    updates,
+                    axes,
+                } => {
+                    self.u8(match update {
+                        IndexedUpdate::Put => 29,
+                        IndexedUpdate::Add => 30,
+                    });
+                    self.ids(&[*target, *indices, *updates][..]);
+                    self.list(axes);
+                }
+                Op::Cumulative {
+                    op,
+                    input,
+                    axis,
+                    reverse,
+                } => {
+                    self.u8(31);
+                    self.text(op.name());
+                    self.id(*input);
+                    self.len(*axis);
+                    self.u8(u8::from(*reverse));
+                }
+                Op::Window {
+                    op,
+                    input,
+                    window,
+                    options,
+                } => {
+                    self.u8(32);
+                    self.text(op.name());
+                    self.id(*input);
+                    self.window(window, options);
+                }
+                Op::WindowScatter {
+                    select,
+                    input,
+                    source,
+                    init_value,
+                    window,
+                    options,
+                } => {
+                    self.u8(33);
+                    self.text(select.name());
+                    self.ids(&[*input, *source, *init_value][..]);
+                    self.window(window, options);
+                }
+                Op::Iota { axis } => {
+                    self.u8(34);
+                    self.text(dtype);
+                    self.list(shape);
+                    self.u8(u8::from(axis.is_some()));
+                    self.len(axis.unwrap_or(0));
+                }
+                Op::Sort {
+                    input,
+                    axis,
+                    direction,
+                    positions,
+                } => {
+                    if *positions {
+                        self.u8(36);
+                        self.text(dtype);
+                    } else {
+                        self.u8(35);
+                    }
+                    self.id(*input);
+                    self.len(*axis);
+                    self.u8(u8::from(*direction == Direction::Descending));
+                }
                 Op::Elem { tuple, index } => {
                     self.u8(15);
                     self.id(*tuple);
@@ -350,7 +511,7 @@ impl Writer {
                     axes,
                     keep_axes,
                 } => {
-                    self.u8(23);
+                    self.u8(37);
                     self.id(*input);
                     self.id(*init);
                     self.list(axes);
@@ -364,7 +525,7 @@ impl Writer {
                     window_dimensions,
                     options,
                 } => {
-                    self.u8(24);
+                    self.u8(38);
                     self.id(*input);
                     self.id(*init);
                     self.list(window_dimensions);
@@ -448,17 +609,59 @@ impl<'a> Reader<'a> {
 
     fn pairs(&mut self) -> Result<Vec<(i64, i64)>> {
         let n = self.count(16)?;
-        (0..n)
+        (0..n).map(|_| Ok((self.i64()?, self.i64()?))).collect()
+    }
+
+    fn triples(&mut self) -> Result<Vec<(i64, i64, usize)>> {
+        let count = self.count(24)?;
+        (0..count)
             .map(|_| {
-                let mut signed = || -> Result<i64> {
-                    let bytes = self.take(8)?;
-                    Ok(i64::from_le_bytes(
-                        bytes.try_into().map_err(|_| malformed("short item"))?,
-                    ))
-                };
-                Ok((signed()?, signed()?))
+                let (low, high) = (self.i64()?, self.i64()?);
+                let interior = usize::try_from(self.i64()? as u64)
+                    .map_err(|_| malformed("an interior padding does not fit usize"))?;
+                Ok((low, high, interior))
             })
             .collect()
+    }
+
+    fn i64(&mut self) -> Result<i64> {
+        let bytes = self.take(8)?;
+        Ok(i64::from_le_bytes(
+            bytes.try_into().map_err(|_| malformed("short item"))?,
+        ))
+    }
+
+    /// A window's dimensions and options (tags 32 and 33).
+    fn window(&mut self) -> Result<(Vec<usize>, WindowOptions)> {
+        let window = self.list()?;
+        let options = WindowOptions {
+            strides: self.list()?,
+            padding: self.pairs()?,
+            window_dilations: self.list()?,
+        };
+        Ok((window, options))
+    }
+
+    /// Three operand ids written as `ids`.
+    fn three_ids(&mut self, what: &str) -> Result<[NodeId; 3]> {
+        let ids = self.ids()?;
+        <[NodeId; 3]>::try_from(ids).map_err(|_| malformed(format!("{what} takes three operands")))
+    }
+
+    fn named<T: Copy>(&mut self, all: &[T], name_of: fn(T) -> &'static str) -> Result<T> {
+        let name = self.text()?;
+        all.iter()
+            .copied()
+            .find(|&item| name_of(item) == name)
+            .ok_or_else(|| malformed(format!("unknown op `{name}`")))
+    }
+
+    fn direction(&mut self) -> Result<Direction> {
+        Ok(if self.flag()? {
+            Direction::Descending
+        } else {
+            Direction::Ascending
+        })
     }
 
     fn permutation(&mut self) -> Result<Option<Vec<usize>>> {
@@ -659,13 +862,96 @@ impl<'a> Reader<'a> {
             }
             23 => {
                 let input = self.id()?;
+                let value = self.id()?;
+                builder.pad(input, value, &self.triples()?)
+            }
+            24 => {
+                let inputs = self.ids()?;
+                builder.concatenate(&inputs, self.u32()? as usize)
+            }
+            25 => {
+                let input = self.id()?;
+                let update = self.id()?;
+                let starts = self
+                    .list()?
+                    .into_iter()
+                    .map(|start| i64::try_from(start).map_err(|_| malformed("start too large")))
+                    .collect::<Result<Vec<i64>>>()?;
+                builder.put_slice(input, &starts, update)
+            }
+            26 => {
+                let input = self.id()?;
+                let indices = self.id()?;
+                builder.gather(input, indices, Some(&self.list()?))
+            }
+            27 | 28 => {
+                let input = self.id()?;
+                let indices = self.id()?;
+                let axis = self.u32()? as usize;
+                if tag == 27 {
+                    builder.take(input, indices, axis)
+                } else {
+                    builder.take_along_axis(input, indices, axis)
+                }
+            }
+            29 | 30 => {
+                let update = if tag == 29 {
+                    IndexedUpdate::Put
+                } else {
+                    IndexedUpdate::Add
+                };
+                let [target, indices, updates] = self.three_ids(update.name())?;
+                builder.indexed(update, target, indices, updates, Some(&self.list()?))
+            }
+            31 => {
+                let op = self.named(&ScanOp::ALL, ScanOp::name)?;
+                let input = self.id()?;
+                let axis = self.u32()? as usize;
+                let reverse = self.flag()?;
+                builder.cumulative(op, input, axis, reverse)
+            }
+            32 => {
+                let all = [
+                    WindowOp::Sum,
+                    WindowOp::Product,
+                    WindowOp::Max,
+                    WindowOp::Min,
+                ];
+                let op = self.named(&all, WindowOp::name)?;
+                let input = self.id()?;
+                let (window, options) = self.window()?;
+                builder.window(op, input, &window, options)
+            }
+            33 => {
+                let all = [ScatterSelect::Max, ScatterSelect::Min];
+                let select = self.named(&all, ScatterSelect::name)?;
+                let [input, source, init_value] = self.three_ids(select.name())?;
+                let (window, options) = self.window()?;
+                builder.window_scatter(select, input, source, init_value, &window, options)
+            }
+            34 => {
+                let dtype = self.dtype()?;
+                let shape = self.list()?;
+                let has_axis = self.flag()?;
+                let axis = self.u32()? as usize;
+                builder.iota(dtype, &shape, has_axis.then_some(axis))
+            }
+            35 | 36 => {
+                let positions = if tag == 36 { Some(self.dtype()?) } else { None };
+                let input = self.id()?;
+                let axis = self.u32()? as usize;
+                let direction = self.direction()?;
+                builder.sort(input, axis, direction, positions)
+            }
+            37 => {
+                let input = self.id()?;
                 let init = self.id()?;
                 let axes = self.list()?;
                 let keep_axes = self.flag()?;
                 let reducer = self.graph(depth + 1)?;
                 builder.reduce_with(input, init, reducer, Some(&axes), keep_axes)
             }
-            24 => {
+            38 => {
                 let input = self.id()?;
                 let init = self.id()?;
                 let window_dimensions = self.list()?;

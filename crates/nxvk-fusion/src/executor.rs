@@ -8,7 +8,7 @@
 //! `cond` and `while`, which read their predicate back.
 
 use crate::codegen::{FUSED_PUSH_CONSTANT_BYTES, OPAQUE_WORD};
-use crate::graph::{Graph, NodeId, Op};
+use crate::graph::{Graph, IndexedUpdate, NodeId, Op};
 use crate::plan::{FusedKernel, Plan, Stage};
 use crate::plan_cache::PlanCache;
 use crate::view::{ViewStep, apply_path};
@@ -16,7 +16,7 @@ use nxvk_core::{BufferAccess, DType, Error, Result, Tensor};
 use nxvk_kernels::codegen::WORKGROUP_SIZE;
 use nxvk_kernels::launch::{MAX_ELEMENTS, poison_output, simplify};
 use nxvk_kernels::reduce::{ReduceOptions, reduce};
-use nxvk_kernels::{as_type, binary, unary};
+use nxvk_kernels::{as_type, binary, index, movement, sort, unary};
 use std::sync::Arc;
 
 /// The value of one node while a plan runs.
@@ -242,10 +242,9 @@ impl Run<'_> {
                 self.tensor(name, *kernel)?,
                 options,
             )?),
-            Op::Reverse { input, axes } => tensor_value(nxvk_kernels::movement::reverse(
-                self.tensor(name, *input)?,
-                axes,
-            )?),
+            Op::Reverse { input, axes } => {
+                tensor_value(movement::reverse(self.tensor(name, *input)?, axes)?)
+            }
             Op::Elem { tuple, index } => match &self.values[tuple.index()] {
                 Value::Tuple(items) => items
                     .get(*index)
@@ -294,6 +293,144 @@ impl Run<'_> {
             Op::Metadata { input, .. } => Ok(Value::Tensor(self.tensor(name, *input)?.clone())),
             // The planner gives these a reducer stage of their own.
             Op::ReduceWith { .. } | Op::WindowReduceWith { .. } => Err(absent(name, id)),
+            Op::Pad {
+                input,
+                value,
+                config,
+            } => tensor_value(movement::pad(
+                self.tensor(name, *input)?,
+                self.tensor(name, *value)?,
+                config,
+            )?),
+            Op::Concatenate { inputs, axis } => {
+                let inputs = self.tensors(name, inputs)?;
+                let inputs: Vec<&Tensor> = inputs.iter().collect();
+                tensor_value(movement::concatenate(&inputs, *axis)?)
+            }
+            Op::PutSlice {
+                input,
+                update,
+                starts,
+            } => {
+                let starts: Vec<i64> = starts.iter().map(|&start| start as i64).collect();
+                tensor_value(movement::put_slice(
+                    self.tensor(name, *input)?,
+                    &starts,
+                    self.tensor(name, *update)?,
+                )?)
+            }
+            Op::Gather {
+                input,
+                indices,
+                axes,
+            } => tensor_value(index::gather(
+                self.tensor(name, *input)?,
+                self.tensor(name, *indices)?,
+                Some(axes),
+            )?),
+            Op::Take {
+                input,
+                indices,
+                axis,
+            } => tensor_value(index::take(
+                self.tensor(name, *input)?,
+                self.tensor(name, *indices)?,
+                *axis,
+            )?),
+            Op::TakeAlongAxis {
+                input,
+                indices,
+                axis,
+            } => tensor_value(index::take_along_axis(
+                self.tensor(name, *input)?,
+                self.tensor(name, *indices)?,
+                *axis,
+            )?),
+            Op::Indexed {
+                update,
+                target,
+                indices,
+                updates,
+                axes,
+            } => {
+                let scatter = match update {
+                    IndexedUpdate::Put => index::indexed_put,
+                    IndexedUpdate::Add => index::indexed_add,
+                };
+                tensor_value(scatter(
+                    self.tensor(name, *target)?,
+                    self.tensor(name, *indices)?,
+                    self.tensor(name, *updates)?,
+                    Some(axes),
+                )?)
+            }
+            Op::Cumulative {
+                op,
+                input,
+                axis,
+                reverse,
+            } => tensor_value(nxvk_kernels::cumulative(
+                *op,
+                self.tensor(name, *input)?,
+                *axis,
+                *reverse,
+            )?),
+            Op::Window {
+                op,
+                input,
+                window,
+                options,
+            } => tensor_value(nxvk_kernels::window_reduce(
+                *op,
+                self.tensor(name, *input)?,
+                window,
+                options,
+            )?),
+            Op::WindowScatter {
+                select,
+                input,
+                source,
+                init_value,
+                window,
+                options,
+            } => {
+                // The kernel's result has its input's type; Nx's is the merge of the source's
+                // and the init value's, so the input is converted to that first.
+                let input = self.tensor(name, *input)?;
+                let dtype = graph.tensor_type(id).dtype;
+                let converted;
+                let input = if input.dtype() == dtype {
+                    input
+                } else {
+                    converted = as_type(input, dtype)?;
+                    &converted
+                };
+                tensor_value(nxvk_kernels::window_scatter(
+                    *select,
+                    input,
+                    self.tensor(name, *source)?,
+                    self.tensor(name, *init_value)?,
+                    window,
+                    options,
+                )?)
+            }
+            Op::Iota { axis } => {
+                let ty = graph.tensor_type(id);
+                tensor_value(nxvk_kernels::iota(device, ty.dtype, &ty.shape, *axis)?)
+            }
+            Op::Sort {
+                input,
+                axis,
+                direction,
+                positions,
+            } => {
+                let input = self.tensor(name, *input)?;
+                tensor_value(if *positions {
+                    sort::argsort(input, *axis, *direction, graph.tensor_type(id).dtype)?
+                } else {
+                    sort::sort(input, *axis, *direction)?
+                })
+            }
             op => {
                 let input = self.tensor(name, op.operands()[0])?;
                 let shape = &graph.tensor_type(id).shape;

@@ -12,7 +12,11 @@
 //! `cond`, `while`, `block`) hold nested graphs whose parameters are the values passed in.
 
 use nxvk_core::DType;
-use nxvk_kernels::{BinaryOp, ConvOptions, ReduceOp, TieBreak, UnaryOp, WindowOptions};
+use nxvk_kernels::sort::Direction;
+use nxvk_kernels::{
+    BinaryOp, ConvOptions, ReduceOp, ScanOp, ScatterSelect, TieBreak, UnaryOp, WindowOp,
+    WindowOptions,
+};
 use std::sync::Arc;
 
 /// A handle to a node of one [`Graph`] (its position in the arena).
@@ -85,6 +89,23 @@ pub struct DotAxes {
 pub struct CondClause {
     pub predicate: Arc<Graph>,
     pub body: Arc<Graph>,
+}
+
+/// How `indexed_put`/`indexed_add` combine an update with the target's element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IndexedUpdate {
+    Put,
+    Add,
+}
+
+impl IndexedUpdate {
+    /// Nx's name of the op.
+    pub const fn name(self) -> &'static str {
+        match self {
+            IndexedUpdate::Put => "indexed_put",
+            IndexedUpdate::Add => "indexed_add",
+        }
+    }
 }
 
 /// The op of a node. Operands are [`NodeId`]s of the same graph.
@@ -235,6 +256,90 @@ pub enum Op {
         window_dimensions: Vec<usize>,
         options: WindowOptions,
     },
+    // Data movement, indexing, scans, windows, creation and sorting: each runs the eager
+    // catalog's op of the same name as its own stage (none of them fuses).
+    /// Nx's `pad`: per axis `(low, high, interior)`; negative `low`/`high` crop. `value` is a
+    /// scalar of the input's dtype.
+    Pad {
+        input: NodeId,
+        value: NodeId,
+        config: Vec<(i64, i64, usize)>,
+    },
+    /// Nx's `concatenate` along `axis`.
+    Concatenate {
+        inputs: Vec<NodeId>,
+        axis: usize,
+    },
+    /// `input` with `update` written from `starts` (already clamped so the update fits, as
+    /// Nx clamps).
+    PutSlice {
+        input: NodeId,
+        update: NodeId,
+        starts: Vec<usize>,
+    },
+    /// Nx's `gather`: rows of `indices` (last axis: coordinates on `axes`) select elements.
+    Gather {
+        input: NodeId,
+        indices: NodeId,
+        axes: Vec<usize>,
+    },
+    /// Nx's `take` along `axis`.
+    Take {
+        input: NodeId,
+        indices: NodeId,
+        axis: usize,
+    },
+    /// Nx's `take_along_axis`.
+    TakeAlongAxis {
+        input: NodeId,
+        indices: NodeId,
+        axis: usize,
+    },
+    /// Nx's `indexed_put`/`indexed_add`: `indices` of shape `[n, axes.len()]`, `updates` of
+    /// shape `[n, ...window over the other axes]`.
+    Indexed {
+        update: IndexedUpdate,
+        target: NodeId,
+        indices: NodeId,
+        updates: NodeId,
+        axes: Vec<usize>,
+    },
+    /// Nx's cumulative ops along `axis`, from the end when `reverse`.
+    Cumulative {
+        op: ScanOp,
+        input: NodeId,
+        axis: usize,
+        reverse: bool,
+    },
+    /// Nx's window_sum/product/max/min over windows of `window`.
+    Window {
+        op: WindowOp,
+        input: NodeId,
+        window: Vec<usize>,
+        options: WindowOptions,
+    },
+    /// Nx's window_scatter_max/min: `source` (the pooled shape) scattered onto the positions
+    /// each window of `input` selects, over the scalar `init_value`.
+    WindowScatter {
+        select: ScatterSelect,
+        input: NodeId,
+        source: NodeId,
+        init_value: NodeId,
+        window: Vec<usize>,
+        options: WindowOptions,
+    },
+    /// Nx's `iota` of the node's type: coordinates along `axis`, or row-major positions.
+    Iota {
+        axis: Option<usize>,
+    },
+    /// Nx's stable `sort` along `axis`, or `argsort` (positions, of the node's dtype) when
+    /// `positions`.
+    Sort {
+        input: NodeId,
+        axis: usize,
+        direction: Direction,
+        positions: bool,
+    },
 }
 
 impl Op {
@@ -266,15 +371,34 @@ impl Op {
             Op::Block { .. } => "block",
             Op::ReduceWith { .. } => "reduce",
             Op::WindowReduceWith { .. } => "window_reduce",
+            Op::Pad { .. } => "pad",
+            Op::Concatenate { .. } => "concatenate",
+            Op::PutSlice { .. } => "put_slice",
+            Op::Gather { .. } => "gather",
+            Op::Take { .. } => "take",
+            Op::TakeAlongAxis { .. } => "take_along_axis",
+            Op::Indexed { update, .. } => update.name(),
+            Op::Cumulative { op, .. } => op.name(),
+            Op::Window { op, .. } => op.name(),
+            Op::WindowScatter { select, .. } => select.name(),
+            Op::Iota { .. } => "iota",
+            Op::Sort {
+                positions: false, ..
+            } => "sort",
+            Op::Sort {
+                positions: true, ..
+            } => "argsort",
         }
     }
 
     /// The operands of this node in the same graph (nested graphs excluded).
     pub fn operands(&self) -> Vec<NodeId> {
         match self {
-            Op::Parameter { .. } | Op::Constant { .. } | Op::Literal { .. } | Op::Fun { .. } => {
-                Vec::new()
-            }
+            Op::Parameter { .. }
+            | Op::Constant { .. }
+            | Op::Literal { .. }
+            | Op::Fun { .. }
+            | Op::Iota { .. } => Vec::new(),
             Op::Unary { input, .. }
             | Op::AsType { input }
             | Op::Broadcast { input, .. }
@@ -284,7 +408,10 @@ impl Op {
             | Op::Slice { input, .. }
             | Op::Reduce { input, .. }
             | Op::Reverse { input, .. }
-            | Op::Metadata { input, .. } => vec![*input],
+            | Op::Metadata { input, .. }
+            | Op::Cumulative { input, .. }
+            | Op::Window { input, .. }
+            | Op::Sort { input, .. } => vec![*input],
             Op::Elem { tuple, .. } => vec![*tuple],
             Op::Binary { left, right, .. } | Op::Dot { left, right, .. } => vec![*left, *right],
             Op::Conv { input, kernel, .. } => vec![*input, *kernel],
@@ -299,6 +426,24 @@ impl Op {
             Op::ReduceWith { input, init, .. } | Op::WindowReduceWith { input, init, .. } => {
                 vec![*input, *init]
             }
+            Op::Pad { input, value, .. } => vec![*input, *value],
+            Op::Concatenate { inputs, .. } => inputs.clone(),
+            Op::PutSlice { input, update, .. } => vec![*input, *update],
+            Op::Gather { input, indices, .. }
+            | Op::Take { input, indices, .. }
+            | Op::TakeAlongAxis { input, indices, .. } => vec![*input, *indices],
+            Op::Indexed {
+                target,
+                indices,
+                updates,
+                ..
+            } => vec![*target, *indices, *updates],
+            Op::WindowScatter {
+                input,
+                source,
+                init_value,
+                ..
+            } => vec![*input, *source, *init_value],
         }
     }
 }

@@ -25,6 +25,7 @@
 
 mod autodiff;
 mod builder;
+mod builder_movement;
 mod codegen;
 mod encoding;
 mod executor;
@@ -38,7 +39,9 @@ pub use autodiff::{STOP_GRAD, gradients};
 pub use builder::GraphBuilder;
 pub use codegen::LeafAccess;
 pub use encoding::{MAGIC, MAX_DEPTH, VERSION, decode, encode};
-pub use graph::{CondClause, DotAxes, Graph, Node, NodeId, NodeType, Op, TensorType};
+pub use graph::{
+    CondClause, DotAxes, Graph, IndexedUpdate, Node, NodeId, NodeType, Op, TensorType,
+};
 pub use plan::{FusedKernel, Plan, PlanOptions, Stage};
 pub use plan_cache::{FusionCounters, PlanCache};
 pub use reducer::ReducerKernel;

@@ -5,8 +5,14 @@ mod common;
 
 use common::random_graph;
 use nxvk_core::DType;
-use nxvk_fusion::{CondClause, DotAxes, Graph, GraphBuilder, MAGIC, decode, encode};
-use nxvk_kernels::{BinaryOp, ConvOptions, ReduceOp, TieBreak, UnaryOp};
+use nxvk_fusion::{
+    CondClause, DotAxes, Graph, GraphBuilder, IndexedUpdate, MAGIC, NodeId, decode, encode,
+};
+use nxvk_kernels::sort::Direction;
+use nxvk_kernels::{
+    BinaryOp, ConvOptions, ReduceOp, ScanOp, ScatterSelect, TieBreak, UnaryOp, WindowOp,
+    WindowOptions,
+};
 use proptest::prelude::*;
 
 /// A graph using every structural kind once (fun, cond, while, block, elem, metadata, dot,
@@ -170,6 +176,141 @@ fn operands_must_come_before_their_users() {
     assert!(message.contains("not a node of this graph"), "{message}");
 }
 
+/// A graph using every data-movement, indexing, scan, window, creation and sort node once
+/// (tags 23-36); `variant` changes one option of each, so variants must encode apart.
+fn movement_graph(variant: bool) -> Graph {
+    let mut builder = GraphBuilder::new();
+    let x = builder.parameter(DType::F32, &[4, 3]).unwrap();
+    let zero = builder.constant(DType::F32, 0.0).unwrap();
+    let config = [(1, -1, usize::from(variant)), (0, 2, 0)];
+    let padded = builder.pad(x, zero, &config).unwrap();
+    let joined = builder.concatenate(&[x, x], usize::from(variant)).unwrap();
+    let patch = builder.slice(x, &[0, 0], &[2, 2], &[1, 1]).unwrap();
+    let written = builder.put_slice(x, &[1, 7], patch).unwrap();
+    let rows: Vec<u8> = [0i32, 1, 3, 2]
+        .iter()
+        .flat_map(|value| value.to_le_bytes())
+        .collect();
+    let at = builder.literal(DType::S32, &[2, 2], &rows).unwrap();
+    let gathered = builder.gather(x, at, None).unwrap();
+    let column = builder.reshape(gathered, &[2, 1]).unwrap();
+    let column = builder.as_type(column, DType::S32).unwrap();
+    let taken = builder.take(x, column, 1).unwrap();
+    let along = builder.take_along_axis(x, column, 0).unwrap();
+    let updates = builder
+        .constant_bytes(DType::F32, &[2], &1f32.to_le_bytes())
+        .unwrap();
+    let update = if variant {
+        IndexedUpdate::Put
+    } else {
+        IndexedUpdate::Add
+    };
+    let scattered = builder.indexed(update, x, at, updates, None).unwrap();
+    let scanned = builder.cumulative(ScanOp::Product, x, 1, variant).unwrap();
+    let options = WindowOptions {
+        strides: vec![1, 2],
+        padding: vec![(-1, 1), (0, 0)],
+        window_dilations: vec![],
+    };
+    let pooled = builder
+        .window(WindowOp::Max, x, &[2, 2], options.clone())
+        .unwrap();
+    let spread = builder
+        .window_scatter(ScatterSelect::Min, x, pooled, zero, &[2, 2], options)
+        .unwrap();
+    let positions = builder
+        .iota(DType::S64, &[4, 3], variant.then_some(1))
+        .unwrap();
+    let direction = if variant {
+        Direction::Descending
+    } else {
+        Direction::Ascending
+    };
+    let sorted = builder.sort(x, 0, direction, None).unwrap();
+    let order = builder.sort(x, 1, direction, Some(DType::U16)).unwrap();
+    let outputs: [NodeId; 14] = [
+        padded, joined, written, gathered, taken, along, scattered, scanned, pooled, spread,
+        positions, sorted, order, patch,
+    ];
+    builder.finish(&outputs).unwrap()
+}
+
+#[test]
+fn movement_indexing_scan_window_and_sort_nodes_round_trip() {
+    for variant in [false, true] {
+        let graph = movement_graph(variant);
+        let bytes = encode(&graph);
+        assert_eq!(decode(&bytes).expect("decodes"), graph);
+        assert_eq!(encode(&decode(&bytes).unwrap()), bytes);
+    }
+    // Null arm: a changed option is a different encoding and a different graph.
+    let (plain, changed) = (movement_graph(false), movement_graph(true));
+    assert_ne!(encode(&plain), encode(&changed));
+    assert_ne!(decode(&encode(&changed)).unwrap(), plain);
+}
+
+/// Nx's clamping of put_slice's starts happens in the builder, so a decoded graph holds the
+/// clamped starts; shapes a kernel would reject are decoder errors, not panics.
+#[test]
+fn movement_nodes_reject_bad_operands() {
+    let mut builder = GraphBuilder::new();
+    let x = builder.parameter(DType::F32, &[4, 3]).unwrap();
+    let y = builder.parameter(DType::F64, &[4, 3]).unwrap();
+    let float_indices = builder.parameter(DType::F32, &[2, 1]).unwrap();
+    assert!(builder.concatenate(&[x, y], 0).is_err(), "mixed dtypes");
+    assert!(builder.concatenate(&[], 0).is_err(), "nothing to join");
+    assert!(
+        builder.gather(x, float_indices, None).is_err(),
+        "float indices"
+    );
+    assert!(builder.put_slice(x, &[0, 0], y).is_err(), "dtype mismatch");
+    let zero = builder.constant(DType::F32, 0.0).unwrap();
+    assert!(
+        builder.pad(x, zero, &[(-3, -3, 0), (0, 0, 0)]).is_err(),
+        "negative size"
+    );
+    assert!(
+        builder
+            .window(WindowOp::Sum, x, &[5, 1], WindowOptions::default())
+            .is_err(),
+        "window larger than the axis"
+    );
+    assert!(
+        builder.cumulative(ScanOp::Sum, x, 2, false).is_err(),
+        "no axis 2"
+    );
+    assert!(
+        builder
+            .sort(x, 0, Direction::Ascending, Some(DType::F32))
+            .is_err()
+    );
+    assert!(builder.iota(DType::F32, &[2], Some(1)).is_err());
+    let rows = builder.parameter(DType::S32, &[2, 2]).unwrap();
+    let updates = builder.parameter(DType::F32, &[2]).unwrap();
+    let add = IndexedUpdate::Add;
+    assert!(
+        builder
+            .indexed(add, x, rows, updates, Some(&[1, 0]))
+            .is_err(),
+        "axes not increasing"
+    );
+    assert!(
+        builder.indexed(add, x, rows, updates, Some(&[0])).is_err(),
+        "too few axes"
+    );
+    assert!(
+        builder.indexed(add, x, rows, x, None).is_err(),
+        "updates of the wrong shape"
+    );
+    assert!(builder.indexed(add, x, rows, updates, None).is_ok());
+    let written = builder.put_slice(x, &[9, -4], x).unwrap();
+    let graph = builder.finish(&[written]).unwrap();
+    assert!(matches!(
+        &graph.node(written).op,
+        nxvk_fusion::Op::PutSlice { starts, .. } if starts == &[0, 0]
+    ));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -196,6 +337,7 @@ proptest! {
     #[test]
     fn damaged_encodings_never_panic(seed in any::<u64>(), position in any::<usize>(), value in any::<u8>(), cut in any::<usize>()) {
         let mut bytes = encode(&structural_graph());
+        bytes.extend(encode(&movement_graph(seed % 2 == 0)));
         let (graph, _) = random_graph(seed, DType::F32, 12);
         bytes.extend(encode(&graph));
         let position = position % bytes.len();

@@ -8,10 +8,12 @@ if Code.ensure_loaded?(Nx) do
 
     Only flat graphs are encoded: parameters, constants, tensors, the catalog's element-wise
     ops, `as_type`, views (broadcast, reshape, transpose, squeeze, slice), select, clip, the
-    reductions, dot, conv, reverse and metadata, plus `reduce` and `window_reduce` whose
+    reductions, dot, conv, reverse, metadata, pad, concatenate, put_slice (static starts),
+    gather, indexed_put/add, the window ops and window scatters, iota, sort, argsort, and the
+    cumulative, take and take_along_axis blocks, and `reduce` and `window_reduce`, whose
     function is encoded as a nested graph of its two scalar parameters (a function that
     captures an outer parameter is not encoded). Any other node (`cond`, `while`, `fun`,
-    `optional`/blocks, `elem`, tokens, gather, sort, ...) makes `encode/2` return
+    other blocks, `elem`, tokens, ...) makes `encode/2` return
     `{:unsupported, op}`, and `Nx.Vulkan.Compiler` keeps the evaluator for that function:
     encoding a graph partly would split it into fused and evaluated halves with a transfer in
     between, which the evaluator already does without the split.
@@ -26,6 +28,12 @@ if Code.ensure_loaded?(Nx) do
     @unary MapSet.new(Nx.Vulkan.Ops.unary())
     @binary MapSet.new(Nx.Vulkan.Ops.binary())
     @reduce MapSet.new(Nx.Vulkan.Ops.reduce())
+    @cumulative %{
+      Nx.Block.CumulativeSum => "cumulative_sum",
+      Nx.Block.CumulativeProduct => "cumulative_product",
+      Nx.Block.CumulativeMin => "cumulative_min",
+      Nx.Block.CumulativeMax => "cumulative_max"
+    }
 
     @doc """
     `{:ok, bytes}` for the graph whose outputs are `outputs` (a list of expression tensors)
@@ -105,6 +113,15 @@ if Code.ensure_loaded?(Nx) do
       end
     end
 
+    # The node of `tensor`, converted to `type` by an extra as_type node where it differs.
+    defp node_as(%T{type: type} = tensor, type, state), do: node(tensor, state)
+
+    defp node_as(tensor, type, state) do
+      {input, state} = node(tensor, state)
+      state = add(state, [<<5>>, text(dtype(type)), u32(input)])
+      {state.count - 1, state}
+    end
+
     defp add(state, fields),
       do: %{state | nodes: [fields | state.nodes], count: state.count + 1}
 
@@ -181,7 +198,7 @@ if Code.ensure_loaded?(Nx) do
     defp fields(%T{data: %Expr{op: :reduce, args: [tensor, acc, opts, fun]}} = out, state) do
       axes = opts[:axes] || Enum.to_list(0..(tuple_size(tensor.shape) - 1)//1)
       keep_axes = if opts[:keep_axes], do: 1, else: 0
-      reducer_fields(<<23>>, tensor, acc, [list(axes), <<keep_axes>>], {fun, out.type}, state)
+      reducer_fields(<<37>>, tensor, acc, [list(axes), <<keep_axes>>], {fun, out.type}, state)
     end
 
     defp fields(
@@ -195,8 +212,105 @@ if Code.ensure_loaded?(Nx) do
         list(opts[:window_dilations])
       ]
 
-      reducer_fields(<<24>>, tensor, acc, options, {fun, out.type}, state)
+      reducer_fields(<<38>>, tensor, acc, options, {fun, out.type}, state)
     end
+
+    # --- Data movement, indexing, scans, windows, creation and sorting (tags 23-36) ---
+
+    # pad, concatenate and put_slice take operands of one dtype in the IR; Nx merges their
+    # types, so each operand is converted to the result's type first.
+    defp fields(%T{data: %Expr{op: :pad, args: [input, value, config]}, type: type}, state) do
+      {input, state} = node_as(input, type, state)
+      {value, state} = node_as(value, type, state)
+      {[<<23>>, u32(input), u32(value), triples(config)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :concatenate, args: [inputs, axis]}, type: type}, state) do
+      {inputs, state} = Enum.map_reduce(inputs, state, &node_as(&1, type, &2))
+      {[<<24>>, ids(inputs), u32(axis)], state}
+    end
+
+    # The IR holds static starts, clamped as Nx clamps them so the update fits.
+    defp fields(
+           %T{data: %Expr{op: :put_slice, args: [input, starts, update]}, type: type},
+           state
+         ) do
+      starts =
+        [starts, Tuple.to_list(input.shape), Tuple.to_list(update.shape)]
+        |> Enum.zip_with(fn [start, size, length] ->
+          start |> static_start() |> max(0) |> min(size - length)
+        end)
+
+      {input, state} = node_as(input, type, state)
+      {update, state} = node_as(update, type, state)
+      {[<<25>>, u32(input), u32(update), list(starts)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :gather, args: [input, indices, opts]}}, state) do
+      {input, state} = node(input, state)
+      {indices, state} = node(indices, state)
+      {[<<26>>, u32(input), u32(indices), list(opts[:axes])], state}
+    end
+
+    defp fields(%T{data: %Expr{op: op, args: [target, indices, updates, opts]}}, state)
+         when op in [:indexed_put, :indexed_add] do
+      {ids, state} = Enum.map_reduce([target, indices, updates], state, &node/2)
+      tag = if op == :indexed_put, do: <<29>>, else: <<30>>
+      {[tag, ids(ids), list(opts[:axes])], state}
+    end
+
+    defp fields(%T{data: %Expr{op: op, args: [input, window, opts]}}, state)
+         when op in [:window_sum, :window_product, :window_max, :window_min] do
+      {input, state} = node(input, state)
+      {[<<32>>, text(Atom.to_string(op)), u32(input), window_fields(window, opts)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: op, args: [input, source, init, window, opts]}}, state)
+         when op in [:window_scatter_max, :window_scatter_min] do
+      {ids, state} = Enum.map_reduce([input, source, init], state, &node/2)
+      {[<<33>>, text(Atom.to_string(op)), ids(ids), window_fields(window, opts)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :iota, args: [axis]}, type: type, shape: shape}, state) do
+      has_axis = if axis == nil, do: 0, else: 1
+      fields = [<<34>>, text(dtype(type)), list(Tuple.to_list(shape)), <<has_axis>>]
+      {fields ++ [u32(axis || 0)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :sort, args: [input, opts]}}, state) do
+      {input, state} = node(input, state)
+      {[<<35>>, u32(input), u32(opts[:axis]), descending(opts)], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :argsort, args: [input, opts]}, type: type}, state) do
+      {input, state} = node(input, state)
+      {[<<36>>, text(dtype(type)), u32(input), u32(opts[:axis]), descending(opts)], state}
+    end
+
+    # Nx's cumulative ops, take and take_along_axis are blocks with a default expression;
+    # the catalog runs them natively.
+    defp fields(%T{data: %Expr{op: :block, args: [%struct{} = block, [input], _, _]}}, state)
+         when is_map_key(@cumulative, struct) do
+      {input, state} = node(input, state)
+      reverse = if block.reverse, do: 1, else: 0
+      {[<<31>>, text(@cumulative[struct]), u32(input), u32(block.axis), <<reverse>>], state}
+    end
+
+    defp fields(
+           %T{data: %Expr{op: :block, args: [%struct{} = block, [input, indices], _, _]}},
+           state
+         )
+         when struct in [Nx.Block.Take, Nx.Block.TakeAlongAxis] do
+      {input, state} = node(input, state)
+      {indices, state} = node(indices, state)
+      tag = if struct == Nx.Block.Take, do: <<27>>, else: <<28>>
+      {[tag, u32(input), u32(indices), u32(block.axis)], state}
+    end
+
+    # nxvk's dot and conv have no complex kernels: those graphs keep the evaluator, whose
+    # backend callbacks take the counted host gate for them.
+    defp fields(%T{data: %Expr{op: op}, type: {:c, _}}, _state) when op in [:dot, :conv],
+      do: throw({:unsupported, op})
 
     defp fields(%T{data: %Expr{op: :dot, args: [left, cl, bl, right, cr, br]}}, state) do
       {left, state} = node(left, state)
@@ -280,6 +394,36 @@ if Code.ensure_loaded?(Nx) do
         u32(length(pairs)),
         Enum.map(pairs, fn {low, high} -> <<low::signed-little-64, high::signed-little-64>> end)
       ]
+
+    defp ids(ids), do: [u32(length(ids)), Enum.map(ids, &u32/1)]
+
+    defp triples(config),
+      do: [
+        u32(length(config)),
+        Enum.map(config, fn {low, high, interior} ->
+          <<low::signed-little-64, high::signed-little-64, interior::unsigned-little-64>>
+        end)
+      ]
+
+    defp window_fields(window, opts) do
+      rank = tuple_size(window)
+
+      [
+        list(Tuple.to_list(window)),
+        list(opts[:strides] || List.duplicate(1, rank)),
+        pairs(opts[:padding] || List.duplicate({0, 0}, rank)),
+        list(opts[:window_dilations] || List.duplicate(1, rank))
+      ]
+    end
+
+    defp descending(opts), do: if(opts[:direction] == :desc, do: <<1>>, else: <<0>>)
+
+    defp static_start(start) when is_integer(start), do: start
+
+    defp static_start(%T{data: %Expr{op: :constant, args: [start]}}) when is_integer(start),
+      do: start
+
+    defp static_start(_start), do: throw({:unsupported, :dynamic_put_slice})
 
     defp permutation(nil), do: [<<0>>, list([])]
     defp permutation(axes), do: [<<1>>, list(axes)]

@@ -1,0 +1,524 @@
+//! Gradient rules of the data-movement, indexing, scan, window and sort nodes.
+//!
+//! They follow `Nx.Defn.Grad`: slice's gradient is the output gradient dilated by the strides
+//! (a `pad`) and put into zeros; pad's is the inverse crop then a strided slice (the pad
+//! value gets the rest of the sum); concatenate's are slices; put_slice's are the gradient
+//! with the window zeroed and the window itself; gather's is an `indexed_add` into zeros;
+//! indexed_add/put pass the gradient to the target (put zeroes the written positions) and
+//! gather it for the updates; window_max/min scatter it with window_scatter_max/min (over the
+//! input padded explicitly: see `window_extreme_rule`);
+//! window_sum's is a window_sum of the dilated, re-padded gradient.
+//!
+//! Where Nx has no rule of its own (its cumulative ops and take/take_along_axis are
+//! compositions there), the rules here are the exact derivative of our node:
+//! - cumulative_sum: the cumulative sum of the gradient in the other direction;
+//! - cumulative_product: `cumulative_sum(g * y, other direction) / x`, and at a zero input
+//!   the product of the other inputs (see `cumulative_product_rule`), so zeros are exact as
+//!   in Nx's product rule;
+//! - cumulative_max/min: each output's gradient goes to the element holding the running
+//!   extreme; among tied elements the most recent one (in scan order) takes it all;
+//! - take and take_along_axis: the gradient is added back at the taken positions
+//!   (`indexed_add`, so positions taken twice add up);
+//! - sort: the gradient is put back through the stable argsort permutation (Nx takes it
+//!   along the inverse permutation: the same values, without a second sort; a permutation
+//!   writes each position once, so no atomic adds are needed).
+//!
+//! Ties and repeated indices: window_max/min follow window_scatter's choice (the last
+//! extreme in each window, Nx's greater_equal selection; padding never wins); indexed_put's rule is Nx's, so of several rows writing one
+//! position, every row's update receives that position's gradient (only the last one's value
+//! survives the forward pass). Iota, argsort and integer operands carry no gradient.
+
+use super::Differentiator;
+use crate::graph::{IndexedUpdate, NodeId, Op, TensorType};
+use nxvk_core::{DType, Result};
+use nxvk_kernels::{BinaryOp, ReduceOp, ScanOp, ScatterSelect, TieBreak, WindowOp, WindowOptions};
+
+/// The dtype of the coordinates the rules build (Nx's default index type).
+const INDEX_DTYPE: DType = DType::S32;
+
+impl Differentiator<'_> {
+    /// The contributions of `gradient` (the adjoint of `node`, whose op is `op`) to the
+    /// operands of a data-movement, indexing, scan, window or sort node.
+    pub(super) fn movement_rule(
+        &mut self,
+        op: &Op,
+        node: NodeId,
+        gradient: NodeId,
+        needed: &[bool],
+    ) -> Result<Vec<(NodeId, NodeId)>> {
+        let wants = |this: &Self, operand: NodeId| {
+            needed[operand.index()] && this.ty(operand).is_ok_and(|ty| ty.dtype.is_float())
+        };
+        let mut contributions = Vec::new();
+        match op {
+            Op::Slice {
+                input,
+                starts,
+                strides,
+                ..
+            } => {
+                if wants(self, *input) {
+                    let config: Vec<(i64, i64, usize)> =
+                        strides.iter().map(|&stride| (0, 0, stride - 1)).collect();
+                    let dilated = self.pad_with_zero(gradient, &config)?;
+                    let zeros = self.zeros_like(*input)?;
+                    let starts: Vec<i64> = starts.iter().map(|&start| start as i64).collect();
+                    contributions.push((*input, self.builder.put_slice(zeros, &starts, dilated)?));
+                }
+            }
+            Op::Pad {
+                input,
+                value,
+                config,
+            } => {
+                let (want_input, want_value) = (wants(self, *input), wants(self, *value));
+                if want_input || want_value {
+                    let cropping: Vec<(i64, i64, usize)> = config
+                        .iter()
+                        .map(|&(low, high, _)| (-low, -high, 0))
+                        .collect();
+                    let cropped = self.pad_with_zero(gradient, &cropping)?;
+                    let shape = self.ty(cropped)?.shape;
+                    let strides: Vec<usize> = config
+                        .iter()
+                        .map(|&(_, _, interior)| interior + 1)
+                        .collect();
+                    let operand =
+                        self.builder
+                            .slice(cropped, &vec![0; shape.len()], &shape, &strides)?;
+                    if want_value {
+                        let total = self.sum_all(gradient)?;
+                        let kept = self.sum_all(operand)?;
+                        let rest = self.binary(BinaryOp::Subtract, total, kept)?;
+                        contributions.push((*value, rest));
+                    }
+                    if want_input {
+                        contributions.push((*input, operand));
+                    }
+                }
+            }
+            Op::Concatenate { inputs, axis } => {
+                let shape = self.ty(gradient)?.shape;
+                let mut position = 0;
+                for &input in inputs {
+                    let length = self.ty(input)?.shape[*axis];
+                    if wants(self, input) {
+                        let mut starts = vec![0; shape.len()];
+                        starts[*axis] = position;
+                        let mut lengths = shape.clone();
+                        lengths[*axis] = length;
+                        let part = self.plain_slice(gradient, &starts, &lengths)?;
+                        contributions.push((input, part));
+                    }
+                    position += length;
+                }
+            }
+            Op::PutSlice {
+                input,
+                update,
+                starts,
+            } => {
+                if wants(self, *input) {
+                    let zeros = self.zeros_like(*update)?;
+                    let signed: Vec<i64> = starts.iter().map(|&start| start as i64).collect();
+                    contributions.push((*input, self.builder.put_slice(gradient, &signed, zeros)?));
+                }
+                if wants(self, *update) {
+                    let lengths = self.ty(*update)?.shape;
+                    contributions.push((*update, self.plain_slice(gradient, starts, &lengths)?));
+                }
+            }
+            Op::Gather {
+                input,
+                indices,
+                axes,
+            } => {
+                if wants(self, *input) {
+                    let (input_type, index_type) = (self.ty(*input)?, self.ty(*indices)?);
+                    // The builder checked that indices have rank at least 1.
+                    let (depth, outer) = index_type.shape.split_last().unwrap_or((&0, &[]));
+                    let (depth, rows) = (*depth, outer.iter().product::<usize>());
+                    let coordinates = self.builder.reshape(*indices, &[rows, depth])?;
+                    let mut window = vec![rows];
+                    window.extend(
+                        (0..input_type.shape.len())
+                            .filter(|axis| !axes.contains(axis))
+                            .map(|axis| input_type.shape[axis]),
+                    );
+                    let updates = self.builder.reshape(gradient, &window)?;
+                    let value = self.scatter_into_zeros(
+                        IndexedUpdate::Add,
+                        &input_type,
+                        coordinates,
+                        updates,
+                        axes,
+                    )?;
+                    contributions.push((*input, value));
+                }
+            }
+            Op::Take {
+                input,
+                indices,
+                axis,
+            } => {
+                if wants(self, *input) {
+                    let (input_type, index_type) = (self.ty(*input)?, self.ty(*indices)?);
+                    let taken = index_type.shape.len();
+                    // The gradient's index axes go first, then the input's other axes.
+                    let mut permutation: Vec<usize> = (*axis..axis + taken).collect();
+                    permutation.extend(0..*axis);
+                    permutation.extend(axis + taken..input_type.shape.len() - 1 + taken);
+                    let moved = self.builder.transpose(gradient, &permutation)?;
+                    let rows = index_type.n_elements();
+                    let mut window = vec![rows];
+                    window.extend(&input_type.shape[..*axis]);
+                    window.extend(&input_type.shape[axis + 1..]);
+                    let updates = self.builder.reshape(moved, &window)?;
+                    let coordinates = self.builder.reshape(*indices, &[rows, 1])?;
+                    let value = self.scatter_into_zeros(
+                        IndexedUpdate::Add,
+                        &input_type,
+                        coordinates,
+                        updates,
+                        &[*axis],
+                    )?;
+                    contributions.push((*input, value));
+                }
+            }
+            Op::TakeAlongAxis {
+                input,
+                indices,
+                axis,
+            } => {
+                if wants(self, *input) {
+                    let input_type = self.ty(*input)?;
+                    let value = self.scatter_along_axis(
+                        IndexedUpdate::Add,
+                        gradient,
+                        *indices,
+                        *axis,
+                        &input_type,
+                    )?;
+                    contributions.push((*input, value));
+                }
+            }
+            Op::Indexed {
+                update,
+                target,
+                indices,
+                updates,
+                axes,
+            } => {
+                if wants(self, *target) {
+                    let value = match update {
+                        IndexedUpdate::Add => gradient,
+                        IndexedUpdate::Put => {
+                            let zeros = self.zeros_like(*updates)?;
+                            self.builder.indexed(
+                                IndexedUpdate::Put,
+                                gradient,
+                                *indices,
+                                zeros,
+                                Some(axes),
+                            )?
+                        }
+                    };
+                    contributions.push((*target, value));
+                }
+                if wants(self, *updates) {
+                    let gathered = self.builder.gather(gradient, *indices, Some(axes))?;
+                    let shape = self.ty(*updates)?.shape;
+                    let window = self.plain_slice(gathered, &vec![0; shape.len()], &shape)?;
+                    contributions.push((*updates, window));
+                }
+            }
+            Op::Cumulative {
+                op,
+                input,
+                axis,
+                reverse,
+            } => {
+                if wants(self, *input) {
+                    let value =
+                        self.cumulative_rule(*op, *input, node, gradient, *axis, *reverse)?;
+                    contributions.push((*input, value));
+                }
+            }
+            Op::Window {
+                op,
+                input,
+                window,
+                options,
+            } => {
+                if wants(self, *input) {
+                    let value = match op {
+                        WindowOp::Sum => self.window_sum_rule(*input, gradient, window, options)?,
+                        WindowOp::Max | WindowOp::Min => {
+                            self.window_extreme_rule(*op, *input, gradient, window, options)?
+                        }
+                        WindowOp::Product => return Err(self.no_rule(op.name(), node)),
+                    };
+                    contributions.push((*input, value));
+                }
+            }
+            Op::Sort {
+                input,
+                axis,
+                direction,
+                positions: false,
+            } => {
+                if wants(self, *input) {
+                    let permutation =
+                        self.builder
+                            .sort(*input, *axis, *direction, Some(INDEX_DTYPE))?;
+                    let input_type = self.ty(*input)?;
+                    let value = self.scatter_along_axis(
+                        IndexedUpdate::Put,
+                        gradient,
+                        permutation,
+                        *axis,
+                        &input_type,
+                    )?;
+                    contributions.push((*input, value));
+                }
+            }
+            Op::Sort {
+                positions: true, ..
+            }
+            | Op::Iota { .. } => {}
+            _ => return Err(self.no_rule(op.name(), node)),
+        }
+        Ok(contributions)
+    }
+
+    /// `value` padded with zeros by `config`.
+    fn pad_with_zero(&mut self, value: NodeId, config: &[(i64, i64, usize)]) -> Result<NodeId> {
+        let zero = self.scalar(self.ty(value)?.dtype, 0.0)?;
+        self.builder.pad(value, zero, config)
+    }
+
+    /// A unit-stride slice.
+    fn plain_slice(
+        &mut self,
+        value: NodeId,
+        starts: &[usize],
+        lengths: &[usize],
+    ) -> Result<NodeId> {
+        if self.ty(value)?.shape == lengths {
+            return Ok(value);
+        }
+        self.builder
+            .slice(value, starts, lengths, &vec![1; lengths.len()])
+    }
+
+    /// The sum of all elements, as a scalar.
+    fn sum_all(&mut self, value: NodeId) -> Result<NodeId> {
+        self.builder
+            .reduce(ReduceOp::Sum, value, None, false, TieBreak::Low)
+    }
+
+    /// `updates` added (or put) at `coordinates` (on `axes`) into zeros of `target`'s type.
+    fn scatter_into_zeros(
+        &mut self,
+        update: IndexedUpdate,
+        target: &TensorType,
+        coordinates: NodeId,
+        updates: NodeId,
+        axes: &[usize],
+    ) -> Result<NodeId> {
+        let zero = self.scalar(target.dtype, 0.0)?;
+        let zeros = self.builder.broadcast_to(zero, &target.shape)?;
+        self.builder
+            .indexed(update, zeros, coordinates, updates, Some(axes))
+    }
+
+    /// The transpose of `take_along_axis(x, positions, axis)`: each element of `gradient`
+    /// (of `positions`' shape) added (`Add`) at its own coordinates with `axis` replaced by
+    /// its position, into zeros of `target`; `Put` where `positions` is a permutation along
+    /// the axis (each position written once: no atomic adds needed).
+    fn scatter_along_axis(
+        &mut self,
+        update: IndexedUpdate,
+        gradient: NodeId,
+        positions: NodeId,
+        axis: usize,
+        target: &TensorType,
+    ) -> Result<NodeId> {
+        let shape = self.ty(positions)?.shape;
+        let rows: usize = shape.iter().product();
+        let columns = (0..shape.len())
+            .map(|coordinate_axis| {
+                let column = if coordinate_axis == axis {
+                    self.builder.as_type(positions, INDEX_DTYPE)?
+                } else {
+                    self.builder
+                        .iota(INDEX_DTYPE, &shape, Some(coordinate_axis))?
+                };
+                self.builder.reshape(column, &[rows, 1])
+            })
+            .collect::<Result<Vec<NodeId>>>()?;
+        let coordinates = self.builder.concatenate(&columns, 1)?;
+        let updates = self.builder.reshape(gradient, &[rows])?;
+        let all_axes: Vec<usize> = (0..shape.len()).collect();
+        self.scatter_into_zeros(update, target, coordinates, updates, &all_axes)
+    }
+
+    /// d input of `output = cumulative(op, input, axis, reverse)` (see the module docs).
+    fn cumulative_rule(
+        &mut self,
+        op: ScanOp,
+        input: NodeId,
+        output: NodeId,
+        gradient: NodeId,
+        axis: usize,
+        reverse: bool,
+    ) -> Result<NodeId> {
+        match op {
+            ScanOp::Sum => self
+                .builder
+                .cumulative(ScanOp::Sum, gradient, axis, !reverse),
+            ScanOp::Product => self.cumulative_product_rule(input, output, gradient, axis, reverse),
+            ScanOp::Max | ScanOp::Min => {
+                // Where the input equals the running extreme, it holds it; every output takes
+                // the nearest such position before it in scan order.
+                let ty = self.ty(input)?;
+                let holds = self.binary(BinaryOp::Equal, input, output)?;
+                let coordinate = self.builder.iota(INDEX_DTYPE, &ty.shape, Some(axis))?;
+                let (fill, nearest) = if reverse {
+                    (ty.shape[axis] as f64, ScanOp::Min)
+                } else {
+                    (-1.0, ScanOp::Max)
+                };
+                let outside = self.scalar(INDEX_DTYPE, fill)?;
+                let outside = self.builder.broadcast_to(outside, &ty.shape)?;
+                let candidates = self.builder.select(holds, coordinate, outside)?;
+                let holder = self
+                    .builder
+                    .cumulative(nearest, candidates, axis, reverse)?;
+                self.scatter_along_axis(IndexedUpdate::Add, gradient, holder, axis, &ty)
+            }
+        }
+    }
+
+    /// d input of cumulative_product, exact at zeros (as Nx's product rule is): output `j`
+    /// depends on input `i <= j` (in scan order) through the product of the others. For a
+    /// nonzero input that is `y[j] / x[i]`, so its gradient is the later-direction sum of
+    /// `g * y` over `x`. For a zero input it is the product of the others, nonzero only while
+    /// `i` is the one zero so far: the later-direction sum of `g * P` over those outputs,
+    /// where `P` is the running product with zeros read as ones.
+    fn cumulative_product_rule(
+        &mut self,
+        input: NodeId,
+        output: NodeId,
+        gradient: NodeId,
+        axis: usize,
+        reverse: bool,
+    ) -> Result<NodeId> {
+        let dtype = self.ty(input)?.dtype;
+        let weighted = self.mul(gradient, output)?;
+        let later = self
+            .builder
+            .cumulative(ScanOp::Sum, weighted, axis, !reverse)?;
+        let nonzero_rule = self.div(later, input)?;
+        let zero = self.scalar(dtype, 0.0)?;
+        let one = self.scalar(dtype, 1.0)?;
+        let is_zero = self.binary(BinaryOp::Equal, input, zero)?;
+        let ones = self.builder.broadcast_to(one, &self.ty(input)?.shape)?;
+        let zeros_as_ones = self.builder.select(is_zero, ones, input)?;
+        let others = self
+            .builder
+            .cumulative(ScanOp::Product, zeros_as_ones, axis, reverse)?;
+        let zero_count = self.builder.as_type(is_zero, dtype)?;
+        let zero_count = self
+            .builder
+            .cumulative(ScanOp::Sum, zero_count, axis, reverse)?;
+        let one_zero = self.binary(BinaryOp::Equal, zero_count, one)?;
+        let contribution = self.mul(gradient, others)?;
+        let contribution = self.mask(one_zero, contribution, true)?;
+        let zero_rule = self
+            .builder
+            .cumulative(ScanOp::Sum, contribution, axis, !reverse)?;
+        self.builder.select(is_zero, zero_rule, nonzero_rule)
+    }
+
+    /// d input of window_max/min: the gradient scattered onto each window's extreme by
+    /// window_scatter_max/min. The scatter pads with its init value (0, as in Nx's rule),
+    /// which would win a window whose real elements are all below it; the forward pass pads
+    /// with -inf (+inf for min), so the input is padded that way explicitly, scattered
+    /// without padding, and the padding cropped off again.
+    fn window_extreme_rule(
+        &mut self,
+        op: WindowOp,
+        input: NodeId,
+        gradient: NodeId,
+        window: &[usize],
+        options: &WindowOptions,
+    ) -> Result<NodeId> {
+        let (select, fill) = if op == WindowOp::Max {
+            (ScatterSelect::Max, f64::NEG_INFINITY)
+        } else {
+            (ScatterSelect::Min, f64::INFINITY)
+        };
+        let dtype = self.ty(input)?.dtype;
+        let config: Vec<(i64, i64, usize)> = options
+            .padding
+            .iter()
+            .map(|&(low, high)| (low, high, 0))
+            .collect();
+        let padded = if config.is_empty() {
+            input
+        } else {
+            let fill = self.scalar(dtype, fill)?;
+            self.builder.pad(input, fill, &config)?
+        };
+        let zero = self.scalar(dtype, 0.0)?;
+        let unpadded = WindowOptions {
+            padding: Vec::new(),
+            ..options.clone()
+        };
+        let scattered = self
+            .builder
+            .window_scatter(select, padded, gradient, zero, window, unpadded)?;
+        if config.is_empty() {
+            return Ok(scattered);
+        }
+        let cropping: Vec<(i64, i64, usize)> = config
+            .iter()
+            .map(|&(low, high, _)| (-low, -high, 0))
+            .collect();
+        self.pad_with_zero(scattered, &cropping)
+    }
+
+    /// d input of window_sum: output `p` read padded positions `p * stride + w * dilation`,
+    /// so input `i` collects the outputs whose windows cover it. Dilating the gradient by the
+    /// strides and padding it so a stride-1 window over it lines up with the input (a window
+    /// sum is the same read forwards or backwards) gives exactly those sums.
+    fn window_sum_rule(
+        &mut self,
+        input: NodeId,
+        gradient: NodeId,
+        window: &[usize],
+        options: &WindowOptions,
+    ) -> Result<NodeId> {
+        let input_shape = self.ty(input)?.shape;
+        let pooled = self.ty(gradient)?.shape;
+        let config: Vec<(i64, i64, usize)> = (0..input_shape.len())
+            .map(|axis| {
+                let stride = options.strides.get(axis).copied().unwrap_or(1);
+                let dilation = options.window_dilations.get(axis).copied().unwrap_or(1) as i64;
+                let (low, _) = options.padding.get(axis).copied().unwrap_or((0, 0));
+                let reach = (window[axis] as i64 - 1) * dilation;
+                let covered = (pooled[axis] as i64 - 1) * stride as i64 + 1;
+                let before = reach - low;
+                let after = input_shape[axis] as i64 + reach - before - covered;
+                (before, after, stride - 1)
+            })
+            .collect();
+        let spread = self.pad_with_zero(gradient, &config)?;
+        let unit = WindowOptions {
+            window_dilations: options.window_dilations.clone(),
+            ..WindowOptions::default()
+        };
+        self.builder.window(WindowOp::Sum, spread, window, unit)
+    }
+}
