@@ -28,7 +28,7 @@ mod movement_codegen;
 #[allow(dead_code)]
 mod scan_codegen;
 
-use op_table::{BinaryOp, Elem, OpSpec, UnaryOp};
+use op_table::{BinaryOp, ComplexElem, Elem, OpSpec, UnaryOp, ValueType};
 use reduce_codegen::{Accumulation, ReduceLayout, ReduceOp};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -43,6 +43,7 @@ fn main() {
         "src/scan_codegen.rs",
         "src/glsl_helpers.glsl",
         "src/glsl_f64_math.glsl",
+        "src/glsl_complex.glsl",
         "build.rs",
     ] {
         println!("cargo:rerun-if-changed={source}");
@@ -64,6 +65,24 @@ fn main() {
         &mut generated,
         &mut all,
     );
+    let complex_binary_rows = complex_op_rows(&binary_specs, 2, out_dir, &mut generated, &mut all);
+    let complex_unary_rows = complex_op_rows(&unary_specs, 1, out_dir, &mut generated, &mut all);
+    let complex_cast_rows: Vec<_> = ValueType::ALL
+        .iter()
+        .map(|&from| {
+            ValueType::ALL.map(|to| {
+                codegen::complex_cast_shader(from, to).map(|glsl| {
+                    compile(
+                        out_dir,
+                        &op_table::value_cast_kernel_name(from, to),
+                        &glsl,
+                        &mut generated,
+                        &mut all,
+                    )
+                })
+            })
+        })
+        .collect();
     let mut cast_rows = Vec::new();
     for from in Elem::ALL {
         let row = Elem::ALL.map(|to| {
@@ -136,23 +155,7 @@ fn main() {
 
     creation_select_and_scan_kernels(out_dir, &mut generated, &mut all);
 
-    let table = |rows: &[[Option<String>; 12]]| {
-        let mut text = String::from("[\n");
-        for row in rows {
-            text.push_str("    [");
-            for cell in row {
-                match cell {
-                    Some(constant) => {
-                        let _ = write!(text, "Some(&{constant}), ");
-                    }
-                    None => text.push_str("None, "),
-                }
-            }
-            text.push_str("],\n");
-        }
-        text.push(']');
-        text
-    };
+    let table = option_table::<12>;
     let _ = writeln!(
         generated,
         "\n/// Binary kernels by [`BinaryOp::index`] and [`Elem::index`] of the compute type.\npub(crate) static BINARY_KERNELS: [[Option<&CatalogKernel>; 12]; {}] = {};",
@@ -169,6 +172,23 @@ fn main() {
         generated,
         "\n/// Cast kernels by [`Elem::index`] of the source and the target.\npub(crate) static CAST_KERNELS: [[Option<&CatalogKernel>; 12]; 12] = {};",
         table(&cast_rows)
+    );
+    let _ = writeln!(
+        generated,
+        "\n/// Complex binary kernels by [`BinaryOp::index`] and [`ComplexElem::index`] of the compute type.\npub(crate) static COMPLEX_BINARY_KERNELS: [[Option<&CatalogKernel>; 2]; {}] = {};",
+        complex_binary_rows.len(),
+        option_table(&complex_binary_rows)
+    );
+    let _ = writeln!(
+        generated,
+        "\n/// Complex unary kernels by [`UnaryOp::index`] and [`ComplexElem::index`] of the compute type.\npub(crate) static COMPLEX_UNARY_KERNELS: [[Option<&CatalogKernel>; 2]; {}] = {};",
+        complex_unary_rows.len(),
+        option_table(&complex_unary_rows)
+    );
+    let _ = writeln!(
+        generated,
+        "\n/// Casts from or to complex types by [`ValueType::index`] of the source and the target.\npub(crate) static COMPLEX_CAST_KERNELS: [[Option<&CatalogKernel>; 14]; 14] = {};",
+        option_table(&complex_cast_rows)
     );
     let tables = |layers: &[Vec<[Option<String>; 12]>]| {
         let inner: Vec<String> = layers.iter().map(|rows| table(rows)).collect();
@@ -320,6 +340,52 @@ fn op_rows(
             })
         })
         .collect()
+}
+
+/// Compiles the complex kernel of every op of `specs` with `arity` operands that has one: one
+/// row per op, by [`ComplexElem::index`].
+fn complex_op_rows(
+    specs: &[OpSpec],
+    arity: usize,
+    out_dir: &Path,
+    generated: &mut String,
+    all: &mut Vec<String>,
+) -> Vec<[Option<String>; ComplexElem::ALL.len()]> {
+    specs
+        .iter()
+        .map(|spec| {
+            ComplexElem::ALL.map(|complex| {
+                codegen::complex_op_shader(spec, arity, complex).map(|glsl| {
+                    compile(
+                        out_dir,
+                        &op_table::complex_kernel_name(spec.name, complex),
+                        &glsl,
+                        generated,
+                        all,
+                    )
+                })
+            })
+        })
+        .collect()
+}
+
+/// A Rust array expression of optional kernel references, one row per entry of `rows`.
+fn option_table<const N: usize>(rows: &[[Option<String>; N]]) -> String {
+    let mut text = String::from("[\n");
+    for row in rows {
+        text.push_str("    [");
+        for cell in row {
+            match cell {
+                Some(constant) => {
+                    let _ = write!(text, "Some(&{constant}), ");
+                }
+                None => text.push_str("None, "),
+            }
+        }
+        text.push_str("],\n");
+    }
+    text.push(']');
+    text
 }
 
 /// Compiles one kernel, writes its SPIR-V and declares its constant; returns the constant's name.

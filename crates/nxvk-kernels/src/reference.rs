@@ -345,14 +345,15 @@ pub fn binary(op: BinaryOp, compute: DType, a: Value, b: Value) -> Option<Value>
         }),
         (a, b) => {
             let (x, y) = (a.as_complex(), b.as_complex());
+            let arithmetic = ComplexArithmetic::of(compute);
             Some(match op {
                 Add => Value::Complex(x + y),
                 Subtract => Value::Complex(x - y),
-                Multiply => Value::Complex(x * y),
-                Divide => Value::Complex(x / y),
+                Multiply => Value::Complex(arithmetic.multiply(x, y)),
+                Divide => Value::Complex(arithmetic.divide(x, y)),
                 Pow => Value::Complex(x.powc(y)),
-                Equal => return predicate(x == y),
-                NotEqual => return predicate(x != y),
+                Equal => return predicate(complex_equal(x, y)),
+                NotEqual => return predicate(!complex_equal(x, y)),
                 LogicalAnd => return predicate(!a.is_zero() && !b.is_zero()),
                 LogicalOr => return predicate(!a.is_zero() || !b.is_zero()),
                 LogicalXor => return predicate(a.is_zero() != b.is_zero()),
@@ -412,9 +413,100 @@ fn erf_inv(y: f64) -> f64 {
     x.copysign(y)
 }
 
-fn complex_unary(op: UnaryOp, z: Complex64) -> Option<Value> {
+/// Complex arithmetic as Elixir's Complex library writes it (and `glsl_complex.glsl` repeats),
+/// every operation rounded to the component type: f64 carries more than twice f32's digits, so
+/// an f64 sum, product, quotient or square root of f32 values rounded to f32 is the correctly
+/// rounded f32 result, as the kernels compute it.
+#[derive(Debug, Clone, Copy)]
+struct ComplexArithmetic {
+    single_precision: bool,
+}
+
+impl ComplexArithmetic {
+    fn of(compute: DType) -> Self {
+        ComplexArithmetic {
+            single_precision: compute == DType::C64,
+        }
+    }
+
+    fn round(self, value: f64) -> f64 {
+        if self.single_precision {
+            f64::from(value as f32)
+        } else {
+            value
+        }
+    }
+
+    fn product(self, a: f64, b: f64) -> f64 {
+        self.round(a * b)
+    }
+
+    /// Complex.multiply: (ac - bd) + (bc + ad)i.
+    fn multiply(self, a: Complex64, b: Complex64) -> Complex64 {
+        Complex64::new(
+            self.round(self.product(a.re, b.re) - self.product(a.im, b.im)),
+            self.round(self.product(a.im, b.re) + self.product(a.re, b.im)),
+        )
+    }
+
+    /// Complex's real divide inside complex division: finite over infinite is +0.
+    fn divide_component(self, numerator: f64, denominator: f64) -> f64 {
+        if denominator.is_infinite() && numerator.is_finite() {
+            0.0
+        } else {
+            self.round(numerator / denominator)
+        }
+    }
+
+    /// Complex.divide: times the conjugate over |b|^2, unscaled; a finite dividend over
+    /// (+-Inf, 0) is 0.
+    fn divide(self, a: Complex64, b: Complex64) -> Complex64 {
+        if a.re.is_finite() && a.im.is_finite() && b.re.is_infinite() && b.im == 0.0 {
+            return Complex64::new(0.0, 0.0);
+        }
+        let numerator_re = self.round(self.product(a.re, b.re) + self.product(a.im, b.im));
+        let numerator_im = self.round(self.product(a.im, b.re) - self.product(a.re, b.im));
+        let denominator = self.round(self.product(b.re, b.re) + self.product(b.im, b.im));
+        Complex64::new(
+            self.divide_component(numerator_re, denominator),
+            self.divide_component(numerator_im, denominator),
+        )
+    }
+
+    /// Complex.abs: NaN when both parts are NaN, +Inf when either is not finite, else the
+    /// larger part times sqrt(1 + ratio^2).
+    fn abs(self, z: Complex64) -> f64 {
+        if z.re.is_nan() && z.im.is_nan() {
+            return f64::NAN;
+        }
+        if !z.re.is_finite() || !z.im.is_finite() {
+            return f64::INFINITY;
+        }
+        let (x, y) = (z.re.abs(), z.im.abs());
+        if x == 0.0 {
+            return y;
+        }
+        if y == 0.0 {
+            return x;
+        }
+        let (larger, smaller) = (x.max(y), x.min(y));
+        let ratio = self.round(smaller / larger);
+        let root = self.round((self.round(1.0 + self.product(ratio, ratio))).sqrt());
+        self.product(larger, root)
+    }
+}
+
+/// Nx.BinaryBackend compares complex numbers as Elixir terms: NaN parts (the atom :nan) are
+/// equal, and 0.0 equals -0.0.
+fn complex_equal(a: Complex64, b: Complex64) -> bool {
+    let same = |x: f64, y: f64| x == y || (x.is_nan() && y.is_nan());
+    same(a.re, b.re) && same(a.im, b.im)
+}
+
+fn complex_unary(op: UnaryOp, compute: DType, z: Complex64) -> Option<Value> {
     use UnaryOp::*;
     let one = Complex64::new(1.0, 0.0);
+    let arithmetic = ComplexArithmetic::of(compute);
     Some(Value::Complex(match op {
         Negate => -z,
         Exp => z.exp(),
@@ -437,7 +529,7 @@ fn complex_unary(op: UnaryOp, z: Complex64) -> Option<Value> {
         Acosh => z.acosh(),
         Atanh => z.atanh(),
         Conjugate => z.conj(),
-        Abs => return Some(Value::Float(z.norm())),
+        Abs => return Some(Value::Float(arithmetic.abs(z))),
         Real => return Some(Value::Float(z.re)),
         Imag => return Some(Value::Float(z.im)),
         IsNan => return predicate(z.re.is_nan() || z.im.is_nan()),
@@ -508,7 +600,7 @@ pub fn unary(op: UnaryOp, compute: DType, a: Value) -> Option<Value> {
             Conjugate => Value::Complex(Complex64::new(x, -0.0)),
             BitwiseNot | PopulationCount | CountLeadingZeros => return None,
         }),
-        Value::Complex(z) => complex_unary(op, z),
+        Value::Complex(z) => complex_unary(op, compute, z),
     }
 }
 
