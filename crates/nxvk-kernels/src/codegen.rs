@@ -40,10 +40,12 @@ const F64_ROUNDED_HELPERS: [&str; 5] = ["nx_pow(", "nx_sin(", "nx_cos(", "nx_tan
 /// The complex helpers (`glsl_complex.glsl`), written against `C` and the real type macros.
 pub const COMPLEX_HELPERS: &str = include_str!("glsl_complex.glsl");
 
-/// True when `function` needs the f64 library. Only those kernels include it: its constant
+/// True when `function` needs the f64 library (complex transcendentals, `nx_complex_*`, call
+/// the real ones). Only those kernels include it: its constant
 /// tables would otherwise put the Float64 capability (and 8 KB) into every float kernel.
 pub fn needs_f64_math(function: &str) -> bool {
     function.contains("_f64(")
+        || function.contains("nx_complex_")
         || F64_ROUNDED_HELPERS
             .iter()
             .any(|helper| function.contains(helper))

@@ -106,6 +106,89 @@ fn arithmetic_follows_the_complex_library() {
     assert_eq!(c64_values(&conjugate)[2], (3.0, -4.0));
 }
 
+/// Within `ulps` ulps of f32 per part (NaN matches NaN, infinities must be equal).
+fn assert_c64_near(actual: &[(f32, f32)], expected: &[(f32, f32)], ulps: u64, what: &str) {
+    let tolerance = Tolerance::Ulps {
+        ulps,
+        absolute: 1e-7,
+    };
+    let values = |pairs: &[(f32, f32)]| -> Vec<Value> {
+        pairs
+            .iter()
+            .map(|&(re, im)| Value::Complex(Complex64::new(f64::from(re), f64::from(im))))
+            .collect()
+    };
+    let checked = check_all(
+        DType::F32,
+        tolerance,
+        &values(actual),
+        &values(expected),
+        &[],
+    );
+    assert!(checked.is_ok(), "{what}: {checked:?}");
+}
+
+#[test]
+fn transcendentals_keep_the_complex_library_special_values() {
+    let pi = std::f32::consts::PI;
+    let input = c64_tensor(&[
+        (0.0, pi),
+        (INFINITY, 0.0),
+        (-INFINITY, NAN),
+        (-1.0, 0.0),
+        (-INFINITY, -1.0),
+    ]);
+    let exp = on_gpu("exp", DType::C64, || ops::exp(&input).unwrap());
+    // e^(i pi) = -1 (+ a rounding of sin pi); at Re = +Inf the signs of cos and sin of the
+    // imaginary part pick +-Inf, and 0 gives NaN; at Re = -Inf the result is 0.
+    assert_c64_near(
+        &c64_values(&exp),
+        &[
+            (-1.0, -8.742278e-8),
+            (INFINITY, NAN),
+            (0.0, 0.0),
+            ((-1.0f32).exp(), 0.0),
+            (0.0, 0.0),
+        ],
+        2,
+        "exp",
+    );
+    let log = on_gpu("log", DType::C64, || ops::log(&input).unwrap());
+    // log(-1) = i pi; a finite imaginary part over Re = -Inf has phase +pi whatever its sign
+    // (C's atan2 would give -pi for (-Inf, -1)).
+    let log = c64_values(&log);
+    assert_c64_near(&log[3..], &[(0.0, pi), (INFINITY, pi)], 2, "log");
+    let sqrt = on_gpu("sqrt", DType::C64, || ops::sqrt(&input).unwrap());
+    assert_c64(
+        &c64_values(&sqrt)[1..],
+        &[(INFINITY, 0.0), (NAN, NAN), (0.0, 1.0), (0.0, INFINITY)],
+        "sqrt",
+    );
+    let infinite_imaginary = c64_tensor(&[(1.0, INFINITY), (0.0, INFINITY)]);
+    let sin = on_gpu("sin", DType::C64, || ops::sin(&infinite_imaginary).unwrap());
+    // (re * Inf, Inf): 0 * Inf is NaN.
+    assert_c64(
+        &c64_values(&sin),
+        &[(INFINITY, INFINITY), (NAN, INFINITY)],
+        "sin",
+    );
+    let cos = on_gpu("cos", DType::C64, || ops::cos(&infinite_imaginary).unwrap());
+    assert_c64(
+        &c64_values(&cos),
+        &[(INFINITY, -INFINITY), (INFINITY, NAN)],
+        "cos",
+    );
+    let small = c64_tensor(&[(0.5, -0.25)]);
+    let tanh = on_gpu("tanh", DType::C64, || ops::tanh(&small).unwrap());
+    let expected = Complex64::new(0.5, -0.25).tanh();
+    assert_c64_near(
+        &c64_values(&tanh),
+        &[(expected.re as f32, expected.im as f32)],
+        16,
+        "tanh",
+    );
+}
+
 #[test]
 fn abs_real_and_imag_are_real_results() {
     let input = c64_tensor(&[
