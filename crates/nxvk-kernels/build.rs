@@ -28,7 +28,7 @@ mod movement_codegen;
 #[allow(dead_code)]
 mod scan_codegen;
 
-use op_table::{BinaryOp, Elem, OpSpec, UnaryOp};
+use op_table::{BinaryOp, ComplexElem, Elem, OpSpec, UnaryOp, ValueType};
 use reduce_codegen::{Accumulation, ReduceLayout, ReduceOp};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -43,6 +43,7 @@ fn main() {
         "src/scan_codegen.rs",
         "src/glsl_helpers.glsl",
         "src/glsl_f64_math.glsl",
+        "src/glsl_complex.glsl",
         "build.rs",
     ] {
         println!("cargo:rerun-if-changed={source}");
@@ -55,15 +56,41 @@ fn main() {
     let mut all = Vec::new();
 
     let binary_specs: Vec<_> = BinaryOp::ALL.iter().map(|op| op.spec()).collect();
-    let binary_rows = op_rows(&binary_specs, 2, out_dir, &mut generated, &mut all);
+    let binary_rows = op_rows(&binary_specs, out_dir, &mut generated, &mut all, |spec| {
+        real_kernels(spec, 2)
+    });
     let unary_specs: Vec<_> = UnaryOp::ALL.iter().map(|op| op.spec()).collect();
-    let unary_rows = op_rows(&unary_specs, 1, out_dir, &mut generated, &mut all);
+    let unary_rows = op_rows(&unary_specs, out_dir, &mut generated, &mut all, |spec| {
+        real_kernels(spec, 1)
+    });
     let dense_variants = dense_variants(
         &[(&binary_specs, 2), (&unary_specs, 1)],
         out_dir,
         &mut generated,
         &mut all,
     );
+    let complex_binary_rows = op_rows(&binary_specs, out_dir, &mut generated, &mut all, |spec| {
+        complex_kernels(spec, 2)
+    });
+    let complex_unary_rows = op_rows(&unary_specs, out_dir, &mut generated, &mut all, |spec| {
+        complex_kernels(spec, 1)
+    });
+    let complex_cast_rows: Vec<_> = ValueType::ALL
+        .iter()
+        .map(|&from| {
+            ValueType::ALL.map(|to| {
+                codegen::complex_cast_shader(from, to).map(|glsl| {
+                    compile(
+                        out_dir,
+                        &op_table::value_cast_kernel_name(from, to),
+                        &glsl,
+                        &mut generated,
+                        &mut all,
+                    )
+                })
+            })
+        })
+        .collect();
     let mut cast_rows = Vec::new();
     for from in Elem::ALL {
         let row = Elem::ALL.map(|to| {
@@ -136,40 +163,47 @@ fn main() {
 
     creation_select_and_scan_kernels(out_dir, &mut generated, &mut all);
 
-    let table = |rows: &[[Option<String>; 12]]| {
-        let mut text = String::from("[\n");
-        for row in rows {
-            text.push_str("    [");
-            for cell in row {
-                match cell {
-                    Some(constant) => {
-                        let _ = write!(text, "Some(&{constant}), ");
-                    }
-                    None => text.push_str("None, "),
-                }
-            }
-            text.push_str("],\n");
-        }
-        text.push(']');
-        text
-    };
-    let _ = writeln!(
-        generated,
-        "\n/// Binary kernels by [`BinaryOp::index`] and [`Elem::index`] of the compute type.\npub(crate) static BINARY_KERNELS: [[Option<&CatalogKernel>; 12]; {}] = {};",
-        binary_rows.len(),
-        table(&binary_rows)
+    let kernel_tables = [
+        (
+            "Binary kernels by [`BinaryOp::index`] and [`Elem::index`] of the compute type.",
+            "BINARY_KERNELS",
+            binary_rows.as_slice(),
+        ),
+        (
+            "Unary kernels by [`UnaryOp::index`] and [`Elem::index`] of the compute type.",
+            "UNARY_KERNELS",
+            unary_rows.as_slice(),
+        ),
+        (
+            "Cast kernels by [`Elem::index`] of the source and the target.",
+            "CAST_KERNELS",
+            cast_rows.as_slice(),
+        ),
+    ];
+    for (doc, name, rows) in kernel_tables {
+        declare_kernel_table(&mut generated, doc, name, rows);
+    }
+    for (doc, name, rows) in [
+        (
+            "Complex binary kernels by [`BinaryOp::index`] and [`ComplexElem::index`] of the compute type.",
+            "COMPLEX_BINARY_KERNELS",
+            complex_binary_rows.as_slice(),
+        ),
+        (
+            "Complex unary kernels by [`UnaryOp::index`] and [`ComplexElem::index`] of the compute type.",
+            "COMPLEX_UNARY_KERNELS",
+            complex_unary_rows.as_slice(),
+        ),
+    ] {
+        declare_kernel_table(&mut generated, doc, name, rows);
+    }
+    declare_kernel_table(
+        &mut generated,
+        "Casts from or to complex types by [`ValueType::index`] of the source and the target.",
+        "COMPLEX_CAST_KERNELS",
+        &complex_cast_rows,
     );
-    let _ = writeln!(
-        generated,
-        "\n/// Unary kernels by [`UnaryOp::index`] and [`Elem::index`] of the compute type.\npub(crate) static UNARY_KERNELS: [[Option<&CatalogKernel>; 12]; {}] = {};",
-        unary_rows.len(),
-        table(&unary_rows)
-    );
-    let _ = writeln!(
-        generated,
-        "\n/// Cast kernels by [`Elem::index`] of the source and the target.\npub(crate) static CAST_KERNELS: [[Option<&CatalogKernel>; 12]; 12] = {};",
-        table(&cast_rows)
-    );
+    let table = option_table::<12>;
     let tables = |layers: &[Vec<[Option<String>; 12]>]| {
         let inner: Vec<String> = layers.iter().map(|rows| table(rows)).collect();
         format!("[{}]", inner.join(",\n"))
@@ -295,31 +329,77 @@ fn dense_variants(
     variants
 }
 
-/// Compiles every (op, elem) kernel of `specs` with `arity` operands: one row per op, `None`
-/// where the op has no kernel for that elem.
-fn op_rows(
+/// Compiles the kernels `kernels` names for each op of `specs` (their names and GLSL, one per
+/// type of a row, `None` where the op has none): one row per op.
+fn op_rows<const N: usize>(
     specs: &[OpSpec],
-    arity: usize,
     out_dir: &Path,
     generated: &mut String,
     all: &mut Vec<String>,
-) -> Vec<[Option<String>; Elem::ALL.len()]> {
+    kernels: impl Fn(&OpSpec) -> [Option<(String, String)>; N],
+) -> Vec<[Option<String>; N]> {
     specs
         .iter()
         .map(|spec| {
-            Elem::ALL.map(|elem| {
-                codegen::op_shader(spec, arity, elem).map(|glsl| {
-                    compile(
-                        out_dir,
-                        &op_table::kernel_name(spec.name, elem),
-                        &glsl,
-                        generated,
-                        all,
-                    )
-                })
+            kernels(spec).map(|kernel| {
+                kernel.map(|(name, glsl)| compile(out_dir, &name, &glsl, generated, all))
             })
         })
         .collect()
+}
+
+/// The real kernels of an op with `arity` operands, by [`Elem::index`].
+fn real_kernels(spec: &OpSpec, arity: usize) -> [Option<(String, String)>; Elem::ALL.len()] {
+    Elem::ALL.map(|elem| {
+        codegen::op_shader(spec, arity, elem)
+            .map(|glsl| (op_table::kernel_name(spec.name, elem), glsl))
+    })
+}
+
+/// The complex kernels of an op with `arity` operands, by [`ComplexElem::index`].
+fn complex_kernels(
+    spec: &OpSpec,
+    arity: usize,
+) -> [Option<(String, String)>; ComplexElem::ALL.len()] {
+    ComplexElem::ALL.map(|complex| {
+        codegen::complex_op_shader(spec, arity, complex)
+            .map(|glsl| (op_table::complex_kernel_name(spec.name, complex), glsl))
+    })
+}
+
+/// Declares the lookup table `name` of optional kernel references (one row per entry of
+/// `rows`), documented by `doc`.
+fn declare_kernel_table<const N: usize>(
+    generated: &mut String,
+    doc: &str,
+    name: &str,
+    rows: &[[Option<String>; N]],
+) {
+    let _ = writeln!(
+        generated,
+        "\n/// {doc}\npub(crate) static {name}: [[Option<&CatalogKernel>; {N}]; {}] = {};",
+        rows.len(),
+        option_table(rows)
+    );
+}
+
+/// A Rust array expression of optional kernel references, one row per entry of `rows`.
+fn option_table<const N: usize>(rows: &[[Option<String>; N]]) -> String {
+    let mut text = String::from("[\n");
+    for row in rows {
+        text.push_str("    [");
+        for cell in row {
+            match cell {
+                Some(constant) => {
+                    let _ = write!(text, "Some(&{constant}), ");
+                }
+                None => text.push_str("None, "),
+            }
+        }
+        text.push_str("],\n");
+    }
+    text.push(']');
+    text
 }
 
 /// Compiles one kernel, writes its SPIR-V and declares its constant; returns the constant's name.

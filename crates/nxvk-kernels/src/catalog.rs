@@ -4,7 +4,7 @@
 //! Kernel names are `<op>_<dtype>` for ops (the dtype is the compute type the operands are cast
 //! to first) and `as_type_<from>_<to>` for casts.
 
-use crate::op_table::{BinaryOp, Elem, UnaryOp};
+use crate::op_table::{BinaryOp, ComplexElem, Elem, UnaryOp, ValueType};
 use nxvk_core::{Capabilities, DType, Device, Kernel, Result};
 use std::sync::Arc;
 
@@ -39,6 +39,30 @@ pub fn unary_kernel(op: UnaryOp, elem: Elem) -> Option<&'static CatalogKernel> {
 /// The cast kernel from `from` to `to` (none when they are equal).
 pub fn cast_kernel(from: Elem, to: Elem) -> Option<&'static CatalogKernel> {
     CAST_KERNELS[from.index()][to.index()]
+}
+
+/// The kernel of a binary op on compute type `value` (real or complex), if the catalog has one.
+pub fn binary_value_kernel(op: BinaryOp, value: ValueType) -> Option<&'static CatalogKernel> {
+    match value {
+        ValueType::Real(elem) => binary_kernel(op, elem),
+        ValueType::Complex(complex) => COMPLEX_BINARY_KERNELS[op.index()][complex.index()],
+    }
+}
+
+/// The kernel of a unary op on compute type `value` (real or complex), if the catalog has one.
+pub fn unary_value_kernel(op: UnaryOp, value: ValueType) -> Option<&'static CatalogKernel> {
+    match value {
+        ValueType::Real(elem) => unary_kernel(op, elem),
+        ValueType::Complex(complex) => COMPLEX_UNARY_KERNELS[op.index()][complex.index()],
+    }
+}
+
+/// The cast kernel from `from` to `to`, real or complex (none when they are equal).
+pub fn value_cast_kernel(from: ValueType, to: ValueType) -> Option<&'static CatalogKernel> {
+    match (from, to) {
+        (ValueType::Real(from), ValueType::Real(to)) => cast_kernel(from, to),
+        _ => COMPLEX_CAST_KERNELS[from.index()][to.index()],
+    }
 }
 
 /// The iota/eye kernel writing `elem`.
@@ -89,6 +113,19 @@ pub const fn elem_of(dtype: DType) -> Option<Elem> {
     })
 }
 
+/// The catalog's value type for an Nx dtype: an [`Elem`] or a complex type; `None` for
+/// sub-byte integers and 8-bit floats.
+pub const fn value_of(dtype: DType) -> Option<ValueType> {
+    match dtype {
+        DType::C64 => Some(ValueType::Complex(ComplexElem::C64)),
+        DType::C128 => Some(ValueType::Complex(ComplexElem::C128)),
+        other => match elem_of(other) {
+            Some(elem) => Some(ValueType::Real(elem)),
+            None => None,
+        },
+    }
+}
+
 /// The Nx dtype of a catalog element type.
 pub const fn dtype_of(elem: Elem) -> DType {
     match elem {
@@ -104,6 +141,15 @@ pub const fn dtype_of(elem: Elem) -> DType {
         Elem::BF16 => DType::BF16,
         Elem::F32 => DType::F32,
         Elem::F64 => DType::F64,
+    }
+}
+
+/// True when the device has the shader features kernels on `value` need: complex kernels of
+/// both widths divide and take square roots in f64 (`glsl_complex.glsl`).
+pub fn device_supports_value(capabilities: &Capabilities, value: ValueType) -> bool {
+    match value {
+        ValueType::Real(elem) => device_supports(capabilities, elem),
+        ValueType::Complex(_) => device_supports(capabilities, Elem::F64),
     }
 }
 

@@ -8,7 +8,7 @@
 //! per-dtype copies of a kernel. Like `op_table.rs`, this file is included by the build script
 //! and must stay free of other dependencies.
 
-use crate::op_table::{Elem, OpSpec, ResultRule, expression};
+use crate::op_table::{ComplexElem, Elem, OpSpec, ResultRule, ValueType, expression};
 use std::fmt::Write as _;
 
 /// Invocations per workgroup of every elementwise kernel.
@@ -37,10 +37,15 @@ pub const F64_MATH_PRELUDE: &str = "#define NX_F64_MATH 1\n";
 /// `NX_F64_MATH`).
 const F64_ROUNDED_HELPERS: [&str; 5] = ["nx_pow(", "nx_sin(", "nx_cos(", "nx_tan(", "nx_cbrt("];
 
-/// True when `function` needs the f64 library. Only those kernels include it: its constant
+/// The complex helpers (`glsl_complex.glsl`), written against `C` and the real type macros.
+pub const COMPLEX_HELPERS: &str = include_str!("glsl_complex.glsl");
+
+/// True when `function` needs the f64 library (complex transcendentals, `nx_complex_*`, call
+/// the real ones). Only those kernels include it: its constant
 /// tables would otherwise put the Float64 capability (and 8 KB) into every float kernel.
 pub fn needs_f64_math(function: &str) -> bool {
     function.contains("_f64(")
+        || function.contains("nx_complex_")
         || F64_ROUNDED_HELPERS
             .iter()
             .any(|helper| function.contains(helper))
@@ -87,11 +92,61 @@ pub const fn storage_bytes(elem: Elem) -> u32 {
 }
 
 /// The GLSL expression reading element `index{input}` of input `input` (0 or 1).
-fn element(input: usize, elem: Elem) -> String {
+fn element(input: usize, value: ValueType) -> String {
     format!(
         "Input{input}(push.input{input} + uint64_t(index{input}) * {}ul).v",
-        storage_bytes(elem)
+        value_storage_bytes(value)
     )
+}
+
+/// The GLSL type a complex number is stored and computed in (real part in `x`).
+pub const fn complex_type(complex: ComplexElem) -> &'static str {
+    match complex {
+        ComplexElem::C64 => "vec2",
+        ComplexElem::C128 => "dvec2",
+    }
+}
+
+/// The GLSL type of `value` in memory.
+pub const fn value_storage_type(value: ValueType) -> &'static str {
+    match value {
+        ValueType::Real(elem) => storage_type(elem),
+        ValueType::Complex(complex) => complex_type(complex),
+    }
+}
+
+/// Bytes one element of `value` occupies in memory.
+pub const fn value_storage_bytes(value: ValueType) -> u32 {
+    match value {
+        ValueType::Real(elem) => storage_bytes(elem),
+        ValueType::Complex(complex) => 2 * storage_bytes(complex.component()),
+    }
+}
+
+/// The alignment promised for addresses of `value`: a complex number is aligned to its
+/// component only (a view may start at any element of its buffer).
+const fn value_alignment(value: ValueType) -> u32 {
+    match value {
+        ValueType::Real(elem) => storage_bytes(elem),
+        ValueType::Complex(complex) => storage_bytes(complex.component()),
+    }
+}
+
+/// GLSL converting `access` (a value as stored) to the compute type of `value` (complex
+/// numbers are computed as stored).
+fn load_value(value: ValueType, access: &str) -> String {
+    match value {
+        ValueType::Real(elem) => load(elem, access),
+        ValueType::Complex(_) => access.to_owned(),
+    }
+}
+
+/// GLSL converting `result` (of the compute type of `value`) to its storage type.
+fn store_value(value: ValueType, result: &str) -> String {
+    match value {
+        ValueType::Real(elem) => store(elem, result),
+        ValueType::Complex(complex) => format!("{}({result})", complex_type(complex)),
+    }
 }
 
 /// GLSL converting `access` (a value as stored) to the compute type of `elem`.
@@ -223,11 +278,28 @@ pub(crate) fn elementwise_prelude(input: Elem, function: &str, extra: &str) -> S
     prelude
 }
 
-/// A whole elementwise shader: `inputs` (one or two) are loaded as their compute type `T` (the
+/// The prelude of a shader on complex operands: the real prelude of the component type (so
+/// `T` is the component type), `C` the complex type, and the complex helpers.
+fn complex_prelude(complex: ComplexElem, function: &str, extra: &str) -> String {
+    let mut prelude = elementwise_prelude(complex.component(), function, extra);
+    let _ = writeln!(prelude, "#define C {}", complex_type(complex));
+    prelude.push_str(COMPLEX_HELPERS);
+    prelude
+}
+
+/// A whole elementwise shader: `inputs` (one or two) are loaded as their compute type (the
 /// type macros follow `inputs[0]`), `function` defines `nx_apply` over them, and its result is
 /// stored as `output`.
-fn elementwise_shader(inputs: &[Elem], output: Elem, function: &str, extra: &str) -> String {
-    let mut shader = elementwise_prelude(inputs[0], function, extra);
+fn elementwise_shader(
+    inputs: &[ValueType],
+    output: ValueType,
+    function: &str,
+    extra: &str,
+) -> String {
+    let mut shader = match inputs[0] {
+        ValueType::Real(elem) => elementwise_prelude(elem, function, extra),
+        ValueType::Complex(complex) => complex_prelude(complex, function, extra),
+    };
     let second = inputs.get(1).copied().unwrap_or(inputs[0]);
     let _ = write!(
         shader,
@@ -235,9 +307,9 @@ fn elementwise_shader(inputs: &[Elem], output: Elem, function: &str, extra: &str
 layout(local_size_x = {WORKGROUP_SIZE}) in;
 // One element per reference, addressed in 64 bits: indexing an array with a 32-bit index
 // wraps the byte offset past 4 GiB on NVIDIA's driver (seen on the H200).
-layout(buffer_reference, scalar, buffer_reference_align = {input0_bytes}) readonly buffer Input0 {{ {input0} v; }};
-layout(buffer_reference, scalar, buffer_reference_align = {input1_bytes}) readonly buffer Input1 {{ {input1} v; }};
-layout(buffer_reference, scalar, buffer_reference_align = {output_bytes}) writeonly buffer Output {{ {output_storage} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {input0_align}) readonly buffer Input0 {{ {input0} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {input1_align}) readonly buffer Input1 {{ {input1} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {output_align}) writeonly buffer Output {{ {output_storage} v; }};
 layout(buffer_reference, scalar) readonly buffer Params {{ uint v[]; }};
 layout(push_constant, scalar) uniform Push {{
     uint64_t input0;
@@ -279,22 +351,23 @@ void main() {{
 }}
 ",
         inline_words = INLINE_WORDS,
-        input0 = storage_type(inputs[0]),
-        input1 = storage_type(second),
-        input0_bytes = storage_bytes(inputs[0]),
-        input1_bytes = storage_bytes(second),
-        output_bytes = storage_bytes(output),
-        output_storage = storage_type(output),
-        stored = store(
+        input0 = value_storage_type(inputs[0]),
+        input1 = value_storage_type(second),
+        input0_align = value_alignment(inputs[0]),
+        input1_align = value_alignment(second),
+        output_align = value_alignment(output),
+        output_bytes = value_storage_bytes(output),
+        output_storage = value_storage_type(output),
+        stored = store_value(
             output,
             &if inputs.len() == 2 {
                 format!(
                     "nx_apply({}, {})",
-                    load(inputs[0], &element(0, inputs[0])),
-                    load(inputs[1], &element(1, inputs[1]))
+                    load_value(inputs[0], &element(0, inputs[0])),
+                    load_value(inputs[1], &element(1, inputs[1]))
                 )
             } else {
-                format!("nx_apply({})", load(inputs[0], &element(0, inputs[0])))
+                format!("nx_apply({})", load_value(inputs[0], &element(0, inputs[0])))
             }
         ),
     );
@@ -314,7 +387,38 @@ pub const fn output_elem(spec: &OpSpec, elem: Elem) -> Option<Elem> {
 pub fn op_shader(spec: &OpSpec, arity: usize, elem: Elem) -> Option<String> {
     let (function, output) = op_function(spec, arity, elem)?;
     Some(elementwise_shader(
-        &vec![elem; arity],
+        &vec![ValueType::Real(elem); arity],
+        ValueType::Real(output),
+        &function,
+        "",
+    ))
+}
+
+/// The output type of `spec` run on complex operands of type `complex`.
+pub const fn complex_output(spec: &OpSpec, complex: ComplexElem) -> ValueType {
+    match spec.complex_result {
+        ResultRule::U8 => ValueType::Real(Elem::U8),
+        ResultRule::Real => ValueType::Real(complex.component()),
+        ResultRule::Same | ResultRule::Floating | ResultRule::Complex => {
+            ValueType::Complex(complex)
+        }
+    }
+}
+
+/// The shader of an op with `arity` operands on complex compute type `complex`, when the table
+/// has a complex expression for it.
+pub fn complex_op_shader(spec: &OpSpec, arity: usize, complex: ComplexElem) -> Option<String> {
+    let expression = spec.glsl.complex?;
+    let output = complex_output(spec, complex);
+    let output_type = match output {
+        ValueType::Real(elem) => compute_type(elem),
+        ValueType::Complex(_) => "C",
+    };
+    let parameters = if arity == 2 { "C a, C b" } else { "C a" };
+    let function =
+        format!("{output_type} nx_apply({parameters}) {{ return {output_type}({expression}); }}");
+    Some(elementwise_shader(
+        &vec![ValueType::Complex(complex); arity],
         output,
         &function,
         "",
@@ -338,7 +442,51 @@ pub(crate) fn op_function(spec: &OpSpec, arity: usize, elem: Elem) -> Option<(St
 /// 0 and infinities the integer type's limits.
 pub fn cast_shader(from: Elem, to: Elem) -> String {
     let (function, extra) = cast_function(from, to);
-    elementwise_shader(&[from], to, &function, extra)
+    elementwise_shader(
+        &[ValueType::Real(from)],
+        ValueType::Real(to),
+        &function,
+        extra,
+    )
+}
+
+/// The shader of `as_type` between value types of which at least one is complex, with Nx's
+/// rules: a real value becomes the real part (imaginary part 0), a complex number becomes its
+/// real part, then cast as that real type would be (`cast_function`), and complex numbers
+/// change precision part by part.
+pub fn complex_cast_shader(from: ValueType, to: ValueType) -> Option<String> {
+    let (function, extra) = match (from, to) {
+        (ValueType::Real(_), ValueType::Real(_)) => return None,
+        (ValueType::Real(_), ValueType::Complex(complex)) => {
+            let component = compute_type(complex.component());
+            let target = complex_type(complex);
+            (
+                format!(
+                    "{target} nx_apply(T a) {{ return {target}({component}(a), {component}(0)); }}"
+                ),
+                "",
+            )
+        }
+        (ValueType::Complex(_), ValueType::Complex(complex)) => {
+            let target = complex_type(complex);
+            (
+                format!("{target} nx_apply(C a) {{ return {target}(a); }}"),
+                "",
+            )
+        }
+        (ValueType::Complex(complex), ValueType::Real(elem)) => {
+            let (component_cast, extra) = cast_function(complex.component(), elem);
+            let target = compute_type(elem);
+            (
+                format!(
+                    "{}\n{target} nx_apply(C a) {{ return nx_cast_component(a.x); }}",
+                    component_cast.replace("nx_apply(", "nx_cast_component(")
+                ),
+                extra,
+            )
+        }
+    };
+    (from != to).then(|| elementwise_shader(&[from], to, &function, extra))
 }
 
 /// The cast from `from` to `to` as a GLSL function `nx_apply(T a)` returning the compute type

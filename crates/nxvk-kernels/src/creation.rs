@@ -37,7 +37,8 @@ fn run_iota(
 ) -> Result<Tensor> {
     let Some(elem) = elem_of(dtype) else {
         // Complex and sub-byte results: made in a native type holding the same values, then
-        // converted by `as_type` (its counted fallback for these types).
+        // converted by `as_type` (a GPU cast for complex, the counted fallback for sub-byte
+        // types).
         let carrier = match dtype {
             DType::C64 => DType::F32,
             DType::C128 => DType::F64,

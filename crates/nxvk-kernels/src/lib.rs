@@ -80,9 +80,13 @@ mod sort_radix_codegen;
 pub mod types;
 pub mod window;
 
-pub use catalog::{CatalogKernel, binary_kernel, cast_kernel, dtype_of, elem_of, unary_kernel};
+pub use catalog::{
+    CatalogKernel, binary_kernel, binary_value_kernel, cast_kernel, dtype_of, elem_of,
+    unary_kernel, unary_value_kernel, value_cast_kernel, value_of,
+};
 pub use codegen::{
-    cast_shader, iota_kernel_name, iota_shader, op_shader, select_kernel_name, select_shader,
+    cast_shader, complex_cast_shader, complex_op_shader, iota_kernel_name, iota_shader, op_shader,
+    select_kernel_name, select_shader,
 };
 pub use conv::{ConvGeometry, ConvOptions, conv};
 pub use creation::{bitcast, eye, full, iota};
@@ -97,7 +101,7 @@ pub use linalg::{
 pub use movement_codegen::{
     copy_kernel_name, copy_shader, transpose_kernel_name, transpose_shader,
 };
-pub use op_table::{Accepts, BinaryOp, Elem, OpSpec, ResultRule, UnaryOp};
+pub use op_table::{Accepts, BinaryOp, ComplexElem, Elem, OpSpec, ResultRule, UnaryOp, ValueType};
 pub use ops::{Path, as_type, binary, unary};
 pub use reduce::{Accumulation, ReduceOp, ReduceOptions, TieBreak, reduce};
 pub use reduce_codegen::{reduce_kernel_name, reduce_shader};

@@ -12,9 +12,21 @@
 //! operand type) and `SIGNED` are defined, and the helpers of `glsl_helpers.glsl` are in scope.
 //! A `None` expression means the class never reaches a kernel: Nx rejects it, or the operands
 //! are cast to another class first (`exp` on `s32` runs as `exp` on `f32`).
+//!
+//! Complex expressions (c64 and c128, [`ComplexElem`]) see the operands as `a` (and `b`) of
+//! type `C` (`vec2` or `dvec2`: `x` the real part, `y` the imaginary part), with `T` their
+//! component type, and evaluate to `C`, to `T` for ops whose complex result is real
+//! ([`OpSpec::complex_result`]) or to `uint` for predicates. Their helpers live in
+//! `glsl_complex.glsl` and follow Elixir's `Complex` library, which Nx.BinaryBackend calls.
+//! An op without one runs on complex operands through the counted host fallback. Complex
+//! expressions avoid constant operands whose IEEE result the driver may fold away: lavapipe
+//! (Mesa 22) turned `0 * Inf` into 0 and `-0 + 0` into -0 when the 0 was a literal, despite
+//! `precise` and SignedZeroInfNanPreserve, so log1p, rsqrt and sigmoid (`z + 1`, `1 / z`) stay
+//! on the host until they are written without them.
 
-/// The element types the catalog compiles kernels for. Everything else (complex, sub-byte
-/// integers, 8-bit floats) goes through the counted host fallback.
+/// The real element types the catalog compiles kernels for. Complex numbers are
+/// [`ComplexElem`]s; everything else (sub-byte integers, 8-bit floats) goes through the counted
+/// host fallback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Elem {
     S8,
@@ -87,6 +99,75 @@ impl Elem {
     }
 }
 
+/// The complex element types: pairs of f32 (c64) or f64 (c128) components, real part first.
+/// They are kept apart from [`Elem`] because only the elementwise ops and casts have complex
+/// kernels (reductions, scans, movement and fusion key their tables by [`Elem`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ComplexElem {
+    C64,
+    C128,
+}
+
+impl ComplexElem {
+    pub const ALL: [ComplexElem; 2] = [ComplexElem::C64, ComplexElem::C128];
+
+    /// Nx's short name, used in kernel names (`multiply_c64`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ComplexElem::C64 => "c64",
+            ComplexElem::C128 => "c128",
+        }
+    }
+
+    /// The type of the real and imaginary parts.
+    pub const fn component(self) -> Elem {
+        match self {
+            ComplexElem::C64 => Elem::F32,
+            ComplexElem::C128 => Elem::F64,
+        }
+    }
+
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// An operand or result type of an elementwise kernel: a real element or a complex number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ValueType {
+    Real(Elem),
+    Complex(ComplexElem),
+}
+
+impl ValueType {
+    /// Every value type: the [`Elem`]s in their order, then the [`ComplexElem`]s.
+    pub const ALL: [ValueType; 14] = {
+        let mut all = [ValueType::Complex(ComplexElem::C64); 14];
+        let mut index = 0;
+        while index < Elem::ALL.len() {
+            all[index] = ValueType::Real(Elem::ALL[index]);
+            index += 1;
+        }
+        all[13] = ValueType::Complex(ComplexElem::C128);
+        all
+    };
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            ValueType::Real(elem) => elem.name(),
+            ValueType::Complex(complex) => complex.name(),
+        }
+    }
+
+    /// Position in [`ValueType::ALL`].
+    pub const fn index(self) -> usize {
+        match self {
+            ValueType::Real(elem) => elem.index(),
+            ValueType::Complex(complex) => Elem::ALL.len() + complex.index(),
+        }
+    }
+}
+
 /// Which operand classes Nx accepts for an op (anything else is an error, not a fallback).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accepts {
@@ -123,6 +204,8 @@ pub struct Glsl {
     /// For f64; transcendentals call `glsl_f64_math.glsl` (GLSL.std.450 is 32-bit only, and
     /// f64 is never computed in f32). `None` routes f64 to the host fallback.
     pub float64: Option<&'static str>,
+    /// For c64 and c128 (`glsl_complex.glsl`). `None` routes complex to the host fallback.
+    pub complex: Option<&'static str>,
 }
 
 /// An op's entry in the table.
@@ -135,6 +218,30 @@ pub struct OpSpec {
     /// True when the GPU result must equal the host reference bit for bit; false for
     /// transcendentals, checked to an ulp bound.
     pub exact: bool,
+    /// The result rule on complex operands: `result`, except for ops whose value on a complex
+    /// number is real (`abs`).
+    pub complex_result: ResultRule,
+}
+
+impl OpSpec {
+    /// This op with a complex kernel computing `expression` (see the module documentation).
+    const fn on_complex(self, expression: &'static str) -> OpSpec {
+        OpSpec {
+            glsl: Glsl {
+                complex: Some(expression),
+                ..self.glsl
+            },
+            ..self
+        }
+    }
+
+    /// This op with a complex kernel whose result is the component type (`abs`).
+    const fn on_complex_to_real(self, expression: &'static str) -> OpSpec {
+        OpSpec {
+            complex_result: ResultRule::Real,
+            ..self.on_complex(expression)
+        }
+    }
 }
 
 const fn spec(
@@ -154,8 +261,10 @@ const fn spec(
             integer,
             float,
             float64,
+            complex: None,
         },
         exact,
+        complex_result: result,
     }
 }
 
@@ -216,10 +325,10 @@ use Accepts::{Any, Integer, Real};
 use ResultRule::{Floating, Same, U8};
 
 op_enum!(BinaryOp, ALL, spec, {
-    Add => exact("add", Any, Same, "a + b"),
-    Subtract => exact("subtract", Any, Same, "a - b"),
-    Multiply => exact("multiply", Any, Same, "a * b"),
-    Divide => spec("divide", Any, Floating, None, Some("nx_div(a, b)"), Some("a / b"), true),
+    Add => exact("add", Any, Same, "a + b").on_complex("a + b"),
+    Subtract => exact("subtract", Any, Same, "a - b").on_complex("a - b"),
+    Multiply => exact("multiply", Any, Same, "a * b").on_complex("nx_cmul(a, b)"),
+    Divide => spec("divide", Any, Floating, None, Some("nx_div(a, b)"), Some("a / b"), true).on_complex("nx_cdiv(a, b)"),
     Pow => spec("pow", Any, Same, Some("nx_ipow(a, b)"), Some("nx_pow(a, b)"), Some("nx_pow_f64(a, b)"), false),
     Remainder => spec("remainder", Real, Same, Some("nx_irem(a, b)"), Some("nx_fmod(a, b)"), Some("nx_fmod(a, b)"), true),
     Atan2 => transcendental("atan2", Any, "nx_atan2(a, b)", "nx_atan2_f64(a, b)"),
@@ -231,40 +340,40 @@ op_enum!(BinaryOp, ALL, spec, {
     BitwiseXor => spec("bitwise_xor", Integer, Same, Some("a ^ b"), None, None, true),
     LeftShift => spec("left_shift", Integer, Same, Some("nx_left_shift(a, b)"), None, None, true),
     RightShift => spec("right_shift", Integer, Same, Some("nx_right_shift(a, b)"), None, None, true),
-    Equal => exact("equal", Any, U8, "uint(a == b)"),
-    NotEqual => exact("not_equal", Any, U8, "uint(!(a == b))"),
+    Equal => exact("equal", Any, U8, "uint(a == b)").on_complex("uint(nx_cequal(a, b))"),
+    NotEqual => exact("not_equal", Any, U8, "uint(!(a == b))").on_complex("uint(!nx_cequal(a, b))"),
     Greater => exact("greater", Real, U8, "uint(a > b)"),
     Less => exact("less", Real, U8, "uint(a < b)"),
     GreaterEqual => exact("greater_equal", Real, U8, "uint(a >= b)"),
     LessEqual => exact("less_equal", Real, U8, "uint(a <= b)"),
-    LogicalAnd => exact("logical_and", Any, U8, "uint(!(a == T(0)) && !(b == T(0)))"),
-    LogicalOr => exact("logical_or", Any, U8, "uint(!(a == T(0)) || !(b == T(0)))"),
-    LogicalXor => exact("logical_xor", Any, U8, "uint(!(a == T(0)) != !(b == T(0)))"),
+    LogicalAnd => exact("logical_and", Any, U8, "uint(!(a == T(0)) && !(b == T(0)))").on_complex("uint(a != C(0) && b != C(0))"),
+    LogicalOr => exact("logical_or", Any, U8, "uint(!(a == T(0)) || !(b == T(0)))").on_complex("uint(a != C(0) || b != C(0))"),
+    LogicalXor => exact("logical_xor", Any, U8, "uint(!(a == T(0)) != !(b == T(0)))").on_complex("uint((a != C(0)) != (b != C(0)))"),
 });
 
 op_enum!(UnaryOp, ALL, spec, {
-    Negate => spec("negate", Any, Same, Some("T(0) - a"), Some("-a"), Some("-a"), true),
-    Abs => spec("abs", Any, Same, Some("nx_iabs(a)"), Some("abs(a)"), Some("abs(a)"), true),
+    Negate => spec("negate", Any, Same, Some("T(0) - a"), Some("-a"), Some("-a"), true).on_complex("-a"),
+    Abs => spec("abs", Any, Same, Some("nx_iabs(a)"), Some("abs(a)"), Some("abs(a)"), true).on_complex_to_real("nx_cabs(a)"),
     Sign => spec("sign", Real, Same, Some("nx_sign(a)"), Some("nx_sign(a)"), Some("nx_sign(a)"), true),
     Floor => spec("floor", Real, Same, Some("a"), Some("floor(a)"), Some("floor(a)"), true),
     Ceil => spec("ceil", Real, Same, Some("a"), Some("ceil(a)"), Some("ceil(a)"), true),
     Round => spec("round", Real, Same, Some("a"), Some("nx_round(a)"), Some("nx_round(a)"), true),
-    Exp => transcendental("exp", Any, "nx_exp(a)", "nx_exp_f64(a)"),
-    Expm1 => transcendental("expm1", Any, "nx_expm1(a)", "nx_expm1_f64(a)"),
-    Log => transcendental("log", Any, "nx_log(a)", "nx_log_f64(a)"),
+    Exp => transcendental("exp", Any, "nx_exp(a)", "nx_exp_f64(a)").on_complex("nx_complex_exp(a)"),
+    Expm1 => transcendental("expm1", Any, "nx_expm1(a)", "nx_expm1_f64(a)").on_complex("nx_complex_exp(a) - C(1, 0)"),
+    Log => transcendental("log", Any, "nx_log(a)", "nx_log_f64(a)").on_complex("nx_complex_log(a)"),
     Log1p => transcendental("log1p", Any, "nx_log1p(a)", "nx_log1p_f64(a)"),
-    Sqrt => spec("sqrt", Any, Floating, None, Some("nx_sqrt(a)"), Some("sqrt(a)"), true),
+    Sqrt => spec("sqrt", Any, Floating, None, Some("nx_sqrt(a)"), Some("sqrt(a)"), true).on_complex("nx_csqrt(a)"),
     Rsqrt => spec("rsqrt", Any, Floating, None, Some("nx_rsqrt(a)"), Some("1.0lf / sqrt(a)"), false),
     Sigmoid => transcendental("sigmoid", Any, "nx_sigmoid(a)", "nx_sigmoid_f64(a)"),
-    Tanh => transcendental("tanh", Any, "nx_tanh(a)", "nx_tanh_f64(a)"),
-    Sin => transcendental("sin", Any, "nx_sin(a)", "nx_sin_f64(a)"),
-    Cos => transcendental("cos", Any, "nx_cos(a)", "nx_cos_f64(a)"),
-    Tan => transcendental("tan", Any, "nx_tan(a)", "nx_tan_f64(a)"),
+    Tanh => transcendental("tanh", Any, "nx_tanh(a)", "nx_tanh_f64(a)").on_complex("nx_complex_tanh(a)"),
+    Sin => transcendental("sin", Any, "nx_sin(a)", "nx_sin_f64(a)").on_complex("nx_complex_sin(a)"),
+    Cos => transcendental("cos", Any, "nx_cos(a)", "nx_cos_f64(a)").on_complex("nx_complex_cos(a)"),
+    Tan => transcendental("tan", Any, "nx_tan(a)", "nx_tan_f64(a)").on_complex("nx_complex_tan(a)"),
     Asin => transcendental("asin", Any, "nx_asin(a)", "nx_asin_f64(a)"),
     Acos => transcendental("acos", Any, "nx_acos(a)", "nx_acos_f64(a)"),
     Atan => transcendental("atan", Any, "nx_atan(a)", "nx_atan_f64(a)"),
-    Sinh => transcendental("sinh", Any, "nx_sinh(a)", "nx_sinh_f64(a)"),
-    Cosh => transcendental("cosh", Any, "nx_cosh(a)", "nx_cosh_f64(a)"),
+    Sinh => transcendental("sinh", Any, "nx_sinh(a)", "nx_sinh_f64(a)").on_complex("nx_complex_sinh(a)"),
+    Cosh => transcendental("cosh", Any, "nx_cosh(a)", "nx_cosh_f64(a)").on_complex("nx_complex_cosh(a)"),
     Asinh => transcendental("asinh", Any, "nx_asinh(a)", "nx_asinh_f64(a)"),
     Acosh => transcendental("acosh", Any, "nx_acosh(a)", "nx_acosh_f64(a)"),
     Atanh => transcendental("atanh", Any, "nx_atanh(a)", "nx_atanh_f64(a)"),
@@ -273,14 +382,14 @@ op_enum!(UnaryOp, ALL, spec, {
     ErfInv => transcendental("erf_inv", Real, "nx_erf_inv(a)", "nx_erf_inv_f64(a)"),
     Cbrt => transcendental("cbrt", Real, "nx_cbrt(a)", "nx_cbrt_f64(a)"),
     BitwiseNot => spec("bitwise_not", Integer, Same, Some("~a"), None, None, true),
-    LogicalNot => exact("logical_not", Any, U8, "uint(a == T(0))"),
-    IsNan => spec("is_nan", Any, U8, Some("0u"), Some("uint(isnan(a))"), Some("uint(isnan(a))"), true),
-    IsInfinity => spec("is_infinity", Any, U8, Some("0u"), Some("uint(isinf(a))"), Some("uint(isinf(a))"), true),
+    LogicalNot => exact("logical_not", Any, U8, "uint(a == T(0))").on_complex("uint(a == C(0))"),
+    IsNan => spec("is_nan", Any, U8, Some("0u"), Some("uint(isnan(a))"), Some("uint(isnan(a))"), true).on_complex("uint(any(isnan(a)))"),
+    IsInfinity => spec("is_infinity", Any, U8, Some("0u"), Some("uint(isinf(a))"), Some("uint(isinf(a))"), true).on_complex("uint(any(isinf(a)))"),
     PopulationCount => spec("population_count", Integer, Same, Some("nx_popcount(a)"), None, None, true),
     CountLeadingZeros => spec("count_leading_zeros", Integer, Same, Some("nx_clz(a)"), None, None, true),
-    Real => spec("real", Any, ResultRule::Real, None, Some("a"), Some("a"), true),
-    Imag => spec("imag", Any, ResultRule::Real, None, Some("T(0)"), Some("T(0)"), true),
-    Conjugate => spec("conjugate", Any, ResultRule::Complex, None, None, None, true),
+    Real => spec("real", Any, ResultRule::Real, None, Some("a"), Some("a"), true).on_complex("a.x"),
+    Imag => spec("imag", Any, ResultRule::Real, None, Some("T(0)"), Some("T(0)"), true).on_complex("a.y"),
+    Conjugate => spec("conjugate", Any, ResultRule::Complex, None, None, None, true).on_complex("C(a.x, -a.y)"),
 });
 
 /// The GLSL expression of `spec` for compute type `elem`, if the catalog has a kernel for it.
@@ -297,7 +406,17 @@ pub fn kernel_name(op: &str, elem: Elem) -> String {
     format!("{op}_{}", elem.name())
 }
 
+/// Kernel name of an op on a complex compute type: `<op>_<dtype>` (`multiply_c64`).
+pub fn complex_kernel_name(op: &str, complex: ComplexElem) -> String {
+    format!("{op}_{}", complex.name())
+}
+
 /// Kernel name of a cast: `as_type_<from>_<to>`.
 pub fn cast_kernel_name(from: Elem, to: Elem) -> String {
+    value_cast_kernel_name(ValueType::Real(from), ValueType::Real(to))
+}
+
+/// Kernel name of a cast between any value types: `as_type_<from>_<to>` (`as_type_f32_c64`).
+pub fn value_cast_kernel_name(from: ValueType, to: ValueType) -> String {
     format!("as_type_{}_{}", from.name(), to.name())
 }

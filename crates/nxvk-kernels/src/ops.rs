@@ -7,11 +7,12 @@
 //! it takes the counted host fallback. Empty results dispatch nothing.
 
 use crate::catalog::{
-    binary_kernel, cast_kernel, device_supports, dtype_of, elem_of, unary_kernel,
+    binary_value_kernel, device_supports_value, dtype_of, unary_value_kernel, value_cast_kernel,
+    value_of,
 };
 use crate::fallback::run_on_host;
 use crate::launch::launch;
-use crate::op_table::{BinaryOp, Elem, UnaryOp};
+use crate::op_table::{BinaryOp, Elem, UnaryOp, ValueType};
 use crate::reference;
 use crate::types::{OpTypes, binary_types, unary_types};
 use nxvk_core::{Capabilities, DType, Error, Result, Tensor};
@@ -60,17 +61,42 @@ pub fn broadcast_shapes(op: &'static str, operands: &[&Tensor]) -> Result<Vec<us
         .collect()
 }
 
+/// Where an op with real kernels (`has_kernel` by compute type) runs: complex operands take
+/// the fallback.
 pub(crate) fn plan(
     capabilities: &Capabilities,
     compute: DType,
     inputs: &[DType],
     has_kernel: impl Fn(Elem) -> bool,
 ) -> Path {
+    let complex = std::iter::once(compute)
+        .chain(inputs.iter().copied())
+        .find(|dtype| dtype.is_complex());
+    match complex {
+        Some(dtype) => Path::Fallback(dtype),
+        None => plan_values(
+            capabilities,
+            compute,
+            inputs,
+            |value| matches!(value, ValueType::Real(elem) if has_kernel(elem)),
+        ),
+    }
+}
+
+/// Where an op with kernels on real and complex compute types (`has_kernel`) runs.
+pub(crate) fn plan_values(
+    capabilities: &Capabilities,
+    compute: DType,
+    inputs: &[DType],
+    has_kernel: impl Fn(ValueType) -> bool,
+) -> Path {
     let not_native = std::iter::once(compute)
         .chain(inputs.iter().copied())
-        .find(|&dtype| elem_of(dtype).is_none_or(|elem| !device_supports(capabilities, elem)));
-    match (not_native, elem_of(compute)) {
-        (None, Some(elem)) if has_kernel(elem) => Path::Gpu,
+        .find(|&dtype| {
+            value_of(dtype).is_none_or(|value| !device_supports_value(capabilities, value))
+        });
+    match (not_native, value_of(compute)) {
+        (None, Some(value)) if has_kernel(value) => Path::Gpu,
         (None, _) => Path::Fallback(compute),
         (Some(dtype), _) => Path::Fallback(dtype),
     }
@@ -84,17 +110,23 @@ pub fn binary_path(
     capabilities: &Capabilities,
 ) -> Result<Path> {
     let types = binary_types(op, left, right, &[])?;
-    Ok(plan(capabilities, types.compute, &[left, right], |elem| {
-        binary_kernel(op, elem).is_some()
-    }))
+    Ok(plan_values(
+        capabilities,
+        types.compute,
+        &[left, right],
+        |value| binary_value_kernel(op, value).is_some(),
+    ))
 }
 
 /// Where `op` on an operand of type `input` runs on a device with `capabilities`.
 pub fn unary_path(op: UnaryOp, input: DType, capabilities: &Capabilities) -> Result<Path> {
     let types = unary_types(op, input, &[])?;
-    Ok(plan(capabilities, types.compute, &[input], |elem| {
-        unary_kernel(op, elem).is_some()
-    }))
+    Ok(plan_values(
+        capabilities,
+        types.compute,
+        &[input],
+        |value| unary_value_kernel(op, value).is_some(),
+    ))
 }
 
 pub(crate) fn same_device(op: &'static str, left: &Tensor, right: &Tensor) -> Result<()> {
@@ -110,9 +142,10 @@ pub(crate) fn cast_on_gpu(op: &'static str, tensor: &Tensor, dtype: DType) -> Re
     if tensor.dtype() == dtype {
         return Ok(tensor.clone());
     }
-    let from = elem_of(tensor.dtype()).expect("planned as native");
-    let to = elem_of(dtype).expect("planned as native");
-    let kernel = cast_kernel(from, to).expect("every pair of native types has a cast kernel");
+    let from = value_of(tensor.dtype()).expect("planned as native");
+    let to = value_of(dtype).expect("planned as native");
+    let kernel =
+        value_cast_kernel(from, to).expect("every pair of native value types has a cast kernel");
     let output = Tensor::empty(tensor.device(), dtype, tensor.shape())?;
     launch(op, kernel, &[tensor], &output)?;
     Ok(output)
@@ -133,14 +166,15 @@ pub fn binary(op: BinaryOp, left: &Tensor, right: &Tensor) -> Result<Tensor> {
     if shape.iter().product::<usize>() == 0 {
         return Tensor::empty(device, result, &shape);
     }
-    match plan(
+    let kernel = |value| binary_value_kernel(op, value);
+    match plan_values(
         device.capabilities(),
         compute,
         &[left.dtype(), right.dtype()],
-        |elem| binary_kernel(op, elem).is_some(),
+        |value| kernel(value).is_some(),
     ) {
         Path::Gpu => {
-            let kernel = binary_kernel(op, elem_of(compute).expect("planned")).expect("planned");
+            let kernel = kernel(value_of(compute).expect("planned")).expect("planned");
             let left = cast_on_gpu(name, left, compute)?.broadcast_to(&shape)?;
             let right = cast_on_gpu(name, right, compute)?.broadcast_to(&shape)?;
             let output = Tensor::empty(device, result, &shape)?;
@@ -167,11 +201,12 @@ pub fn unary(op: UnaryOp, input: &Tensor) -> Result<Tensor> {
     if input.n_elements() == 0 {
         return Tensor::empty(device, result, input.shape());
     }
-    match plan(device.capabilities(), compute, &[input.dtype()], |elem| {
-        unary_kernel(op, elem).is_some()
+    let kernel = |value| unary_value_kernel(op, value);
+    match plan_values(device.capabilities(), compute, &[input.dtype()], |value| {
+        kernel(value).is_some()
     }) {
         Path::Gpu => {
-            let kernel = unary_kernel(op, elem_of(compute).expect("planned")).expect("planned");
+            let kernel = kernel(value_of(compute).expect("planned")).expect("planned");
             let operand = cast_on_gpu(name, input, compute)?;
             let output = Tensor::empty(device, result, input.shape())?;
             launch(name, kernel, &[&operand], &output)?;
@@ -201,7 +236,7 @@ pub fn as_type(input: &Tensor, dtype: DType) -> Result<Tensor> {
     if input.n_elements() == 0 {
         return Tensor::empty(device, dtype, input.shape());
     }
-    match plan(device.capabilities(), dtype, &[input.dtype()], |_| true) {
+    match plan_values(device.capabilities(), dtype, &[input.dtype()], |_| true) {
         Path::Gpu => cast_on_gpu(OP, input, dtype),
         Path::Fallback(counted) => run_on_host(
             OP,

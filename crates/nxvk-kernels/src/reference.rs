@@ -345,14 +345,15 @@ pub fn binary(op: BinaryOp, compute: DType, a: Value, b: Value) -> Option<Value>
         }),
         (a, b) => {
             let (x, y) = (a.as_complex(), b.as_complex());
+            let arithmetic = ComplexArithmetic::of(compute);
             Some(match op {
                 Add => Value::Complex(x + y),
                 Subtract => Value::Complex(x - y),
-                Multiply => Value::Complex(x * y),
-                Divide => Value::Complex(x / y),
+                Multiply => Value::Complex(arithmetic.multiply(x, y)),
+                Divide => Value::Complex(arithmetic.divide(x, y)),
                 Pow => Value::Complex(x.powc(y)),
-                Equal => return predicate(x == y),
-                NotEqual => return predicate(x != y),
+                Equal => return predicate(complex_equal(x, y)),
+                NotEqual => return predicate(!complex_equal(x, y)),
                 LogicalAnd => return predicate(!a.is_zero() && !b.is_zero()),
                 LogicalOr => return predicate(!a.is_zero() || !b.is_zero()),
                 LogicalXor => return predicate(a.is_zero() != b.is_zero()),
@@ -412,32 +413,265 @@ fn erf_inv(y: f64) -> f64 {
     x.copysign(y)
 }
 
-fn complex_unary(op: UnaryOp, z: Complex64) -> Option<Value> {
+/// Complex arithmetic as Elixir's Complex library writes it (and `glsl_complex.glsl` repeats),
+/// every operation rounded to the component type: f64 carries more than twice f32's digits, so
+/// an f64 sum, product, quotient or square root of f32 values rounded to f32 is the correctly
+/// rounded f32 result, as the kernels compute it.
+#[derive(Debug, Clone, Copy)]
+struct ComplexArithmetic {
+    single_precision: bool,
+}
+
+impl ComplexArithmetic {
+    fn of(compute: DType) -> Self {
+        ComplexArithmetic {
+            single_precision: compute == DType::C64,
+        }
+    }
+
+    fn round(self, value: f64) -> f64 {
+        if self.single_precision {
+            f64::from(value as f32)
+        } else {
+            value
+        }
+    }
+
+    fn product(self, a: f64, b: f64) -> f64 {
+        self.round(a * b)
+    }
+
+    /// Complex.multiply: (ac - bd) + (bc + ad)i.
+    fn multiply(self, a: Complex64, b: Complex64) -> Complex64 {
+        Complex64::new(
+            self.round(self.product(a.re, b.re) - self.product(a.im, b.im)),
+            self.round(self.product(a.im, b.re) + self.product(a.re, b.im)),
+        )
+    }
+
+    /// Complex's real divide inside complex division: finite over infinite is +0.
+    fn divide_component(self, numerator: f64, denominator: f64) -> f64 {
+        if denominator.is_infinite() && numerator.is_finite() {
+            0.0
+        } else {
+            self.round(numerator / denominator)
+        }
+    }
+
+    /// Complex.divide: times the conjugate over |b|^2, unscaled; a finite dividend over
+    /// (+-Inf, 0) is 0.
+    fn divide(self, a: Complex64, b: Complex64) -> Complex64 {
+        if a.re.is_finite() && a.im.is_finite() && b.re.is_infinite() && b.im == 0.0 {
+            return Complex64::new(0.0, 0.0);
+        }
+        let numerator_re = self.round(self.product(a.re, b.re) + self.product(a.im, b.im));
+        let numerator_im = self.round(self.product(a.im, b.re) - self.product(a.re, b.im));
+        let denominator = self.round(self.product(b.re, b.re) + self.product(b.im, b.im));
+        Complex64::new(
+            self.divide_component(numerator_re, denominator),
+            self.divide_component(numerator_im, denominator),
+        )
+    }
+
+    /// Complex.abs: NaN when both parts are NaN, +Inf when either is not finite, else the
+    /// larger part times sqrt(1 + ratio^2).
+    fn abs(self, z: Complex64) -> f64 {
+        if z.re.is_nan() && z.im.is_nan() {
+            return f64::NAN;
+        }
+        if !z.re.is_finite() || !z.im.is_finite() {
+            return f64::INFINITY;
+        }
+        let (x, y) = (z.re.abs(), z.im.abs());
+        if x == 0.0 {
+            return y;
+        }
+        if y == 0.0 {
+            return x;
+        }
+        let (larger, smaller) = (x.max(y), x.min(y));
+        let ratio = self.round(smaller / larger);
+        let root = self.round((self.round(1.0 + self.product(ratio, ratio))).sqrt());
+        self.product(larger, root)
+    }
+}
+
+/// The Complex library's transcendentals as `glsl_complex.glsl` writes them: every real
+/// function's result rounded to the component type, like every arithmetic operation, so
+/// overflow and cancellation happen where the kernels meet them; only the real functions'
+/// own errors (a few ulps, `accuracy.rs`) separate the two.
+impl ComplexArithmetic {
+    fn sum(self, a: f64, b: f64) -> f64 {
+        self.round(a + b)
+    }
+
+    fn half(self, z: Complex64) -> Complex64 {
+        Complex64::new(self.round(z.re / 2.0), self.round(z.im / 2.0))
+    }
+
+    /// Complex.sqrt: special values, then the scaled formula.
+    fn sqrt(self, z: Complex64) -> Complex64 {
+        let root = |x: f64| self.round(x.sqrt());
+        if z.re.is_nan() || z.im.is_nan() {
+            return Complex64::new(f64::NAN, f64::NAN);
+        }
+        if z.im.is_infinite() {
+            return Complex64::new(f64::INFINITY, z.im);
+        }
+        if z.re.is_infinite() {
+            return if z.re > 0.0 {
+                Complex64::new(z.re, 0.0)
+            } else {
+                Complex64::new(0.0, f64::INFINITY)
+            };
+        }
+        if z.re == 0.0 && z.im == 0.0 {
+            return z;
+        }
+        let (x, y) = (z.re.abs(), z.im.abs());
+        let w = if x >= y {
+            let ratio = self.round(y / x);
+            let inner = root(self.sum(1.0, self.product(ratio, ratio)));
+            self.product(root(x), root(self.product(0.5, self.sum(1.0, inner))))
+        } else {
+            let ratio = self.round(x / y);
+            let inner = root(self.sum(1.0, self.product(ratio, ratio)));
+            self.product(root(y), root(self.product(0.5, self.sum(ratio, inner))))
+        };
+        if z.re >= 0.0 {
+            return Complex64::new(w, self.round(z.im / self.product(2.0, w)));
+        }
+        let signed_w = if z.im >= 0.0 { w } else { -w };
+        Complex64::new(self.round(z.im / self.product(2.0, signed_w)), signed_w)
+    }
+
+    /// Complex.exp of `z` from exp(re), cos(im) and sin(im), with the library's special
+    /// values.
+    fn exp_parts(self, z: Complex64, exp_re: f64, cosine: f64, sine: f64) -> Complex64 {
+        let signed_infinity = |x: f64| {
+            if x > 0.0 {
+                f64::INFINITY
+            } else if x < 0.0 {
+                f64::NEG_INFINITY
+            } else {
+                f64::NAN
+            }
+        };
+        if z.re == f64::NEG_INFINITY {
+            return Complex64::new(0.0, 0.0);
+        }
+        if z.re == f64::INFINITY && !z.im.is_infinite() {
+            if z.im.is_nan() {
+                return z;
+            }
+            return Complex64::new(signed_infinity(cosine), signed_infinity(sine));
+        }
+        if !z.re.is_finite() || !z.im.is_finite() {
+            return Complex64::new(f64::NAN, f64::NAN);
+        }
+        Complex64::new(self.product(exp_re, cosine), self.product(exp_re, sine))
+    }
+
+    fn exp(self, z: Complex64) -> Complex64 {
+        let (cosine, sine) = (self.round(z.im.cos()), self.round(z.im.sin()));
+        self.exp_parts(z, self.round(z.re.exp()), cosine, sine)
+    }
+
+    /// e^z and e^-z sharing cos(im) and sin(im), as the kernels do.
+    fn exp_both(self, z: Complex64) -> (Complex64, Complex64) {
+        let (cosine, sine) = (self.round(z.im.cos()), self.round(z.im.sin()));
+        (
+            self.exp_parts(z, self.round(z.re.exp()), cosine, sine),
+            self.exp_parts(-z, self.round((-z.re).exp()), cosine, -sine),
+        )
+    }
+
+    /// Complex.log: log(Complex.abs) + i atan2, a finite imaginary part over an infinite
+    /// real part giving +0 or +pi.
+    fn log(self, z: Complex64) -> Complex64 {
+        let phase = if z.re.is_infinite() && z.im.is_finite() {
+            if z.re > 0.0 {
+                0.0
+            } else {
+                std::f64::consts::PI
+            }
+        } else {
+            z.im.atan2(z.re)
+        };
+        Complex64::new(self.round(self.abs(z).ln()), self.round(phase))
+    }
+
+    /// Complex.sin (`cosine` false) and Complex.cos (`cosine` true).
+    fn sin_or_cos(self, z: Complex64, cosine: bool) -> Complex64 {
+        if z.re.is_nan() || z.im.is_nan() || z.re.is_infinite() {
+            return Complex64::new(f64::NAN, f64::NAN);
+        }
+        if z.im.is_infinite() {
+            return if cosine {
+                Complex64::new(f64::INFINITY, -z.im * z.re)
+            } else {
+                Complex64::new(z.re * z.im, z.im)
+            };
+        }
+        let (sin, cos) = (self.round(z.re.sin()), self.round(z.re.cos()));
+        let (cosh, sinh) = (self.round(z.im.cosh()), self.round(z.im.sinh()));
+        if cosine {
+            Complex64::new(self.product(cos, cosh), self.product(-sin, sinh))
+        } else {
+            Complex64::new(self.product(sin, cosh), self.product(cos, sinh))
+        }
+    }
+
+    /// Complex.sinh (`sign` -1) and Complex.cosh (`sign` 1): (e^z + sign e^-z) / 2.
+    fn hyperbolic(self, z: Complex64, sign: f64) -> Complex64 {
+        let (up, down) = self.exp_both(z);
+        self.half(Complex64::new(
+            self.sum(up.re, sign * down.re),
+            self.sum(up.im, sign * down.im),
+        ))
+    }
+}
+
+/// Nx.BinaryBackend compares complex numbers as Elixir terms: NaN parts (the atom :nan) are
+/// equal, and 0.0 equals -0.0.
+fn complex_equal(a: Complex64, b: Complex64) -> bool {
+    let same = |x: f64, y: f64| x == y || (x.is_nan() && y.is_nan());
+    same(a.re, b.re) && same(a.im, b.im)
+}
+
+fn complex_unary(op: UnaryOp, compute: DType, z: Complex64) -> Option<Value> {
     use UnaryOp::*;
     let one = Complex64::new(1.0, 0.0);
+    let complex = ComplexArithmetic::of(compute);
     Some(Value::Complex(match op {
         Negate => -z,
-        Exp => z.exp(),
-        Expm1 => z.exp() - one,
-        Log => z.ln(),
-        Log1p => (z + one).ln(),
-        Sqrt => z.sqrt(),
-        Rsqrt => one / z.sqrt(),
-        Sigmoid => one / (one + (-z).exp()),
-        Sin => z.sin(),
-        Cos => z.cos(),
-        Tan => z.tan(),
+        Exp => complex.exp(z),
+        Expm1 => {
+            let exp = complex.exp(z);
+            Complex64::new(complex.round(exp.re - 1.0), exp.im)
+        }
+        Log => complex.log(z),
+        Log1p => complex.log(Complex64::new(complex.sum(z.re, 1.0), z.im + 0.0)),
+        Sqrt => complex.sqrt(z),
+        Rsqrt => complex.divide(one, complex.sqrt(z)),
+        Sigmoid => {
+            let exp = complex.exp(-z);
+            complex.divide(one, Complex64::new(complex.sum(exp.re, 1.0), exp.im + 0.0))
+        }
+        Sin => complex.sin_or_cos(z, false),
+        Cos => complex.sin_or_cos(z, true),
+        Tan => complex.divide(complex.sin_or_cos(z, false), complex.sin_or_cos(z, true)),
         Asin => z.asin(),
         Acos => z.acos(),
         Atan => z.atan(),
-        Sinh => z.sinh(),
-        Cosh => z.cosh(),
-        Tanh => z.tanh(),
+        Sinh => complex.hyperbolic(z, -1.0),
+        Cosh => complex.hyperbolic(z, 1.0),
+        Tanh => complex.divide(complex.hyperbolic(z, -1.0), complex.hyperbolic(z, 1.0)),
         Asinh => z.asinh(),
         Acosh => z.acosh(),
         Atanh => z.atanh(),
         Conjugate => z.conj(),
-        Abs => return Some(Value::Float(z.norm())),
+        Abs => return Some(Value::Float(complex.abs(z))),
         Real => return Some(Value::Float(z.re)),
         Imag => return Some(Value::Float(z.im)),
         IsNan => return predicate(z.re.is_nan() || z.im.is_nan()),
@@ -508,7 +742,7 @@ pub fn unary(op: UnaryOp, compute: DType, a: Value) -> Option<Value> {
             Conjugate => Value::Complex(Complex64::new(x, -0.0)),
             BitwiseNot | PopulationCount | CountLeadingZeros => return None,
         }),
-        Value::Complex(z) => complex_unary(op, z),
+        Value::Complex(z) => complex_unary(op, compute, z),
     }
 }
 

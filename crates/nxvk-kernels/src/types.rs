@@ -155,15 +155,20 @@ pub fn unary_types(op: UnaryOp, input: DType, shape: &[usize]) -> Result<OpTypes
     if !accepted(&spec, input) {
         return Err(refused(spec.name, &[shape], vec![input], &spec));
     }
-    let mut types = apply_rule(&spec, input);
     if input.is_complex() {
-        // Complex to real (abs, real, imag): evaluated on the complex value itself.
-        types.compute = input;
-        if op == UnaryOp::Abs {
-            types.result = to_real(input);
-        }
+        // Evaluated on the complex value itself, also where the result is real (abs, real,
+        // imag): the op's complex result rule.
+        let complex_spec = OpSpec {
+            result: spec.complex_result,
+            ..spec
+        };
+        let result = apply_rule(&complex_spec, input).result;
+        return Ok(OpTypes {
+            result,
+            compute: input,
+        });
     }
-    Ok(types)
+    Ok(apply_rule(&spec, input))
 }
 
 #[cfg(test)]

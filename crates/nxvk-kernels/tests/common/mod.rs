@@ -130,7 +130,8 @@ pub fn random_value(dtype: DType, domain: Domain, rng: &mut SplitMix) -> Value {
             })
         }
         DTypeClass::Float | DTypeClass::Complex => {
-            let float = match (domain, rng.below(10)) {
+            // Both parts of a complex number are drawn alike, special values included.
+            let mut float = || match (domain, rng.below(10)) {
                 (Domain::SmallInteger, _) => rng.below(9) as f64 - 3.0,
                 (_, 0 | 1) => special_floats()[rng.below(10) as usize],
                 (Domain::Unit, _) => rng.unit() * 2.0 - 1.0,
@@ -147,9 +148,10 @@ pub fn random_value(dtype: DType, domain: Domain, rng: &mut SplitMix) -> Value {
                 }
             };
             if dtype.is_complex() {
-                Value::Complex(nxvk_core::Complex64::new(float, rng.unit() * 4.0 - 2.0))
+                let re = float();
+                Value::Complex(nxvk_core::Complex64::new(re, float()))
             } else {
-                Value::Float(float)
+                Value::Float(float())
             }
         }
     };

@@ -1,0 +1,353 @@
+//! Complex (c64, c128) kernels on known values and the special values of Elixir's Complex
+//! library, which Nx.BinaryBackend calls: the cases the random inputs of `elementwise.rs`
+//! reach only by chance. Each check also proves the op ran on the GPU (no fallback counted).
+
+mod common;
+
+use common::*;
+use nxvk_core::{Complex32, Complex64, DType, Tensor};
+use nxvk_kernels::coverage::{Cell, coverage};
+use nxvk_kernels::reference::Value;
+use nxvk_kernels::{BinaryOp, UnaryOp, ops};
+
+const INFINITY: f32 = f32::INFINITY;
+const NAN: f32 = f32::NAN;
+
+fn c64_tensor(values: &[(f32, f32)]) -> Tensor {
+    let values: Vec<Complex32> = values
+        .iter()
+        .map(|&(re, im)| Complex32::new(re, im))
+        .collect();
+    Tensor::from_slice(&device(), &[values.len()], &values).unwrap()
+}
+
+fn c64_values(tensor: &Tensor) -> Vec<(f32, f32)> {
+    assert_eq!(tensor.dtype(), DType::C64);
+    tensor
+        .to_vec::<Complex32>()
+        .unwrap()
+        .into_iter()
+        .map(|value| (value.re, value.im))
+        .collect()
+}
+
+/// Same bits, except that any NaN matches any NaN.
+fn same(actual: f32, expected: f32) -> bool {
+    actual.to_bits() == expected.to_bits() || (actual.is_nan() && expected.is_nan())
+}
+
+fn assert_c64(actual: &[(f32, f32)], expected: &[(f32, f32)], what: &str) {
+    let matches = actual.len() == expected.len()
+        && actual
+            .iter()
+            .zip(expected)
+            .all(|(a, e)| same(a.0, e.0) && same(a.1, e.1));
+    assert!(matches, "{what}: got {actual:?}, expected {expected:?}");
+}
+
+/// Runs `run`, asserting that it counted no host fallback of `op` on `dtype`.
+fn on_gpu<T>(op: &str, dtype: DType, run: impl FnOnce() -> T) -> T {
+    let before = fallbacks(op, dtype);
+    let result = run();
+    assert_eq!(fallbacks(op, dtype), before, "{op} on {dtype} fell back");
+    result
+}
+
+#[test]
+fn arithmetic_follows_the_complex_library() {
+    let left = c64_tensor(&[
+        (1.0, 2.0),
+        (1.0, 2.0),
+        (3.0, 4.0),
+        (INFINITY, 0.0),
+        (0.0, 0.0),
+    ]);
+    let right = c64_tensor(&[
+        (3.0, 4.0),
+        (INFINITY, 0.0),
+        (0.0, 0.0),
+        (2.0, 0.0),
+        (0.0, 0.0),
+    ]);
+    let product = on_gpu("multiply", DType::C64, || {
+        ops::multiply(&left, &right).unwrap()
+    });
+    assert_c64(
+        &c64_values(&product),
+        &[
+            (-5.0, 10.0),
+            (INFINITY, INFINITY),
+            (0.0, 0.0),
+            (INFINITY, NAN),
+            (0.0, 0.0),
+        ],
+        "multiply",
+    );
+    let quotient = on_gpu("divide", DType::C64, || ops::divide(&left, &right).unwrap());
+    // (1+2i)/(3+4i) = (11+2i)/25; a finite dividend over (Inf, 0) is 0 (the library's clause);
+    // over 0 both parts are 0/0; (Inf, 0)/2 is (Inf, NaN) from Inf*0 in the numerator's
+    // imaginary part.
+    assert_c64(
+        &c64_values(&quotient),
+        &[
+            (11.0 / 25.0, 2.0 / 25.0),
+            (0.0, 0.0),
+            (NAN, NAN),
+            (INFINITY, NAN),
+            (NAN, NAN),
+        ],
+        "divide",
+    );
+    let sum = on_gpu("add", DType::C64, || ops::add(&left, &right).unwrap());
+    assert_eq!(c64_values(&sum)[0], (4.0, 6.0));
+    let negated = on_gpu("negate", DType::C64, || ops::negate(&left).unwrap());
+    assert_eq!(c64_values(&negated)[2], (-3.0, -4.0));
+    let conjugate = on_gpu("conjugate", DType::C64, || ops::conjugate(&left).unwrap());
+    assert_eq!(c64_values(&conjugate)[2], (3.0, -4.0));
+}
+
+/// Within `ulps` ulps of f32 per part (NaN matches NaN, infinities must be equal).
+fn assert_c64_near(actual: &[(f32, f32)], expected: &[(f32, f32)], ulps: u64, what: &str) {
+    let tolerance = Tolerance::Ulps {
+        ulps,
+        absolute: 1e-7,
+    };
+    let values = |pairs: &[(f32, f32)]| -> Vec<Value> {
+        pairs
+            .iter()
+            .map(|&(re, im)| Value::Complex(Complex64::new(f64::from(re), f64::from(im))))
+            .collect()
+    };
+    let checked = check_all(
+        DType::F32,
+        tolerance,
+        &values(actual),
+        &values(expected),
+        &[],
+    );
+    assert!(checked.is_ok(), "{what}: {checked:?}");
+}
+
+#[test]
+fn transcendentals_keep_the_complex_library_special_values() {
+    let pi = std::f32::consts::PI;
+    let input = c64_tensor(&[
+        (0.0, pi),
+        (INFINITY, 0.0),
+        (-INFINITY, NAN),
+        (-1.0, 0.0),
+        (-INFINITY, -1.0),
+    ]);
+    let exp = on_gpu("exp", DType::C64, || ops::exp(&input).unwrap());
+    // e^(i pi) = -1 (+ a rounding of sin pi); at Re = +Inf the signs of cos and sin of the
+    // imaginary part pick +-Inf, and 0 gives NaN; at Re = -Inf the result is 0.
+    assert_c64_near(
+        &c64_values(&exp),
+        &[
+            (-1.0, -8.742278e-8),
+            (INFINITY, NAN),
+            (0.0, 0.0),
+            ((-1.0f32).exp(), 0.0),
+            (0.0, 0.0),
+        ],
+        2,
+        "exp",
+    );
+    let log = on_gpu("log", DType::C64, || ops::log(&input).unwrap());
+    // log(-1) = i pi; a finite imaginary part over Re = -Inf has phase +pi whatever its sign
+    // (C's atan2 would give -pi for (-Inf, -1)).
+    let log = c64_values(&log);
+    assert_c64_near(&log[3..], &[(0.0, pi), (INFINITY, pi)], 2, "log");
+    let sqrt = on_gpu("sqrt", DType::C64, || ops::sqrt(&input).unwrap());
+    assert_c64(
+        &c64_values(&sqrt)[1..],
+        &[(INFINITY, 0.0), (NAN, NAN), (0.0, 1.0), (0.0, INFINITY)],
+        "sqrt",
+    );
+    let infinite_imaginary = c64_tensor(&[(1.0, INFINITY), (0.0, INFINITY)]);
+    let sin = on_gpu("sin", DType::C64, || ops::sin(&infinite_imaginary).unwrap());
+    // (re * Inf, Inf): 0 * Inf is NaN.
+    assert_c64(
+        &c64_values(&sin),
+        &[(INFINITY, INFINITY), (NAN, INFINITY)],
+        "sin",
+    );
+    let cos = on_gpu("cos", DType::C64, || ops::cos(&infinite_imaginary).unwrap());
+    assert_c64(
+        &c64_values(&cos),
+        &[(INFINITY, -INFINITY), (INFINITY, NAN)],
+        "cos",
+    );
+    let small = c64_tensor(&[(0.5, -0.25)]);
+    let tanh = on_gpu("tanh", DType::C64, || ops::tanh(&small).unwrap());
+    let expected = Complex64::new(0.5, -0.25).tanh();
+    assert_c64_near(
+        &c64_values(&tanh),
+        &[(expected.re as f32, expected.im as f32)],
+        16,
+        "tanh",
+    );
+}
+
+#[test]
+fn abs_real_and_imag_are_real_results() {
+    let input = c64_tensor(&[
+        (3.0, -4.0),
+        (NAN, 1.0),
+        (NAN, NAN),
+        (-INFINITY, 2.0),
+        (0.0, -2.5),
+    ]);
+    let abs = on_gpu("abs", DType::C64, || ops::abs(&input).unwrap());
+    assert_eq!(abs.dtype(), DType::F32);
+    let abs = abs.to_vec::<f32>().unwrap();
+    // Complex.abs: +Inf when a part is NaN or infinite, NaN only when both are NaN.
+    assert!(
+        abs[0] == 5.0 && abs[1] == INFINITY && abs[2].is_nan(),
+        "{abs:?}"
+    );
+    assert_eq!(&abs[3..], &[INFINITY, 2.5]);
+    let real = on_gpu("real", DType::C64, || ops::real(&input).unwrap());
+    let imag = on_gpu("imag", DType::C64, || ops::imag(&input).unwrap());
+    assert_eq!(real.to_vec::<f32>().unwrap()[0], 3.0);
+    assert_eq!(imag.to_vec::<f32>().unwrap()[4], -2.5);
+}
+
+#[test]
+fn predicates_compare_like_elixir_terms() {
+    let left = c64_tensor(&[(NAN, 1.0), (NAN, 1.0), (0.0, -0.0), (1.0, 2.0), (0.0, NAN)]);
+    let right = c64_tensor(&[(NAN, 1.0), (NAN, 2.0), (-0.0, 0.0), (1.0, -2.0), (0.0, 0.0)]);
+    let u8s = |tensor: Tensor| {
+        assert_eq!(tensor.dtype(), DType::U8);
+        tensor.to_vec::<u8>().unwrap()
+    };
+    // A NaN part equals a NaN part (both are the atom :nan to the BinaryBackend).
+    let equal = on_gpu("equal", DType::C64, || ops::equal(&left, &right).unwrap());
+    assert_eq!(u8s(equal), vec![1, 0, 1, 0, 0]);
+    let not_equal = on_gpu("not_equal", DType::C64, || {
+        ops::not_equal(&left, &right).unwrap()
+    });
+    assert_eq!(u8s(not_equal), vec![0, 1, 0, 1, 1]);
+    let is_nan = on_gpu("is_nan", DType::C64, || ops::is_nan(&left).unwrap());
+    assert_eq!(u8s(is_nan), vec![1, 1, 0, 0, 1]);
+    let infinite = c64_tensor(&[(1.0, -INFINITY), (INFINITY, NAN), (NAN, 0.0)]);
+    let is_infinity = on_gpu("is_infinity", DType::C64, || {
+        ops::is_infinity(&infinite).unwrap()
+    });
+    assert_eq!(u8s(is_infinity), vec![1, 1, 0]);
+    // Zero is (0, 0) with either sign; a NaN part is true.
+    let not = on_gpu("logical_not", DType::C64, || {
+        ops::logical_not(&left).unwrap()
+    });
+    assert_eq!(u8s(not), vec![0, 0, 1, 0, 0]);
+    let and = on_gpu("logical_and", DType::C64, || {
+        ops::logical_and(&left, &right).unwrap()
+    });
+    assert_eq!(u8s(and), vec![1, 1, 0, 1, 0]);
+}
+
+#[test]
+fn casts_put_zero_imaginary_parts_and_take_real_parts() {
+    let device = device();
+    let reals = Tensor::from_slice(&device, &[3], &[1.5f64, -0.0, f64::NAN]).unwrap();
+    let complex = on_gpu("as_type", DType::F64, || {
+        ops::as_type(&reals, DType::C64).unwrap()
+    });
+    assert_c64(
+        &c64_values(&complex),
+        &[(1.5, 0.0), (-0.0, 0.0), (NAN, 0.0)],
+        "f64 -> c64",
+    );
+    let input = c64_tensor(&[(-2.75, 9.0), (300.5, -1.0), (NAN, 1.0)]);
+    let integers = on_gpu("as_type", DType::C64, || {
+        ops::as_type(&input, DType::S8).unwrap()
+    });
+    // The real part truncated and wrapped as f32 -> s8 would be: 300 wraps to 44, NaN is 0.
+    assert_eq!(integers.to_vec::<i8>().unwrap(), vec![-2, 44, 0]);
+    let wide = on_gpu("as_type", DType::C64, || {
+        ops::as_type(&input, DType::C128).unwrap()
+    });
+    assert_eq!(
+        wide.to_vec::<Complex64>().unwrap()[0],
+        Complex64::new(-2.75, 9.0)
+    );
+}
+
+#[test]
+fn c128_divides_in_f64() {
+    let device = device();
+    let third = Complex64::new(1.0, 0.0) / Complex64::new(3.0, 0.0);
+    let left = Tensor::from_slice(&device, &[1], &[Complex64::new(1.0, 1.0)]).unwrap();
+    let right = Tensor::from_slice(&device, &[], &[Complex64::new(3.0, 0.0)]).unwrap();
+    let quotient = on_gpu("divide", DType::C128, || {
+        ops::divide(&left, &right).unwrap()
+    });
+    let quotient = quotient.to_vec::<Complex64>().unwrap();
+    assert_eq!(quotient, vec![Complex64::new(third.re, third.re)]);
+}
+
+#[test]
+fn the_comparison_rejects_a_wrong_result() {
+    // Null arm: the checks of `elementwise.rs` fail on a result off by 3 ulps of f32 in one
+    // part, on swapped parts, and on a NaN where a number belongs.
+    let expected = Value::Complex(Complex64::new(1.0, -2.0));
+    let off = Value::Complex(Complex64::new(
+        f64::from(f32::from_bits(1.0f32.to_bits() + 3)),
+        -2.0,
+    ));
+    let two_ulps = Tolerance::Ulps {
+        ulps: 2,
+        absolute: 0.0,
+    };
+    assert!(check_value(DType::F32, two_ulps, off, expected).is_err());
+    assert!(check_value(DType::F32, Tolerance::Exact, off, expected).is_err());
+    let swapped = Value::Complex(Complex64::new(-2.0, 1.0));
+    assert!(check_value(DType::F32, two_ulps, swapped, expected).is_err());
+    let nan = Value::Complex(Complex64::new(f64::NAN, -2.0));
+    assert!(check_value(DType::F32, two_ulps, nan, expected).is_err());
+    // And the GPU's conjugate is not the reference's negate.
+    let input = c64_tensor(&[(1.0, 2.0)]);
+    let conjugate = read(&ops::conjugate(&input).unwrap());
+    let negate = read(&ops::negate(&input).unwrap());
+    assert!(check_all(DType::F32, Tolerance::Exact, &conjugate, &negate, &[]).is_err());
+}
+
+#[test]
+fn coverage_has_gpu_complex_cells_and_keeps_nx_errors() {
+    let rows = coverage(device().capabilities());
+    let cell = |op: &str, dtype: DType| {
+        rows.iter()
+            .find(|row| row.op == op)
+            .and_then(|row| {
+                row.cells
+                    .iter()
+                    .find(|(cell_dtype, _)| *cell_dtype == dtype)
+            })
+            .map(|(_, cell)| *cell)
+            .unwrap()
+    };
+    for dtype in [DType::C64, DType::C128] {
+        for op in BinaryOp::ALL
+            .iter()
+            .filter(|op| op.spec().glsl.complex.is_some())
+        {
+            assert_eq!(cell(op.name(), dtype), Cell::Gpu, "{} {dtype}", op.name());
+        }
+        for op in UnaryOp::ALL
+            .iter()
+            .filter(|op| op.spec().glsl.complex.is_some())
+        {
+            assert_eq!(cell(op.name(), dtype), Cell::Gpu, "{} {dtype}", op.name());
+        }
+        // Nx raises on these for complex operands: errors, not kernels or fallbacks.
+        for op in ["max", "min", "remainder", "bitwise_and", "less", "erf"] {
+            assert_eq!(cell(op, dtype), Cell::Undefined, "{op} {dtype}");
+        }
+    }
+    let refused = ops::max(&c64_tensor(&[(1.0, 0.0)]), &c64_tensor(&[(2.0, 0.0)]));
+    let message = refused.unwrap_err().to_string();
+    assert!(
+        message.contains("max") && message.contains("not complex"),
+        "{message}"
+    );
+}
