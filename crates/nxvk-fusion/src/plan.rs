@@ -18,11 +18,11 @@
 //!   while it reads, so the expression is never written. Other nodes (reductions in general,
 //!   dot, literals, structural kinds) run one by one through the eager API of nxvk-kernels.
 
-use crate::codegen::{Expression, LeafAccess, elementwise_shader, reduce_shader};
+use crate::codegen::{Expression, LeafAccess, RowTeam, elementwise_shader, reduce_shader};
 use crate::graph::{Graph, NodeId, Op};
 use nxvk_core::{Capabilities, DType, Device, Kernel, Result};
 use nxvk_kernels::catalog::{device_supports, elem_of};
-use nxvk_kernels::codegen::output_elem;
+use nxvk_kernels::codegen::{WORKGROUP_SIZE, output_elem};
 use nxvk_kernels::op_table::expression;
 use nxvk_kernels::reduce::{Accumulation, accumulator_elem, result_dtype};
 use nxvk_kernels::types::{binary_types, unary_types};
@@ -64,6 +64,8 @@ pub struct FusedKernel {
     pub(crate) roots: Vec<NodeId>,
     /// For a reduction: elements reduced per output (the trailing part of the loop).
     pub(crate) reduced_length: Option<usize>,
+    /// For a reduction: rows one workgroup folds (one per subgroup for subgroup teams).
+    pub(crate) rows_per_workgroup: usize,
 }
 
 /// One step of a plan.
@@ -214,6 +216,27 @@ fn prologue_reduction(
     )
 }
 
+/// Rows up to this many subgroup widths are folded by one subgroup each (at most 32 elements
+/// per invocation, as in the catalog's row kernels); longer ones by a whole workgroup.
+const SUBGROUP_ROW_WIDTHS: usize = 32;
+
+/// The team folding rows of `reduced_length` elements on this device, and how many rows one
+/// workgroup folds at a time. Without subgroup shuffles a workgroup folds each row through
+/// shared memory.
+fn row_team(capabilities: &Capabilities, reduced_length: usize) -> (RowTeam, usize) {
+    let operations = capabilities.subgroup_operations;
+    if !(operations.basic && operations.shuffle) {
+        return (RowTeam::WorkgroupTree, 1);
+    }
+    let subgroup_size = capabilities.subgroup_size.max(1) as usize;
+    if reduced_length <= SUBGROUP_ROW_WIDTHS * subgroup_size {
+        let rows = (WORKGROUP_SIZE as usize / subgroup_size).max(1);
+        (RowTeam::Subgroup, rows)
+    } else {
+        (RowTeam::Workgroup, 1)
+    }
+}
+
 /// Plans `graph` for `device`, compiling its generated kernels.
 pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> Result<Plan> {
     let capabilities = device.capabilities();
@@ -292,6 +315,7 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
             leaves: expression.leaves,
             roots,
             reduced_length: None,
+            rows_per_workgroup: 1,
         }));
         Ok(())
     };
@@ -325,7 +349,8 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
             flush(&mut pending, &mut stages)?;
             let is_leaf = |node: NodeId| materialised[node.index()];
             let expression = Expression::build(&graph, &[reduction.input], &is_leaf)?;
-            let source = reduce_shader(&expression, reduction.op, reduction.input_elem);
+            let (team, rows_per_workgroup) = row_team(capabilities, reduction.reduced_length);
+            let source = reduce_shader(&expression, reduction.op, reduction.input_elem, team);
             let kernel = compile(device, "fused_reduce", &source)?;
             stages.push(Stage::Fused(FusedKernel {
                 kernel,
@@ -333,6 +358,7 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
                 leaves: expression.leaves,
                 roots: vec![id],
                 reduced_length: Some(reduction.reduced_length),
+                rows_per_workgroup,
             }));
         } else {
             flush(&mut pending, &mut stages)?;
