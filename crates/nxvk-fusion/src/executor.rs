@@ -189,10 +189,13 @@ impl Run<'_> {
             Some(_) => &[],
             None => &outputs,
         };
-        let packet_path = row_lengths.into_iter().find_map(|row_length| {
-            packet_words(&fused.loop_shape, row_length, &leaves, packet_outputs)
-                .map(|words| (row_length, words))
-        });
+        let packet_path = row_lengths
+            .into_iter()
+            .filter(|_| fused.packet_path)
+            .find_map(|row_length| {
+                packet_words(&fused.loop_shape, row_length, &leaves, packet_outputs)
+                    .map(|words| (row_length, words))
+            });
         let mut words: Vec<u32> = Vec::new();
         let rank = if let Some((_, packet_words)) = &packet_path {
             for &value in packet_words {

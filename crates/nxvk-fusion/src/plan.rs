@@ -30,26 +30,62 @@ use nxvk_kernels::{Elem, ReduceOp};
 use std::sync::Arc;
 
 /// Planner switches, each a knob with a default chosen by a race.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PlanOptions {
     /// Cross-stage CSE: write a fusible node used by several kernels once instead of
     /// recomputing it in each (`NXVK_KNOB_CSE=on|off`, off until `cargo xtask race cse` says
     /// otherwise).
     pub cross_stage_cse: bool,
+    /// Let fused kernels take the packet path (four elements per vector access) where their
+    /// leaves allow it (`NXVK_KNOB_PACKETS=on|off`, on: the catalog's dense kernels of the same
+    /// shape moved 4377 GB/s against 3313 for the scalar loop on the H200, BENCHMARKS.md).
+    pub packet_path: bool,
+    /// Fold reduction rows with subgroup shuffles where the device has them, rather than
+    /// through a shared-memory tree with a barrier per step (`NXVK_KNOB_ROW_FOLD=subgroup|shared`,
+    /// subgroup: the catalog's row kernels fold that way).
+    pub subgroup_row_folds: bool,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            cross_stage_cse: false,
+            packet_path: true,
+            subgroup_row_folds: true,
+        }
+    }
+}
+
+/// The switch `NXVK_KNOB_<name>` sets: `on` or `off` by name, else `default` (with a warning
+/// for a value that is neither).
+fn switch_from_env(name: &str, on: &str, off: &str, default: bool) -> bool {
+    let variable = format!("NXVK_KNOB_{name}");
+    match std::env::var(&variable) {
+        Ok(value) if value == on => true,
+        Ok(value) if value == off => false,
+        Ok(other) => {
+            eprintln!("nxvk: ignoring {variable}={other:?}: expected {on} or {off}");
+            default
+        }
+        Err(_) => default,
+    }
 }
 
 impl PlanOptions {
-    /// The defaults, overridden by `NXVK_KNOB_CSE`.
+    /// The defaults, overridden by `NXVK_KNOB_CSE`, `NXVK_KNOB_PACKETS` and
+    /// `NXVK_KNOB_ROW_FOLD`.
     pub fn from_env() -> Self {
-        let cross_stage_cse = match std::env::var("NXVK_KNOB_CSE").as_deref() {
-            Ok("on") => true,
-            Ok("off") | Err(_) => false,
-            Ok(other) => {
-                eprintln!("nxvk: ignoring NXVK_KNOB_CSE={other:?}: expected on or off");
-                false
-            }
-        };
-        PlanOptions { cross_stage_cse }
+        let defaults = PlanOptions::default();
+        PlanOptions {
+            cross_stage_cse: switch_from_env("CSE", "on", "off", defaults.cross_stage_cse),
+            packet_path: switch_from_env("PACKETS", "on", "off", defaults.packet_path),
+            subgroup_row_folds: switch_from_env(
+                "ROW_FOLD",
+                "subgroup",
+                "shared",
+                defaults.subgroup_row_folds,
+            ),
+        }
     }
 }
 
@@ -66,6 +102,8 @@ pub struct FusedKernel {
     pub(crate) reduced_length: Option<usize>,
     /// For a reduction: rows one workgroup folds (one per subgroup for subgroup teams).
     pub(crate) rows_per_workgroup: usize,
+    /// The executor may run the packet path ([`PlanOptions::packet_path`]).
+    pub(crate) packet_path: bool,
 }
 
 /// One step of a plan.
@@ -221,11 +259,15 @@ fn prologue_reduction(
 const SUBGROUP_ROW_WIDTHS: usize = 32;
 
 /// The team folding rows of `reduced_length` elements on this device, and how many rows one
-/// workgroup folds at a time. Without subgroup shuffles a workgroup folds each row through
-/// shared memory.
-fn row_team(capabilities: &Capabilities, reduced_length: usize) -> (RowTeam, usize) {
+/// workgroup folds at a time. Without subgroup shuffles (or with them switched off) a
+/// workgroup folds each row through shared memory.
+fn row_team(
+    capabilities: &Capabilities,
+    reduced_length: usize,
+    options: PlanOptions,
+) -> (RowTeam, usize) {
     let operations = capabilities.subgroup_operations;
-    if !(operations.basic && operations.shuffle) {
+    if !(operations.basic && operations.shuffle && options.subgroup_row_folds) {
         return (RowTeam::WorkgroupTree, 1);
     }
     let subgroup_size = capabilities.subgroup_size.max(1) as usize;
@@ -316,6 +358,7 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
             roots,
             reduced_length: None,
             rows_per_workgroup: 1,
+            packet_path: options.packet_path,
         }));
         Ok(())
     };
@@ -349,7 +392,8 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
             flush(&mut pending, &mut stages)?;
             let is_leaf = |node: NodeId| materialised[node.index()];
             let expression = Expression::build(&graph, &[reduction.input], &is_leaf)?;
-            let (team, rows_per_workgroup) = row_team(capabilities, reduction.reduced_length);
+            let (team, rows_per_workgroup) =
+                row_team(capabilities, reduction.reduced_length, options);
             let source = reduce_shader(&expression, reduction.op, reduction.input_elem, team);
             let kernel = compile(device, "fused_reduce", &source)?;
             stages.push(Stage::Fused(FusedKernel {
@@ -359,6 +403,7 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
                 roots: vec![id],
                 reduced_length: Some(reduction.reduced_length),
                 rows_per_workgroup,
+                packet_path: options.packet_path,
             }));
         } else {
             flush(&mut pending, &mut stages)?;

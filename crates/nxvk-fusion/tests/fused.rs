@@ -417,12 +417,14 @@ fn cross_stage_cse_writes_a_shared_value_once_and_agrees() {
         &device(),
         PlanOptions {
             cross_stage_cse: false,
+            ..PlanOptions::default()
         },
     );
     let on = PlanCache::with_options(
         &device(),
         PlanOptions {
             cross_stage_cse: true,
+            ..PlanOptions::default()
         },
     );
     assert_eq!(off.plan(&graph).unwrap().stages().len(), 2);
@@ -689,17 +691,22 @@ fn shifted_by_one_element(tensor: &Tensor) -> Tensor {
     shifted
 }
 
-/// Runs `graph` on `inputs` twice: as given (aligned fresh tensors) and with the first input
+/// Runs `graph` on `inputs` with `options` twice: as given (aligned fresh tensors) and with the first input
 /// shifted off packet alignment. Returns both results and whether each run took the packet
 /// path, after checking each against the op-by-op oracle (to `tolerance`; 0 = bit for bit,
 /// NaN payloads included, unless the graph reduces, whose NaN may come from another operand).
-fn run_both_paths(graph: &Graph, inputs: &[&Tensor], tolerance: f32) -> [(Vec<Tensor>, bool); 2] {
+fn run_both_paths(
+    graph: &Graph,
+    inputs: &[&Tensor],
+    tolerance: f32,
+    options: PlanOptions,
+) -> [(Vec<Tensor>, bool); 2] {
     let expected = eager(graph, inputs);
     let shifted = shifted_by_one_element(inputs[0]);
     let mut shifted_inputs = inputs.to_vec();
     shifted_inputs[0] = &shifted;
     [inputs.to_vec(), shifted_inputs].map(|inputs| {
-        let cache = cache();
+        let cache = PlanCache::with_options(&device(), options);
         let fused = cache.run(graph, &inputs).unwrap();
         let packet = cache.counters().packet_dispatches > 0;
         for (fused, expected) in fused.iter().zip(&expected) {
@@ -754,7 +761,7 @@ fn the_packet_path_equals_eager_and_the_generic_path_bit_for_bit() {
             let x = random_input(&mut random, dtype, &[length]);
             let s = random_input(&mut random, dtype, &[]);
             let [(packet, took_packet), (generic, took_generic)] =
-                run_both_paths(&graph, &[&x, &s], 0.0);
+                run_both_paths(&graph, &[&x, &s], 0.0, PlanOptions::default());
             assert!(took_packet, "{dtype} x {length}");
             // One element is read like a scalar, whatever its address.
             assert_eq!(took_generic, length == 1, "{dtype} x {length}");
@@ -762,6 +769,14 @@ fn the_packet_path_equals_eager_and_the_generic_path_bit_for_bit() {
                 packet[0].to_bytes().unwrap(),
                 generic[0].to_bytes().unwrap()
             );
+            // The knob keeps aligned leaves on the generic path.
+            let packets_off = PlanOptions {
+                packet_path: false,
+                ..PlanOptions::default()
+            };
+            let [(off, took_packet), _] = run_both_paths(&graph, &[&x, &s], 0.0, packets_off);
+            assert!(!took_packet);
+            assert_eq!(off[0].to_bytes().unwrap(), packet[0].to_bytes().unwrap());
         }
     }
 }
@@ -778,7 +793,8 @@ fn packet_kernels_with_several_output_types_equal_eager() {
     let less = builder.binary(BinaryOp::Less, x, exp).unwrap();
     let graph = builder.finish(&[wide, less, exp]).unwrap();
     let x = random_input(&mut SplitMix(31), DType::F16, &[6, 10]);
-    let [(_, took_packet), (_, took_generic)] = run_both_paths(&graph, &[&x], 0.0);
+    let [(_, took_packet), (_, took_generic)] =
+        run_both_paths(&graph, &[&x], 0.0, PlanOptions::default());
     assert!(took_packet && !took_generic);
 }
 
@@ -801,8 +817,12 @@ fn row_constant_leaves_take_the_packet_path() {
         let x = random_input(&mut random, DType::F32, &[5, columns]);
         let per_row = random_input(&mut random, DType::F32, &[5, 1]);
         let per_column = random_input(&mut random, DType::F32, &[columns]);
-        let [(packet, took_packet), (generic, took_generic)] =
-            run_both_paths(&graph, &[&x, &per_row, &per_column], 0.0);
+        let [(packet, took_packet), (generic, took_generic)] = run_both_paths(
+            &graph,
+            &[&x, &per_row, &per_column],
+            0.0,
+            PlanOptions::default(),
+        );
         assert_eq!(took_packet, packet_expected, "{columns} columns");
         assert!(!took_generic);
         assert_eq!(
@@ -832,6 +852,19 @@ fn row_reduction(op: ReduceOp, dtype: DType, rows: usize, length: usize) -> Grap
 /// subgroup sizes, one row and many; a row of 4097 leaves the packet path.
 #[test]
 fn fused_row_reductions_equal_the_catalog_over_row_lengths() {
+    row_reductions_equal_the_catalog(PlanOptions::default());
+}
+
+/// The same through the shared-memory tree, the fold of devices without subgroup shuffles.
+#[test]
+fn shared_memory_row_folds_equal_the_catalog_over_row_lengths() {
+    row_reductions_equal_the_catalog(PlanOptions {
+        subgroup_row_folds: false,
+        ..PlanOptions::default()
+    });
+}
+
+fn row_reductions_equal_the_catalog(options: PlanOptions) {
     let _serial = serial();
     let cases = [
         (ReduceOp::ReduceMax, DType::F32),
@@ -848,8 +881,9 @@ fn fused_row_reductions_equal_the_catalog_over_row_lengths() {
         }
         for (rows, length) in shapes {
             let graph = row_reduction(op, dtype, rows, length);
-            let cache = cache();
-            let plan = cache.plan(&graph).unwrap();
+            let plan = PlanCache::with_options(&device(), options)
+                .plan(&graph)
+                .unwrap();
             assert_eq!(plan.stages().len(), 1, "{op:?} {dtype} [{rows}, {length}]");
             let mut random = SplitMix((rows * length) as u64);
             let x = random_input(&mut random, dtype, &[rows, length]);
@@ -857,7 +891,7 @@ fn fused_row_reductions_equal_the_catalog_over_row_lengths() {
             let tolerance = if op == ReduceOp::Sum { 1e-5 } else { 0.0 };
             let before = dispatches();
             let [(_, took_packet), (_, took_generic)] =
-                run_both_paths(&graph, &[&x, &y], tolerance);
+                run_both_paths(&graph, &[&x, &y], tolerance, options);
             assert!(dispatches() > before);
             let aligned_rows = length % 4 == 0 || rows == 1;
             assert_eq!(
