@@ -615,18 +615,27 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
         })
     }
 
-    /// `P<k> packet<k>{suffix} = <packet of row, column>;` for every leaf.
-    fn packet_loads(&self, target: &str, row: &str, column: &str, declare: bool) -> String {
+    /// `P<k> packet<k>[PACKETS_PER_ITERATION];`: the packets of every leaf one invocation
+    /// loads before computing any.
+    fn packet_arrays(&self) -> String {
         let mut text = String::new();
         for (slot, elem) in self.leaf_elems.iter().enumerate() {
-            let declaration = if declare {
-                format!("{} ", packet_type(*elem))
-            } else {
-                String::new()
-            };
             let _ = writeln!(
                 text,
-                "            {declaration}packet{slot}{target} = nx_packet_{}({}, streamed{slot});",
+                "            {} packet{slot}[{PACKETS_PER_ITERATION}];",
+                packet_type(*elem)
+            );
+        }
+        text
+    }
+
+    /// `packet<k>{target} = <packet at row, column>;` for every leaf.
+    fn packet_loads(&self, target: &str, row: &str, column: &str) -> String {
+        let mut text = String::new();
+        for (slot, elem) in self.leaf_elems.iter().enumerate() {
+            let _ = writeln!(
+                text,
+                "            packet{slot}{target} = nx_packet_{}({}, streamed{slot});",
                 elem.name(),
                 Self::packet_address(slot, *elem, row, column)
             );
@@ -726,14 +735,6 @@ pub(crate) fn elementwise_shader(expression: &Expression, outputs: &[Elem]) -> S
     let mut shader = expression.declarations(&stored);
     shader.push_str(&common_functions(expression));
     let unroll = PACKETS_PER_ITERATION;
-    let mut packet_arrays = String::new();
-    for (slot, elem) in expression.leaf_elems.iter().enumerate() {
-        let _ = writeln!(
-            packet_arrays,
-            "            {} packet{slot}[{unroll}];",
-            packet_type(*elem)
-        );
-    }
     let mut result_arrays = String::new();
     let mut packet_results = String::new();
     let mut packet_stores = String::new();
@@ -801,7 +802,8 @@ void main() {{
 ",
         preamble = expression.preamble(outputs.len()),
         packet_preamble = expression.packet_preamble(),
-        loads = expression.packet_loads("[unroll]", "row", "column", false),
+        packet_arrays = expression.packet_arrays(),
+        loads = expression.packet_loads("[unroll]", "row", "column"),
         packet_call = expression.packet_call("[unroll]", "lane"),
         tail_call = expression.packet_tail_call("0u", "element"),
         indices = expression.indices(),
@@ -912,8 +914,8 @@ fn team_functions(team: RowTeam, value_type: &str) -> String {
 
 /// The shader of `op` over the trailing `push.reduced` elements of each row of the loop, with
 /// `expression` (one root, of type `input`) as its prologue: `team` folds one row (a
-/// grid-stride loop over rows), each invocation a strided part of it, four lane accumulators
-/// per invocation on the packet path (each invocation reads whole packets of the row, the row
+/// grid-stride loop over rows), each invocation a strided part of it; on the packet path
+/// [`PACKETS_PER_ITERATION`] packets in flight and four lane accumulators per invocation (each invocation reads whole packets of the row, the row
 /// length being a multiple of four unless the loop is one row). Rows are contiguous in the
 /// loop's row-major order, so `index = row * reduced + j` on the generic path.
 pub(crate) fn reduce_shader(
@@ -949,12 +951,19 @@ V nx_fold(V a, V b) {{ return {combine}; }}
         if (push.rank == PACKET_RANK) {{
             V lanes[{PACKET_ELEMENTS}] = V[{PACKET_ELEMENTS}](IDENTITY, IDENTITY, IDENTITY, IDENTITY);
             uint packets = push.reduced / {PACKET_ELEMENTS}u;
-            for (uint packet = lane; packet < packets; packet += NX_TEAM_SIZE) {{
-            uint column = packet * {PACKET_ELEMENTS}u;
-{loads}                for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
+            // {unroll} packets in flight per invocation; past the row's end the last one is
+            // reread and not folded.
+            for (uint first = lane; first < packets; first += {unroll}u * NX_TEAM_SIZE) {{
+{packet_arrays}            for (uint unroll = 0u; unroll < {unroll}u; unroll++) {{
+            uint column = min(first + unroll * NX_TEAM_SIZE, packets - 1u) * {PACKET_ELEMENTS}u;
+{loads}            }}
+            for (uint unroll = 0u; unroll < {unroll}u; unroll++) {{
+                if (first + unroll * NX_TEAM_SIZE >= packets) break;
+                for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
                     {packet_call}
                     lanes[lane_of_packet] = nx_fold(lanes[lane_of_packet], {element});
                 }}
+            }}
             }}
             uint column = packets * {PACKET_ELEMENTS}u + lane;
             if (column < push.reduced) {{
@@ -977,8 +986,10 @@ V nx_fold(V a, V b) {{ return {combine}; }}
         team_functions = team_functions(team, value_type),
         preamble = expression.preamble(1),
         packet_preamble = expression.packet_preamble(),
-        loads = expression.packet_loads("", "row", "column", true),
-        packet_call = expression.packet_call("", "lane_of_packet"),
+        unroll = PACKETS_PER_ITERATION,
+        packet_arrays = expression.packet_arrays(),
+        loads = expression.packet_loads("[unroll]", "row", "column"),
+        packet_call = expression.packet_call("[unroll]", "lane_of_packet"),
         tail_call = expression.packet_tail_call("row", "column"),
         indices = expression.indices(),
         generic_call = expression.generic_call(),

@@ -17,6 +17,11 @@
 //!   ones (or all) take that expression as a fused prologue: the reduction kernel computes it
 //!   while it reads, so the expression is never written. Other nodes (reductions in general,
 //!   dot, literals, structural kinds) run one by one through the eager API of nxvk-kernels.
+//! - A fused reduction's rows are folded by one subgroup each when they are at most
+//!   [`SUBGROUP_ROW_WIDTHS`] subgroups wide (several rows per workgroup), else by a workgroup,
+//!   both through subgroup shuffles; devices without them fold through shared memory. Whether a
+//!   kernel runs its packet path depends on the leaves' layouts and addresses, so the executor
+//!   decides it per run (every generated kernel has both paths).
 
 use crate::codegen::{Expression, LeafAccess, RowTeam, elementwise_shader, reduce_shader};
 use crate::graph::{Graph, NodeId, Op};

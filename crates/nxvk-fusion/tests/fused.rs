@@ -874,7 +874,15 @@ fn row_reductions_equal_the_catalog(options: PlanOptions) {
         (ReduceOp::ReduceMax, DType::F16),
     ];
     for (op, dtype) in cases {
-        let mut shapes = vec![(300, 1), (40, 7), (40, 8), (9, 33), (3, 4096), (1, 4096)];
+        let mut shapes = vec![
+            (300, 1),
+            (40, 7),
+            (40, 8),
+            (9, 33),
+            (2, 3000),
+            (3, 4096),
+            (1, 4096),
+        ];
         // Rows past the short-row limit fuse only when there are many.
         if dtype == DType::F32 {
             shapes.push((1024, 4097));
