@@ -540,6 +540,11 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
         text
     }
 
+    /// How many SSA statements compute the roots.
+    pub(crate) fn statement_count(&self) -> usize {
+        self.statements.lines().count()
+    }
+
     /// `nx_element`: the statements as one function from the leaves' stored values to the
     /// roots' values, so every template evaluates elements with the same code.
     fn element_function(&self) -> String {
@@ -708,15 +713,18 @@ uint64_t nx_opaque(uint64_t x) { return x ^ uint64_t(nx_opaque_zero()); }
 pub(crate) const PACKET_RANK: u32 = u32::MAX;
 
 /// Text every template shares after the push constants: the opaque identities, the packet
-/// path's addressing, and `nx_element`.
-fn common_functions(expression: &Expression) -> String {
+/// path's addressing, and `nx_element`. Without `packet_path` the templates leave the packet
+/// path out (`NX_PACKET_PATH` 0).
+fn common_functions(expression: &Expression, packet_path: bool) -> String {
     let mut text = String::from(PUSH_BLOCK);
     text.push_str(OPAQUE_HELPERS);
     let _ = writeln!(
         text,
-        "#define PACKET_RANK {PACKET_RANK}u
+        "#define NX_PACKET_PATH {}
+#define PACKET_RANK {PACKET_RANK}u
 // Element `column` of row `row` of a leaf on the packet path, in elements from its address.
-uint64_t nx_packet_offset(uint row, uint column, uint kept, bool streamed) {{ return uint64_t(row) * uint64_t(kept) + (streamed ? uint64_t(column) : 0ul); }}"
+uint64_t nx_packet_offset(uint row, uint column, uint kept, bool streamed) {{ return uint64_t(row) * uint64_t(kept) + (streamed ? uint64_t(column) : 0ul); }}",
+        u8::from(packet_path)
     );
     text.push_str(&expression.element_function());
     text
@@ -730,10 +738,14 @@ uint64_t nx_packet_offset(uint row, uint column, uint kept, bool streamed) {{ re
 /// every load issued before the first store (as the catalog's dense kernels do; out-of-range
 /// packets of the last iteration reread the last packet and store nothing), then the last
 /// `count % 4` elements one per invocation.
-pub(crate) fn elementwise_shader(expression: &Expression, outputs: &[Elem]) -> String {
+pub(crate) fn elementwise_shader(
+    expression: &Expression,
+    outputs: &[Elem],
+    packet_path: bool,
+) -> String {
     let stored: BTreeSet<Elem> = outputs.iter().copied().collect();
     let mut shader = expression.declarations(&stored);
-    shader.push_str(&common_functions(expression));
+    shader.push_str(&common_functions(expression, packet_path));
     let unroll = PACKETS_PER_ITERATION;
     let mut result_arrays = String::new();
     let mut packet_results = String::new();
@@ -772,6 +784,7 @@ pub(crate) fn elementwise_shader(expression: &Expression, outputs: &[Elem]) -> S
         "layout(local_size_x = {WORKGROUP_SIZE}) in;
 void main() {{
 {preamble}{packet_preamble}    uint threads = gl_NumWorkGroups.x * {WORKGROUP_SIZE}u;
+#if NX_PACKET_PATH
     if (push.rank == PACKET_RANK) {{
         uint packets = push.count / {PACKET_ELEMENTS}u;
         for (uint first = gl_GlobalInvocationID.x; first < packets; first += {unroll}u * threads) {{
@@ -795,6 +808,7 @@ void main() {{
 {tail_stores}        }}
         return;
     }}
+#endif
     for (uint index = gl_GlobalInvocationID.x; index < push.count; index += threads) {{
 {indices}        {generic_call}
 {generic_stores}    }}
@@ -923,6 +937,7 @@ pub(crate) fn reduce_shader(
     op: ReduceOp,
     input: Elem,
     team: RowTeam,
+    packet_path: bool,
 ) -> String {
     let accumulator = accumulator_elem(op, input, Accumulation::Native);
     let value_type = compute_type(accumulator);
@@ -935,7 +950,7 @@ pub(crate) fn reduce_shader(
     };
     let stored: BTreeSet<Elem> = [accumulator].into_iter().collect();
     let mut shader = expression.declarations(&stored);
-    shader.push_str(&common_functions(expression));
+    shader.push_str(&common_functions(expression, packet_path));
     let _ = write!(
         shader,
         "#define V {value_type}
@@ -948,6 +963,7 @@ V nx_fold(V a, V b) {{ return {combine}; }}
 {preamble}{packet_preamble}    uint lane = NX_LANE;
     for (uint row = NX_FIRST_TEAM; row < push.count; row += NX_TEAMS) {{
         V value = IDENTITY;
+#if NX_PACKET_PATH
         if (push.rank == PACKET_RANK) {{
             V lanes[{PACKET_ELEMENTS}] = V[{PACKET_ELEMENTS}](IDENTITY, IDENTITY, IDENTITY, IDENTITY);
             uint packets = push.reduced / {PACKET_ELEMENTS}u;
@@ -971,7 +987,9 @@ V nx_fold(V a, V b) {{ return {combine}; }}
                 lanes[0] = nx_fold(lanes[0], {element});
             }}
             value = nx_fold(nx_fold(lanes[0], lanes[1]), nx_fold(lanes[2], lanes[3]));
-        }} else {{
+        }} else
+#endif
+        {{
             for (uint part = lane; part < push.reduced; part += NX_TEAM_SIZE) {{
         uint index = row * push.reduced + part;
 {indices}                {generic_call}
@@ -1022,7 +1040,7 @@ mod tests {
         let is_leaf = |node: NodeId| node == x;
         let expression = Expression::build(&graph, &[out], &is_leaf).unwrap();
         assert_eq!(expression.leaves.len(), 1);
-        elementwise_shader(&expression, &[Elem::F32])
+        elementwise_shader(&expression, &[Elem::F32], true)
     }
 
     /// The element function and the templates after it.

@@ -284,6 +284,16 @@ fn row_team(
     }
 }
 
+/// Expressions of more statements get no packet path: they are bound by arithmetic, where
+/// vector loads gain nothing, and the path copies their code per packet lane (the bench's
+/// 1000-op chain took lavapipe about 13 s more to compile with it).
+const MAX_PACKET_STATEMENTS: usize = 64;
+
+/// True when a kernel of `expression` gets the packet path.
+fn takes_packet_path(expression: &Expression, options: PlanOptions) -> bool {
+    options.packet_path && expression.statement_count() <= MAX_PACKET_STATEMENTS
+}
+
 /// Plans `graph` for `device`, compiling its generated kernels.
 pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> Result<Plan> {
     let capabilities = device.capabilities();
@@ -354,7 +364,8 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
             .iter()
             .map(|&root| elem_of(graph.tensor_type(root).dtype).unwrap_or(Elem::U8))
             .collect();
-        let source = elementwise_shader(&expression, &outputs);
+        let packet_path = takes_packet_path(&expression, options);
+        let source = elementwise_shader(&expression, &outputs, packet_path);
         let kernel = compile(device, "fused_elementwise", &source)?;
         stages.push(Stage::Fused(FusedKernel {
             kernel,
@@ -363,7 +374,7 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
             roots,
             reduced_length: None,
             rows_per_workgroup: 1,
-            packet_path: options.packet_path,
+            packet_path,
         }));
         Ok(())
     };
@@ -399,7 +410,14 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
             let expression = Expression::build(&graph, &[reduction.input], &is_leaf)?;
             let (team, rows_per_workgroup) =
                 row_team(capabilities, reduction.reduced_length, options);
-            let source = reduce_shader(&expression, reduction.op, reduction.input_elem, team);
+            let packet_path = takes_packet_path(&expression, options);
+            let source = reduce_shader(
+                &expression,
+                reduction.op,
+                reduction.input_elem,
+                team,
+                packet_path,
+            );
             let kernel = compile(device, "fused_reduce", &source)?;
             stages.push(Stage::Fused(FusedKernel {
                 kernel,
@@ -408,7 +426,7 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
                 roots: vec![id],
                 reduced_length: Some(reduction.reduced_length),
                 rows_per_workgroup,
-                packet_path: options.packet_path,
+                packet_path,
             }));
         } else {
             flush(&mut pending, &mut stages)?;

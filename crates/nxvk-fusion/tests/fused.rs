@@ -186,6 +186,8 @@ fn an_elementwise_chain_is_one_dispatch_and_matches_eager_bit_for_bit() {
     let before = dispatches();
     let fused = cache.run(&graph, &[&x, &a]).unwrap();
     assert_eq!(dispatches() - before, 1);
+    // Null arm of the thousand-op chain's: a short chain takes the packet path.
+    assert_eq!(cache.counters().packet_dispatches, 2);
     let expected = eager(&graph, &[&x, &a]);
     assert!(agree(&values_of(&fused[0]), &values_of(&expected[0]), 0.0));
 }
@@ -595,6 +597,8 @@ fn a_thousand_op_chain_is_one_dispatch() {
     let before = dispatches();
     let fused = cache.run(&graph, &[&x]).unwrap();
     assert_eq!(dispatches() - before, 1);
+    // Arithmetic-bound: generated without the packet path (its code would be copied per lane).
+    assert_eq!(cache.counters().packet_dispatches, 0);
     let expected = eager(&graph, &[&x]);
     assert!(agree(&values_of(&fused[0]), &values_of(&expected[0]), 0.0));
 }
