@@ -17,6 +17,17 @@
 //! Leaves (tensors the kernel reads) are addressed like the catalog's kernels: 64-bit device
 //! addresses from a parameter block, 32-bit element indices from either a linear stride (when
 //! the loop and every leaf simplify to one axis) or shape and per-leaf strides (any rank).
+//!
+//! The expression is one GLSL function, `nx_element`, taking each leaf's stored value and
+//! returning each root's value; the templates only decide where the leaves come from. Besides
+//! that generic element loop, every kernel has a *packet* path (`push.rank` =
+//! [`PACKET_RANK`]), taken when the executor finds the loop made of rows in which every leaf
+//! is either contiguous from a packet-aligned address or constant (a scalar, or a per-row
+//! value such as softmax's row maximum): each invocation loads four elements with one vector
+//! access per leaf (as the catalog's dense kernels do: `dense_codegen.rs`) and evaluates
+//! `nx_element` per lane, so both paths compute every element with the same code and agree
+//! bit for bit. Leaf element `column` of row `row` sits at `row * kept + column * streamed`
+//! elements from the leaf's address (`kept` and `streamed` being per-leaf words).
 
 use crate::graph::{Graph, NodeId, Op};
 use crate::view::{ViewPath, ViewStep};
@@ -31,7 +42,9 @@ use nxvk_kernels::codegen::{
 use nxvk_kernels::op_table::expression;
 use nxvk_kernels::reduce::{Accumulation, accumulator_elem, fold};
 use nxvk_kernels::types::{binary_types, unary_types};
-use nxvk_kernels::{BinaryOp, Elem, UnaryOp};
+use nxvk_kernels::{
+    BinaryOp, Elem, PACKET_ELEMENTS, PACKETS_PER_ITERATION, UnaryOp, packet_bytes, packet_type,
+};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
@@ -59,6 +72,9 @@ pub(crate) struct Expression {
     pub statements: String,
     /// The temporary holding each root's value (in the root's compute type).
     pub root_values: Vec<String>,
+    /// The element type of each leaf and of each root.
+    leaf_elems: Vec<Elem>,
+    root_elems: Vec<Elem>,
     needs: BTreeMap<Elem, BTreeSet<Need>>,
     /// Storage types read through buffer references.
     loaded: BTreeSet<Elem>,
@@ -255,14 +271,8 @@ impl Expression {
                 path: path.clone(),
             });
             self.loaded.insert(elem);
-            load(
-                elem,
-                &format!(
-                    "In_{name}(in{slot} + uint64_t(idx{slot}) * {bytes}ul).v",
-                    name = elem.name(),
-                    bytes = storage_bytes(elem)
-                ),
-            )
+            self.leaf_elems.push(elem);
+            load(elem, &format!("leaf{slot}"))
         } else {
             match &entry.op {
                 Op::Constant { element } => literal(elem, element),
@@ -402,31 +412,61 @@ impl Expression {
         for &root in roots {
             let value = self.value(graph, is_leaf, &mut memo, root, Vec::new())?;
             self.root_values.push(value);
+            let elem = native("fused kernel", graph.tensor_type(root).dtype)?;
+            self.root_elems.push(elem);
         }
         Ok(self)
     }
 
-    /// Helper blocks (one per compute type used), buffer types and the address/index
-    /// preamble shared by every template.
+    /// Helper blocks (one per compute type used), buffer types (element and packet) and the
+    /// packet loads shared by every template.
     pub(crate) fn declarations(&self, stored: &BTreeSet<Elem>) -> String {
         let mut text = String::from(FLOAT_CONTROLS);
         text.push_str(BF16_HELPERS);
-        for elem in &self.loaded {
+        let buffer = |text: &mut String, access: &str, name: &str, bytes: u64, storage: &str| {
             let _ = writeln!(
                 text,
-                "layout(buffer_reference, scalar, buffer_reference_align = {bytes}) readonly buffer In_{name} {{ {storage} v; }};",
-                bytes = storage_bytes(*elem),
-                name = elem.name(),
-                storage = storage_type(*elem)
+                "layout(buffer_reference, scalar, buffer_reference_align = {bytes}) {access} buffer {name} {{ {storage} v; }};"
+            );
+        };
+        for elem in &self.loaded {
+            let name = elem.name();
+            let packet = packet_type(*elem);
+            buffer(
+                &mut text,
+                "readonly",
+                &format!("In_{name}"),
+                u64::from(storage_bytes(*elem)),
+                storage_type(*elem),
+            );
+            buffer(
+                &mut text,
+                "readonly",
+                &format!("InPacket_{name}"),
+                packet_bytes(*elem),
+                packet,
+            );
+            // A leaf that is constant along the row repeats its one element over the packet.
+            let _ = writeln!(
+                text,
+                "{packet} nx_packet_{name}(uint64_t address, bool streamed) {{ if (streamed) return InPacket_{name}(address).v; return {packet}(In_{name}(address).v); }}"
             );
         }
         for elem in stored {
-            let _ = writeln!(
-                text,
-                "layout(buffer_reference, scalar, buffer_reference_align = {bytes}) writeonly buffer Out_{name} {{ {storage} v; }};",
-                bytes = storage_bytes(*elem),
-                name = elem.name(),
-                storage = storage_type(*elem)
+            let name = elem.name();
+            buffer(
+                &mut text,
+                "writeonly",
+                &format!("Out_{name}"),
+                u64::from(storage_bytes(*elem)),
+                storage_type(*elem),
+            );
+            buffer(
+                &mut text,
+                "writeonly",
+                &format!("OutPacket_{name}"),
+                packet_bytes(*elem),
+                packet_type(*elem),
             );
         }
         text.push_str(
@@ -534,6 +574,129 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
         }
         text
     }
+
+    /// How many SSA statements compute the roots.
+    pub(crate) fn statement_count(&self) -> usize {
+        self.statements.lines().count()
+    }
+
+    /// `nx_element`: the statements as one function from the leaves' stored values to the
+    /// roots' values, so every template evaluates elements with the same code.
+    fn element_function(&self) -> String {
+        let mut parameters: Vec<String> = self
+            .leaf_elems
+            .iter()
+            .enumerate()
+            .map(|(slot, elem)| format!("{} leaf{slot}", storage_type(*elem)))
+            .collect();
+        parameters.extend(
+            self.root_elems
+                .iter()
+                .enumerate()
+                .map(|(root, elem)| format!("out {} root{root}", compute_type(*elem))),
+        );
+        let mut text = format!("void nx_element({}) {{\n", parameters.join(", "));
+        text.push_str(&self.statements);
+        for (root, value) in self.root_values.iter().enumerate() {
+            let _ = writeln!(text, "        root{root} = {value};");
+        }
+        text.push_str("}\n");
+        text
+    }
+
+    /// Declares `result<k>` for each root and calls `nx_element` on the leaf values
+    /// `argument(slot, elem)`.
+    fn call(&self, argument: impl Fn(usize, Elem) -> String) -> String {
+        let mut text = String::new();
+        let mut arguments: Vec<String> = Vec::new();
+        for (slot, elem) in self.leaf_elems.iter().enumerate() {
+            arguments.push(argument(slot, *elem));
+        }
+        for (root, elem) in self.root_elems.iter().enumerate() {
+            let _ = write!(text, "{} result{root}; ", compute_type(*elem));
+            arguments.push(format!("result{root}"));
+        }
+        let _ = write!(text, "nx_element({});", arguments.join(", "));
+        text
+    }
+
+    /// The call of the generic path: leaf `k` at element index `idx<k>`.
+    fn generic_call(&self) -> String {
+        self.call(|slot, elem| {
+            format!(
+                "In_{name}(in{slot} + uint64_t(idx{slot}) * {bytes}ul).v",
+                name = elem.name(),
+                bytes = storage_bytes(elem)
+            )
+        })
+    }
+
+    /// The address of element `column` of row `row` of leaf `slot` on the packet path.
+    fn packet_address(slot: usize, elem: Elem, row: &str, column: &str) -> String {
+        format!(
+            "in{slot} + nx_packet_offset({row}, {column}, lin{slot}, streamed{slot}) * {bytes}ul",
+            bytes = storage_bytes(elem)
+        )
+    }
+
+    /// The call of the packet path for one element: leaf `k`'s packet variable, lane `lane`.
+    fn packet_call(&self, packet: &str, lane: &str) -> String {
+        self.call(|slot, _| format!("packet{slot}{packet}[{lane}]"))
+    }
+
+    /// The call of the packet path's scalar tail: element `column` of row `row`.
+    fn packet_tail_call(&self, row: &str, column: &str) -> String {
+        self.call(|slot, elem| {
+            format!(
+                "In_{}({}).v",
+                elem.name(),
+                Self::packet_address(slot, elem, row, column)
+            )
+        })
+    }
+
+    /// `P<k> packet<k>[PACKETS_PER_ITERATION];`: the packets of every leaf one invocation
+    /// loads before computing any.
+    fn packet_arrays(&self) -> String {
+        let mut text = String::new();
+        for (slot, elem) in self.leaf_elems.iter().enumerate() {
+            let _ = writeln!(
+                text,
+                "            {} packet{slot}[{PACKETS_PER_ITERATION}];",
+                packet_type(*elem)
+            );
+        }
+        text
+    }
+
+    /// `packet<k>{target} = <packet at row, column>;` for every leaf.
+    fn packet_loads(&self, target: &str, row: &str, column: &str) -> String {
+        let mut text = String::new();
+        for (slot, elem) in self.leaf_elems.iter().enumerate() {
+            let _ = writeln!(
+                text,
+                "            packet{slot}{target} = nx_packet_{}({}, streamed{slot});",
+                elem.name(),
+                Self::packet_address(slot, *elem, row, column)
+            );
+        }
+        text
+    }
+
+    /// On the packet path, which leaves stream along the row (words after the kept strides);
+    /// read only there, where the parameter block holds them.
+    fn packet_preamble(&self) -> String {
+        let n = self.leaves.len();
+        let mut text = String::new();
+        for slot in 0..n {
+            let _ = writeln!(
+                text,
+                "    bool streamed{slot} = false;\n    if (push.rank == PACKET_RANK) streamed{slot} = words.v[{}u] != 0u;",
+                n + slot
+            );
+        }
+        text
+    }
 }
 
 /// The op table's expression for `spec` on `elem` as a function named `name`.
@@ -581,88 +744,311 @@ int64_t nx_opaque(int64_t x) { return x ^ int64_t(nx_opaque_zero()); }
 uint64_t nx_opaque(uint64_t x) { return x ^ uint64_t(nx_opaque_zero()); }
 ";
 
+/// The `push.rank` of a packet-path dispatch (no tensor has this rank).
+pub(crate) const PACKET_RANK: u32 = u32::MAX;
+
+/// Text every template shares after the push constants: the opaque identities, the packet
+/// path's addressing, and `nx_element`. Without `packet_path` the templates leave the packet
+/// path out (`NX_PACKET_PATH` 0).
+fn common_functions(expression: &Expression, packet_path: bool) -> String {
+    let mut text = String::from(PUSH_BLOCK);
+    text.push_str(OPAQUE_HELPERS);
+    let _ = writeln!(
+        text,
+        "#define NX_PACKET_PATH {}
+#define PACKET_RANK {PACKET_RANK}u
+// Element `column` of row `row` of a leaf on the packet path, in elements from its address.
+uint64_t nx_packet_offset(uint row, uint column, uint kept, bool streamed) {{ return uint64_t(row) * uint64_t(kept) + (streamed ? uint64_t(column) : 0ul); }}",
+        u8::from(packet_path)
+    );
+    text.push_str(&expression.element_function());
+    text
+}
+
 /// The whole shader of an elementwise kernel writing `roots` (their elems `outputs`)
 /// contiguously over the loop.
-pub(crate) fn elementwise_shader(expression: &Expression, outputs: &[Elem]) -> String {
+///
+/// Packet path (`push.reduced` the row length, a multiple of four unless the loop is one
+/// row): invocations take packets in a grid-stride loop, [`PACKETS_PER_ITERATION`] at a time,
+/// every load issued before the first store (as the catalog's dense kernels do; out-of-range
+/// packets of the last iteration reread the last packet and store nothing), then the last
+/// `count % 4` elements one per invocation.
+pub(crate) fn elementwise_shader(
+    expression: &Expression,
+    outputs: &[Elem],
+    packet_path: bool,
+) -> String {
     let stored: BTreeSet<Elem> = outputs.iter().copied().collect();
     let mut shader = expression.declarations(&stored);
-    shader.push_str(PUSH_BLOCK);
-    shader.push_str(OPAQUE_HELPERS);
+    shader.push_str(&common_functions(expression, packet_path));
+    let unroll = PACKETS_PER_ITERATION;
+    let mut result_arrays = String::new();
+    let mut packet_results = String::new();
+    let mut packet_stores = String::new();
+    let mut tail_stores = String::new();
+    let mut generic_stores = String::new();
+    for (output, elem) in outputs.iter().enumerate() {
+        let name = elem.name();
+        let bytes = storage_bytes(*elem);
+        let packet_bytes = packet_bytes(*elem);
+        let stored = store(*elem, &format!("result{output}"));
+        let _ = writeln!(
+            result_arrays,
+            "            {} stored{output}[{unroll}];",
+            packet_type(*elem)
+        );
+        let _ = writeln!(
+            packet_results,
+            "                    stored{output}[unroll][lane] = {stored};"
+        );
+        let _ = writeln!(
+            packet_stores,
+            "                if (packet < packets) OutPacket_{name}(out{output} + uint64_t(packet) * {packet_bytes}ul).v = stored{output}[unroll];"
+        );
+        let _ = writeln!(
+            tail_stores,
+            "            Out_{name}(out{output} + uint64_t(element) * {bytes}ul).v = {stored};"
+        );
+        let _ = writeln!(
+            generic_stores,
+            "        Out_{name}(out{output} + uint64_t(index) * {bytes}ul).v = {stored};"
+        );
+    }
     let _ = write!(
         shader,
         "layout(local_size_x = {WORKGROUP_SIZE}) in;
 void main() {{
-{preamble}    uint threads = gl_NumWorkGroups.x * {WORKGROUP_SIZE}u;
+{preamble}{packet_preamble}    uint threads = gl_NumWorkGroups.x * {WORKGROUP_SIZE}u;
+#if NX_PACKET_PATH
+    if (push.rank == PACKET_RANK) {{
+        uint packets = push.count / {PACKET_ELEMENTS}u;
+        for (uint first = gl_GlobalInvocationID.x; first < packets; first += {unroll}u * threads) {{
+{packet_arrays}            for (uint unroll = 0u; unroll < {unroll}u; unroll++) {{
+            uint element = min(first + unroll * threads, packets - 1u) * {PACKET_ELEMENTS}u;
+            uint row = element / push.reduced;
+            uint column = element - row * push.reduced;
+{loads}            }}
+{result_arrays}            for (uint unroll = 0u; unroll < {unroll}u; unroll++) {{
+                for (uint lane = 0u; lane < {PACKET_ELEMENTS}u; lane++) {{
+                    {packet_call}
+{packet_results}                }}
+            }}
+            for (uint unroll = 0u; unroll < {unroll}u; unroll++) {{
+                uint packet = first + unroll * threads;
+{packet_stores}            }}
+        }}
+        uint element = packets * {PACKET_ELEMENTS}u + gl_GlobalInvocationID.x;
+        if (element < push.count) {{
+            {tail_call}
+{tail_stores}        }}
+        return;
+    }}
+#endif
     for (uint index = gl_GlobalInvocationID.x; index < push.count; index += threads) {{
-{indices}{statements}",
+{indices}        {generic_call}
+{generic_stores}    }}
+}}
+",
         preamble = expression.preamble(outputs.len()),
+        packet_preamble = expression.packet_preamble(),
+        packet_arrays = expression.packet_arrays(),
+        loads = expression.packet_loads("[unroll]", "row", "column"),
+        packet_call = expression.packet_call("[unroll]", "lane"),
+        tail_call = expression.packet_tail_call("0u", "element"),
         indices = expression.indices(),
-        statements = expression.statements,
+        generic_call = expression.generic_call(),
     );
-    for (output, (elem, value)) in outputs.iter().zip(&expression.root_values).enumerate() {
-        let _ = writeln!(
-            shader,
-            "        Out_{name}(out{output} + uint64_t(index) * {bytes}ul).v = {stored};",
-            name = elem.name(),
-            bytes = storage_bytes(*elem),
-            stored = store(*elem, value)
-        );
-    }
-    shader.push_str("    }\n}\n");
     shader
 }
 
+/// Who folds one row of a fused reduction, chosen by the planner from the row length and the
+/// device's subgroup operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RowTeam {
+    /// One subgroup per row (short rows): a shuffle butterfly, no barrier.
+    Subgroup,
+    /// One workgroup per row: a butterfly per subgroup, then one over the subgroups' results.
+    Workgroup,
+    /// One workgroup per row through a shared-memory tree (devices without subgroup shuffles).
+    WorkgroupTree,
+}
+
+/// `nx_shuffle_xor` for the GLSL value type `value_type`: 64-bit values move as two words,
+/// since shuffles of 64-bit types need shaderSubgroupExtendedTypes.
+fn shuffle_function(value_type: &str) -> String {
+    let body = match value_type {
+        "double" => "packDouble2x32(subgroupShuffleXor(unpackDouble2x32(value), mask))".to_owned(),
+        "int64_t" | "uint64_t" => format!(
+            "{value_type}(nx_join_words(subgroupShuffleXor(uvec2(uint(uint64_t(value)), uint(uint64_t(value) >> 32)), mask)))"
+        ),
+        _ => "subgroupShuffleXor(value, mask)".to_owned(),
+    };
+    format!(
+        "uint64_t nx_join_words(uvec2 words) {{ return uint64_t(words.x) | (uint64_t(words.y) << 32); }}
+V nx_shuffle_xor(V value, uint mask) {{ return {body}; }}
+V nx_subgroup_fold(V value) {{
+    for (uint mask = gl_SubgroupSize >> 1u; mask > 0u; mask >>= 1u) value = nx_fold(value, nx_shuffle_xor(value, mask));
+    return value;
+}}
+"
+    )
+}
+
+/// A workgroup team's first row, row step, invocation in the team and size.
+const WORKGROUP_TEAM: [&str; 4] = [
+    "gl_WorkGroupID.x",
+    "gl_NumWorkGroups.x",
+    "gl_LocalInvocationID.x",
+    "WORKGROUP_SIZE",
+];
+
+/// `nx_team_fold`, the fold of `value` over the team (valid in its first invocation), and the
+/// team's variables.
+fn team_functions(team: RowTeam, value_type: &str) -> String {
+    let half = WORKGROUP_SIZE / 2;
+    let (fold, variables) = match team {
+        RowTeam::Subgroup => (
+            format!(
+                "{}V nx_team_fold(V value) {{ return nx_subgroup_fold(value); }}\n",
+                shuffle_function(value_type)
+            ),
+            [
+                "gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID",
+                "gl_NumWorkGroups.x * gl_NumSubgroups",
+                "gl_SubgroupInvocationID",
+                "gl_SubgroupSize",
+            ],
+        ),
+        RowTeam::Workgroup => (
+            format!(
+                "{}V nx_team_fold(V value) {{
+    value = nx_subgroup_fold(value);
+    if (gl_SubgroupInvocationID == 0u) partial[gl_SubgroupID] = value;
+    barrier();
+    value = IDENTITY;
+    for (uint subgroup = gl_SubgroupInvocationID; subgroup < gl_NumSubgroups; subgroup += gl_SubgroupSize) value = nx_fold(value, partial[subgroup]);
+    value = nx_subgroup_fold(value);
+    barrier();
+    return value;
+}}
+",
+                shuffle_function(value_type)
+            ),
+            WORKGROUP_TEAM,
+        ),
+        RowTeam::WorkgroupTree => (
+            format!(
+                "V nx_team_fold(V value) {{
+    uint local = gl_LocalInvocationID.x;
+    partial[local] = value;
+    barrier();
+    for (uint half_size = {half}u; half_size > 0u; half_size >>= 1u) {{
+        if (local < half_size) partial[local] = nx_fold(partial[local], partial[local + half_size]);
+        barrier();
+    }}
+    V result = partial[0];
+    barrier();
+    return result;
+}}
+"
+            ),
+            WORKGROUP_TEAM,
+        ),
+    };
+    let [first_team, teams, lane, team_size] = variables;
+    format!(
+        "{fold}#define NX_FIRST_TEAM ({first_team})\n#define NX_TEAMS ({teams})\n#define NX_LANE ({lane})\n#define NX_TEAM_SIZE ({team_size})\n"
+    )
+}
+
 /// The shader of `op` over the trailing `push.reduced` elements of each row of the loop, with
-/// `expression` (one root, of type `input`) as its prologue: one workgroup folds one row
-/// (a grid-stride loop over rows), each invocation a strided part of it, then a shared-memory
-/// tree. Rows are contiguous in the loop's row-major order, so `index = row * reduced + j`.
-pub(crate) fn reduce_shader(expression: &Expression, op: ReduceOp, input: Elem) -> String {
+/// `expression` (one root, of type `input`) as its prologue: `team` folds one row (a
+/// grid-stride loop over rows), each invocation a strided part of it; on the packet path
+/// [`PACKETS_PER_ITERATION`] packets in flight and four lane accumulators per invocation (each invocation reads whole packets of the row, the row
+/// length being a multiple of four unless the loop is one row). Rows are contiguous in the
+/// loop's row-major order, so `index = row * reduced + j` on the generic path.
+pub(crate) fn reduce_shader(
+    expression: &Expression,
+    op: ReduceOp,
+    input: Elem,
+    team: RowTeam,
+    packet_path: bool,
+) -> String {
     let accumulator = accumulator_elem(op, input, Accumulation::Native);
     let value_type = compute_type(accumulator);
     let (identity, combine) = fold(op, value_type, input.is_float());
-    let root = &expression.root_values[0];
     let element = match op {
         ReduceOp::All | ReduceOp::Any => {
-            format!("(({root}) != {}(0)) ? 1u : 0u", compute_type(input))
+            format!("((result0) != {}(0)) ? 1u : 0u", compute_type(input))
         }
-        _ => format!("V({root})"),
+        _ => "V(result0)".to_owned(),
     };
     let stored: BTreeSet<Elem> = [accumulator].into_iter().collect();
     let mut shader = expression.declarations(&stored);
-    shader.push_str(PUSH_BLOCK);
-    shader.push_str(OPAQUE_HELPERS);
-    let half = WORKGROUP_SIZE / 2;
+    shader.push_str(&common_functions(expression, packet_path));
     let _ = write!(
         shader,
         "#define V {value_type}
+#define IDENTITY {identity}
+#define WORKGROUP_SIZE {WORKGROUP_SIZE}u
 layout(local_size_x = {WORKGROUP_SIZE}) in;
 shared V partial[{WORKGROUP_SIZE}];
 V nx_fold(V a, V b) {{ return {combine}; }}
-void main() {{
-{preamble}    uint local = gl_LocalInvocationID.x;
-    for (uint row = gl_WorkGroupID.x; row < push.count; row += gl_NumWorkGroups.x) {{
-        V value = {identity};
-        for (uint part = local; part < push.reduced; part += {WORKGROUP_SIZE}u) {{
+{team_functions}void main() {{
+{preamble}{packet_preamble}    uint lane = NX_LANE;
+    for (uint row = NX_FIRST_TEAM; row < push.count; row += NX_TEAMS) {{
+        V value = IDENTITY;
+#if NX_PACKET_PATH
+        if (push.rank == PACKET_RANK) {{
+            V lanes[{PACKET_ELEMENTS}] = V[{PACKET_ELEMENTS}](IDENTITY, IDENTITY, IDENTITY, IDENTITY);
+            uint packets = push.reduced / {PACKET_ELEMENTS}u;
+            // {unroll} packets in flight per invocation; past the row's end the last one is
+            // reread and not folded.
+            for (uint first = lane; first < packets; first += {unroll}u * NX_TEAM_SIZE) {{
+{packet_arrays}            for (uint unroll = 0u; unroll < {unroll}u; unroll++) {{
+            uint column = min(first + unroll * NX_TEAM_SIZE, packets - 1u) * {PACKET_ELEMENTS}u;
+{loads}            }}
+            for (uint unroll = 0u; unroll < {unroll}u; unroll++) {{
+                if (first + unroll * NX_TEAM_SIZE >= packets) break;
+                for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
+                    {packet_call}
+                    lanes[lane_of_packet] = nx_fold(lanes[lane_of_packet], {element});
+                }}
+            }}
+            }}
+            uint column = packets * {PACKET_ELEMENTS}u + lane;
+            if (column < push.reduced) {{
+                {tail_call}
+                lanes[0] = nx_fold(lanes[0], {element});
+            }}
+            value = nx_fold(nx_fold(lanes[0], lanes[1]), nx_fold(lanes[2], lanes[3]));
+        }} else
+#endif
+        {{
+            for (uint part = lane; part < push.reduced; part += NX_TEAM_SIZE) {{
         uint index = row * push.reduced + part;
-{indices}{statements}        value = nx_fold(value, {element});
+{indices}                {generic_call}
+                value = nx_fold(value, {element});
+            }}
         }}
-        partial[local] = value;
-        barrier();
-        for (uint half_size = {half}u; half_size > 0u; half_size >>= 1u) {{
-            if (local < half_size) partial[local] = nx_fold(partial[local], partial[local + half_size]);
-            barrier();
-        }}
-        if (local == 0u) Out_{name}(out0 + uint64_t(row) * {bytes}ul).v = {store};
-        barrier();
+        value = nx_team_fold(value);
+        if (lane == 0u) Out_{name}(out0 + uint64_t(row) * {bytes}ul).v = {store};
     }}
 }}
 ",
+        team_functions = team_functions(team, value_type),
         preamble = expression.preamble(1),
+        packet_preamble = expression.packet_preamble(),
+        unroll = PACKETS_PER_ITERATION,
+        packet_arrays = expression.packet_arrays(),
+        loads = expression.packet_loads("[unroll]", "row", "column"),
+        packet_call = expression.packet_call("[unroll]", "lane_of_packet"),
+        tail_call = expression.packet_tail_call("row", "column"),
         indices = expression.indices(),
-        statements = expression.statements,
+        generic_call = expression.generic_call(),
         name = accumulator.name(),
         bytes = storage_bytes(accumulator),
-        store = store(accumulator, "partial[0]"),
+        store = store(accumulator, "value"),
     );
     shader
 }
@@ -689,11 +1075,12 @@ mod tests {
         let is_leaf = |node: NodeId| node == x;
         let expression = Expression::build(&graph, &[out], &is_leaf).unwrap();
         assert_eq!(expression.leaves.len(), 1);
-        elementwise_shader(&expression, &[Elem::F32])
+        elementwise_shader(&expression, &[Elem::F32], true)
     }
 
+    /// The element function and the templates after it.
     fn main_body(shader: &str) -> &str {
-        &shader[shader.find("void main()").unwrap()..]
+        &shader[shader.find("void nx_element(").unwrap()..]
     }
 
     #[test]
@@ -701,9 +1088,11 @@ mod tests {
         let shader = shader(false);
         let body = main_body(&shader);
         assert_eq!(body.matches("nxop_exp_f32(").count(), 1);
-        assert_eq!(body.matches("Out_f32(").count(), 1);
+        // The generic loop, the packet loop and the packet path's tail each evaluate it.
+        assert_eq!(body.matches("nx_element(").count(), 4);
         // Data is addressed with 64-bit byte offsets, never 32-bit array indices.
         assert!(body.contains("In_f32(in0 + uint64_t(idx0) * 4ul)"));
+        assert!(body.contains("OutPacket_f32(out0 + uint64_t(packet) * 16ul)"));
         assert!(!body.contains("v[index]"));
         // Null arm: two exp nodes are two computations.
         assert_eq!(

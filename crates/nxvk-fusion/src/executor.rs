@@ -7,7 +7,7 @@
 //! Dispatches are recorded into the device's batched stream; nothing waits for the GPU except
 //! `cond` and `while`, which read their predicate back.
 
-use crate::codegen::{FUSED_PUSH_CONSTANT_BYTES, OPAQUE_WORD};
+use crate::codegen::{FUSED_PUSH_CONSTANT_BYTES, OPAQUE_WORD, PACKET_RANK};
 use crate::graph::{Graph, IndexedUpdate, NodeId, Op};
 use crate::plan::{FusedKernel, Plan, Stage};
 use crate::plan_cache::PlanCache;
@@ -16,6 +16,7 @@ use nxvk_core::{BufferAccess, DType, Error, Result, Tensor};
 use nxvk_kernels::codegen::WORKGROUP_SIZE;
 use nxvk_kernels::launch::{MAX_ELEMENTS, poison_output, simplify};
 use nxvk_kernels::reduce::{ReduceOptions, reduce};
+use nxvk_kernels::{PACKET_ELEMENTS, PACKETS_PER_ITERATION};
 use nxvk_kernels::{as_type, binary, index, movement, sort, unary};
 use std::sync::Arc;
 
@@ -30,6 +31,80 @@ enum Value {
 
 /// Most workgroups one fused reduction dispatches (a grid-stride loop covers more rows).
 const MAX_REDUCE_GROUPS: u64 = 65_535;
+
+/// The packet path's parameter words for a loop of `loop_shape` cut into rows of
+/// `row_length` trailing elements, when every leaf allows it: each leaf's stride between rows
+/// (`kept`), then 1 for each leaf that is contiguous along the row, 0 for one constant along it.
+/// Leaves that stream start every row at a packet-aligned address; `outputs`, written
+/// contiguously over the loop, are packet-aligned too. Rows hold whole packets unless the loop
+/// is one row (then the last `count % 4` elements are read one by one).
+fn packet_words(
+    loop_shape: &[usize],
+    row_length: usize,
+    leaves: &[Tensor],
+    outputs: &[Tensor],
+) -> Option<Vec<usize>> {
+    let n_elements: usize = loop_shape.iter().product();
+    if row_length == 0 || !n_elements.is_multiple_of(row_length) {
+        return None;
+    }
+    let one_row = n_elements == row_length;
+    let mut split = loop_shape.len();
+    let mut trailing = 1;
+    while split > 0 && trailing < row_length {
+        split -= 1;
+        trailing *= loop_shape[split];
+    }
+    if trailing != row_length || (!one_row && !row_length.is_multiple_of(PACKET_ELEMENTS as usize))
+    {
+        return None;
+    }
+    let (kept_shape, row_shape) = loop_shape.split_at(split);
+    let mut streamed = Vec::with_capacity(leaves.len());
+    for leaf in leaves {
+        let along_row = vec![leaf.layout().strides()[split..].to_vec()];
+        let (shape, strides) = simplify(row_shape, &along_row);
+        if strides[0].iter().all(|&stride| stride == 0) {
+            streamed.push(0);
+        } else if shape.len() == 1 && strides[0] == [1] {
+            streamed.push(1);
+        } else {
+            return None;
+        }
+    }
+    let between_rows: Vec<Vec<usize>> = leaves
+        .iter()
+        .map(|leaf| leaf.layout().strides()[..split].to_vec())
+        .collect();
+    let (shape, kept) = simplify(kept_shape, &between_rows);
+    if shape.len() > 1 {
+        return None;
+    }
+    let kept: Vec<usize> = kept
+        .iter()
+        .map(|strides| strides.first().copied().unwrap_or(0))
+        .collect();
+    let packet_aligned = |tensor: &Tensor| {
+        let packet = tensor.dtype().byte_size()? * u64::from(PACKET_ELEMENTS);
+        tensor
+            .device_address()
+            .filter(|address| address.is_multiple_of(packet))
+    };
+    let leaves_aligned =
+        leaves
+            .iter()
+            .zip(&kept)
+            .zip(&streamed)
+            .all(|((leaf, &kept), &streams)| {
+                streams == 0
+                    || (packet_aligned(leaf).is_some()
+                        && kept.is_multiple_of(PACKET_ELEMENTS as usize))
+            });
+    let outputs_aligned = outputs
+        .iter()
+        .all(|output| packet_aligned(output).is_some());
+    (leaves_aligned && outputs_aligned).then(|| [kept, streamed].concat())
+}
 
 fn absent(op: &'static str, node: NodeId) -> Error {
     Error::BadOperands {
@@ -103,28 +178,53 @@ impl Run<'_> {
         let word = |value: usize| {
             u32::try_from(value).map_err(|_| too_large(format!("{value} does not fit 32 bits")))
         };
-        let strides: Vec<Vec<usize>> = leaves
-            .iter()
-            .map(|leaf| leaf.layout().strides().to_vec())
-            .collect();
-        let (shape, strides) = simplify(&fused.loop_shape, &strides);
+        // The packet path: rows of the reduced length for a reduction; for an elementwise kernel
+        // the whole loop as one row, else rows of its last axis (softmax's normaliser, whose
+        // row maxima and sums are constant along the row).
+        let row_lengths = match fused.reduced_length {
+            Some(reduced) => vec![reduced],
+            None => vec![n_elements, fused.loop_shape.last().copied().unwrap_or(1)],
+        };
+        let packet_outputs: &[Tensor] = match fused.reduced_length {
+            Some(_) => &[],
+            None => &outputs,
+        };
+        let packet_path = row_lengths
+            .into_iter()
+            .filter(|_| fused.packet_path)
+            .find_map(|row_length| {
+                packet_words(&fused.loop_shape, row_length, &leaves, packet_outputs)
+                    .map(|words| (row_length, words))
+            });
         let mut words: Vec<u32> = Vec::new();
-        let rank = if shape.len() <= 1 {
-            for leaf in &strides {
-                words.push(word(leaf.first().copied().unwrap_or(0))?);
+        let rank = if let Some((_, packet_words)) = &packet_path {
+            for &value in packet_words {
+                words.push(word(value)?);
             }
-            0
+            PACKET_RANK as usize
         } else {
-            words.resize(leaves.len(), 0);
-            for &size in &shape {
-                words.push(word(size)?);
-            }
-            for leaf in &strides {
-                for &stride in leaf {
-                    words.push(word(stride)?);
+            let strides: Vec<Vec<usize>> = leaves
+                .iter()
+                .map(|leaf| leaf.layout().strides().to_vec())
+                .collect();
+            let (shape, strides) = simplify(&fused.loop_shape, &strides);
+            if shape.len() <= 1 {
+                for leaf in &strides {
+                    words.push(word(leaf.first().copied().unwrap_or(0))?);
                 }
+                0
+            } else {
+                words.resize(leaves.len(), 0);
+                for &size in &shape {
+                    words.push(word(size)?);
+                }
+                for leaf in &strides {
+                    for &stride in leaf {
+                        words.push(word(stride)?);
+                    }
+                }
+                shape.len()
             }
-            shape.len()
         };
         let mut params: Vec<u8> = Vec::new();
         for tensor in leaves.iter().chain(&outputs) {
@@ -136,23 +236,33 @@ impl Run<'_> {
         for word in words {
             params.extend_from_slice(&word.to_le_bytes());
         }
-        let (count, groups) = match fused.reduced_length {
-            Some(reduced) => {
+        let workgroup = u64::from(WORKGROUP_SIZE);
+        let (count, groups) = match (fused.reduced_length, &packet_path) {
+            (Some(reduced), _) => {
                 let rows = n_elements / reduced;
-                (rows, (rows as u64).min(MAX_REDUCE_GROUPS))
+                let groups = (rows as u64).div_ceil(fused.rows_per_workgroup.max(1) as u64);
+                (rows, groups.min(MAX_REDUCE_GROUPS))
             }
-            None => (
-                n_elements,
-                (n_elements as u64).div_ceil(u64::from(WORKGROUP_SIZE)),
-            ),
+            // One unrolled iteration per invocation, the grid-stride loop covering the rest.
+            (None, Some(_)) => {
+                let packets = n_elements as u64 / u64::from(PACKET_ELEMENTS);
+                let per_group = workgroup * u64::from(PACKETS_PER_ITERATION);
+                (n_elements, packets.div_ceil(per_group).max(1))
+            }
+            (None, None) => (n_elements, (n_elements as u64).div_ceil(workgroup)),
         };
         let max_groups = device.capabilities().max_workgroup_count[0];
         let groups = groups.min(u64::from(max_groups)) as u32;
+        let reduced_word = match (fused.reduced_length, &packet_path) {
+            (Some(reduced), _) => reduced,
+            (None, Some((row_length, _))) => *row_length,
+            (None, None) => 0,
+        };
         let mut push = Vec::with_capacity(FUSED_PUSH_CONSTANT_BYTES);
         push.extend_from_slice(&[0u8; 8]);
         push.extend_from_slice(&word(count)?.to_le_bytes());
-        push.extend_from_slice(&word(rank)?.to_le_bytes());
-        push.extend_from_slice(&word(fused.reduced_length.unwrap_or(0))?.to_le_bytes());
+        push.extend_from_slice(&(rank as u32).to_le_bytes());
+        push.extend_from_slice(&word(reduced_word)?.to_le_bytes());
         push.extend_from_slice(&OPAQUE_WORD.to_le_bytes());
         let mut accesses: Vec<BufferAccess<'_>> = leaves
             .iter()
@@ -163,6 +273,9 @@ impl Run<'_> {
             accesses.push(BufferAccess::Write(output.buffer()));
         }
         device.dispatch_with_params(&fused.kernel, [groups, 1, 1], &push, &params, 0, &accesses)?;
+        if packet_path.is_some() {
+            self.cache.count_packet_dispatch();
+        }
         Ok(outputs)
     }
 

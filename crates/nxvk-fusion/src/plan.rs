@@ -17,13 +17,18 @@
 //!   ones (or all) take that expression as a fused prologue: the reduction kernel computes it
 //!   while it reads, so the expression is never written. Other nodes (reductions in general,
 //!   dot, literals, structural kinds) run one by one through the eager API of nxvk-kernels.
+//! - A fused reduction's rows are folded by one subgroup each when they are at most
+//!   [`SUBGROUP_ROW_WIDTHS`] subgroups wide (several rows per workgroup), else by a workgroup,
+//!   both through subgroup shuffles; devices without them fold through shared memory. Whether a
+//!   kernel runs its packet path depends on the leaves' layouts and addresses, so the executor
+//!   decides it per run (every generated kernel has both paths).
 
-use crate::codegen::{Expression, LeafAccess, elementwise_shader, reduce_shader};
+use crate::codegen::{Expression, LeafAccess, RowTeam, elementwise_shader, reduce_shader};
 use crate::graph::{Graph, NodeId, Op};
 use crate::reducer::{ReducerKernel, plan_stage};
 use nxvk_core::{Capabilities, DType, Device, Kernel, Result};
 use nxvk_kernels::catalog::{device_supports, elem_of};
-use nxvk_kernels::codegen::output_elem;
+use nxvk_kernels::codegen::{WORKGROUP_SIZE, output_elem};
 use nxvk_kernels::op_table::expression;
 use nxvk_kernels::reduce::{Accumulation, accumulator_elem, result_dtype};
 use nxvk_kernels::types::{binary_types, unary_types};
@@ -31,26 +36,62 @@ use nxvk_kernels::{Elem, ReduceOp};
 use std::sync::Arc;
 
 /// Planner switches, each a knob with a default chosen by a race.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PlanOptions {
     /// Cross-stage CSE: write a fusible node used by several kernels once instead of
     /// recomputing it in each (`NXVK_KNOB_CSE=on|off`, off until `cargo xtask race cse` says
     /// otherwise).
     pub cross_stage_cse: bool,
+    /// Let fused kernels take the packet path (four elements per vector access) where their
+    /// leaves allow it (`NXVK_KNOB_PACKETS=on|off`, on: the catalog's dense kernels of the same
+    /// shape moved 4377 GB/s against 3313 for the scalar loop on the H200, BENCHMARKS.md).
+    pub packet_path: bool,
+    /// Fold reduction rows with subgroup shuffles where the device has them, rather than
+    /// through a shared-memory tree with a barrier per step (`NXVK_KNOB_ROW_FOLD=subgroup|shared`,
+    /// subgroup: the catalog's row kernels fold that way).
+    pub subgroup_row_folds: bool,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            cross_stage_cse: false,
+            packet_path: true,
+            subgroup_row_folds: true,
+        }
+    }
+}
+
+/// The switch `NXVK_KNOB_<name>` sets: `on` or `off` by name, else `default` (with a warning
+/// for a value that is neither).
+fn switch_from_env(name: &str, on: &str, off: &str, default: bool) -> bool {
+    let variable = format!("NXVK_KNOB_{name}");
+    match std::env::var(&variable) {
+        Ok(value) if value == on => true,
+        Ok(value) if value == off => false,
+        Ok(other) => {
+            eprintln!("nxvk: ignoring {variable}={other:?}: expected {on} or {off}");
+            default
+        }
+        Err(_) => default,
+    }
 }
 
 impl PlanOptions {
-    /// The defaults, overridden by `NXVK_KNOB_CSE`.
+    /// The defaults, overridden by `NXVK_KNOB_CSE`, `NXVK_KNOB_PACKETS` and
+    /// `NXVK_KNOB_ROW_FOLD`.
     pub fn from_env() -> Self {
-        let cross_stage_cse = match std::env::var("NXVK_KNOB_CSE").as_deref() {
-            Ok("on") => true,
-            Ok("off") | Err(_) => false,
-            Ok(other) => {
-                eprintln!("nxvk: ignoring NXVK_KNOB_CSE={other:?}: expected on or off");
-                false
-            }
-        };
-        PlanOptions { cross_stage_cse }
+        let defaults = PlanOptions::default();
+        PlanOptions {
+            cross_stage_cse: switch_from_env("CSE", "on", "off", defaults.cross_stage_cse),
+            packet_path: switch_from_env("PACKETS", "on", "off", defaults.packet_path),
+            subgroup_row_folds: switch_from_env(
+                "ROW_FOLD",
+                "subgroup",
+                "shared",
+                defaults.subgroup_row_folds,
+            ),
+        }
     }
 }
 
@@ -65,6 +106,10 @@ pub struct FusedKernel {
     pub(crate) roots: Vec<NodeId>,
     /// For a reduction: elements reduced per output (the trailing part of the loop).
     pub(crate) reduced_length: Option<usize>,
+    /// For a reduction: rows one workgroup folds (one per subgroup for subgroup teams).
+    pub(crate) rows_per_workgroup: usize,
+    /// The executor may run the packet path ([`PlanOptions::packet_path`]).
+    pub(crate) packet_path: bool,
 }
 
 /// One step of a plan.
@@ -218,6 +263,41 @@ fn prologue_reduction(
     )
 }
 
+/// Rows up to this many subgroup widths are folded by one subgroup each (at most 32 elements
+/// per invocation, as in the catalog's row kernels); longer ones by a whole workgroup.
+const SUBGROUP_ROW_WIDTHS: usize = 32;
+
+/// The team folding rows of `reduced_length` elements on this device, and how many rows one
+/// workgroup folds at a time. Without subgroup shuffles (or with them switched off) a
+/// workgroup folds each row through shared memory.
+fn row_team(
+    capabilities: &Capabilities,
+    reduced_length: usize,
+    options: PlanOptions,
+) -> (RowTeam, usize) {
+    let operations = capabilities.subgroup_operations;
+    if !(operations.basic && operations.shuffle && options.subgroup_row_folds) {
+        return (RowTeam::WorkgroupTree, 1);
+    }
+    let subgroup_size = capabilities.subgroup_size.max(1) as usize;
+    if reduced_length <= SUBGROUP_ROW_WIDTHS * subgroup_size {
+        let rows = (WORKGROUP_SIZE as usize / subgroup_size).max(1);
+        (RowTeam::Subgroup, rows)
+    } else {
+        (RowTeam::Workgroup, 1)
+    }
+}
+
+/// Expressions of more statements get no packet path: they are bound by arithmetic, where
+/// vector loads gain nothing, and the path copies their code per packet lane (the bench's
+/// 1000-op chain took lavapipe about 13 s more to compile with it).
+const MAX_PACKET_STATEMENTS: usize = 64;
+
+/// True when a kernel of `expression` gets the packet path.
+fn takes_packet_path(expression: &Expression, options: PlanOptions) -> bool {
+    options.packet_path && expression.statement_count() <= MAX_PACKET_STATEMENTS
+}
+
 /// Plans `graph` for `device`, compiling its generated kernels.
 pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> Result<Plan> {
     let capabilities = device.capabilities();
@@ -288,7 +368,8 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
             .iter()
             .map(|&root| elem_of(graph.tensor_type(root).dtype).unwrap_or(Elem::U8))
             .collect();
-        let source = elementwise_shader(&expression, &outputs);
+        let packet_path = takes_packet_path(&expression, options);
+        let source = elementwise_shader(&expression, &outputs, packet_path);
         let kernel = compile(device, "fused_elementwise", &source)?;
         stages.push(Stage::Fused(FusedKernel {
             kernel,
@@ -296,6 +377,8 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
             leaves: expression.leaves,
             roots,
             reduced_length: None,
+            rows_per_workgroup: 1,
+            packet_path,
         }));
         Ok(())
     };
@@ -329,7 +412,16 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
             flush(&mut pending, &mut stages)?;
             let is_leaf = |node: NodeId| materialised[node.index()];
             let expression = Expression::build(&graph, &[reduction.input], &is_leaf)?;
-            let source = reduce_shader(&expression, reduction.op, reduction.input_elem);
+            let (team, rows_per_workgroup) =
+                row_team(capabilities, reduction.reduced_length, options);
+            let packet_path = takes_packet_path(&expression, options);
+            let source = reduce_shader(
+                &expression,
+                reduction.op,
+                reduction.input_elem,
+                team,
+                packet_path,
+            );
             let kernel = compile(device, "fused_reduce", &source)?;
             stages.push(Stage::Fused(FusedKernel {
                 kernel,
@@ -337,6 +429,8 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
                 leaves: expression.leaves,
                 roots: vec![id],
                 reduced_length: Some(reduction.reduced_length),
+                rows_per_workgroup,
+                packet_path,
             }));
         } else if let Some(reducer) = plan_stage(&graph, device, id)? {
             flush(&mut pending, &mut stages)?;

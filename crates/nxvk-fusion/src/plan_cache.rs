@@ -26,6 +26,8 @@ pub struct FusionCounters {
     pub cache_hits: u64,
     /// Plans run (hits and misses).
     pub runs: u64,
+    /// Fused dispatches that took the packet path (four elements per vector access).
+    pub packet_dispatches: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -76,6 +78,10 @@ impl PlanCache {
 
     pub fn counters(&self) -> FusionCounters {
         *self.counters.lock()
+    }
+
+    pub(crate) fn count_packet_dispatch(&self) {
+        self.counters.lock().packet_dispatches += 1;
     }
 
     /// The plan for `key`, built by `make` on a miss.

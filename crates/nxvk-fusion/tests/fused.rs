@@ -186,6 +186,8 @@ fn an_elementwise_chain_is_one_dispatch_and_matches_eager_bit_for_bit() {
     let before = dispatches();
     let fused = cache.run(&graph, &[&x, &a]).unwrap();
     assert_eq!(dispatches() - before, 1);
+    // Null arm of the thousand-op chain's: a short chain takes the packet path.
+    assert_eq!(cache.counters().packet_dispatches, 2);
     let expected = eager(&graph, &[&x, &a]);
     assert!(agree(&values_of(&fused[0]), &values_of(&expected[0]), 0.0));
 }
@@ -417,12 +419,14 @@ fn cross_stage_cse_writes_a_shared_value_once_and_agrees() {
         &device(),
         PlanOptions {
             cross_stage_cse: false,
+            ..PlanOptions::default()
         },
     );
     let on = PlanCache::with_options(
         &device(),
         PlanOptions {
             cross_stage_cse: true,
+            ..PlanOptions::default()
         },
     );
     assert_eq!(off.plan(&graph).unwrap().stages().len(), 2);
@@ -593,6 +597,8 @@ fn a_thousand_op_chain_is_one_dispatch() {
     let before = dispatches();
     let fused = cache.run(&graph, &[&x]).unwrap();
     assert_eq!(dispatches() - before, 1);
+    // Arithmetic-bound: generated without the packet path (its code would be copied per lane).
+    assert_eq!(cache.counters().packet_dispatches, 0);
     let expected = eager(&graph, &[&x]);
     assert!(agree(&values_of(&fused[0]), &values_of(&expected[0]), 0.0));
 }
@@ -667,5 +673,265 @@ fn f64_library_ops_fuse_bit_exactly() {
             eager.to_bytes().unwrap(),
             "{dtype:?}"
         );
+    }
+}
+
+/// `tensor`'s values seen from element 1 of a one-longer buffer: the same data at an address
+/// no packet is aligned to, which keeps a fused kernel on its generic path.
+fn shifted_by_one_element(tensor: &Tensor) -> Tensor {
+    let bytes = tensor.to_bytes().unwrap();
+    let element_bytes = bytes.len() / tensor.shape().iter().product::<usize>().max(1);
+    let longer: Vec<u8> = vec![0; element_bytes].into_iter().chain(bytes).collect();
+    let count = tensor.shape().iter().product::<usize>() + 1;
+    let longer = Tensor::from_bytes(&device(), tensor.dtype(), &[count], &longer).unwrap();
+    let shape = tensor.shape().to_vec();
+    let mut strides = vec![1; shape.len()];
+    for axis in (0..shape.len().saturating_sub(1)).rev() {
+        strides[axis] = strides[axis + 1] * shape[axis + 1];
+    }
+    let layout = nxvk_core::Layout::from_parts(shape, strides, 1).unwrap();
+    let shifted = Tensor::from_parts(longer.buffer().clone(), layout, tensor.dtype()).unwrap();
+    assert_eq!(shifted.to_bytes().unwrap(), tensor.to_bytes().unwrap());
+    shifted
+}
+
+/// Runs `graph` on `inputs` with `options` twice: as given (aligned fresh tensors) and with the first input
+/// shifted off packet alignment. Returns both results and whether each run took the packet
+/// path, after checking each against the op-by-op oracle (to `tolerance`; 0 = bit for bit,
+/// NaN payloads included, unless the graph reduces, whose NaN may come from another operand).
+fn run_both_paths(
+    graph: &Graph,
+    inputs: &[&Tensor],
+    tolerance: f32,
+    options: PlanOptions,
+) -> [(Vec<Tensor>, bool); 2] {
+    let expected = eager(graph, inputs);
+    let shifted = shifted_by_one_element(inputs[0]);
+    let mut shifted_inputs = inputs.to_vec();
+    shifted_inputs[0] = &shifted;
+    [inputs.to_vec(), shifted_inputs].map(|inputs| {
+        let cache = PlanCache::with_options(&device(), options);
+        let fused = cache.run(graph, &inputs).unwrap();
+        let packet = cache.counters().packet_dispatches > 0;
+        for (fused, expected) in fused.iter().zip(&expected) {
+            assert_eq!(fused.dtype(), expected.dtype());
+            let (a, b) = (values_of(fused), values_of(expected));
+            assert!(
+                agree(&a, &b, tolerance),
+                "{graph:?}\nfused {a:?}\neager {b:?}"
+            );
+            if tolerance == 0.0 && !reassociates(graph) {
+                assert_eq!(fused.to_bytes().unwrap(), expected.to_bytes().unwrap());
+            }
+        }
+        (fused, packet)
+    })
+}
+
+/// max(x * s + 1.5, x) with `s` a scalar parameter: a streamed leaf, a scalar leaf and a
+/// constant.
+fn scaled_max(dtype: DType, length: usize) -> Graph {
+    let mut builder = GraphBuilder::new();
+    let x = builder.parameter(dtype, &[length]).unwrap();
+    let s = builder.parameter(dtype, &[]).unwrap();
+    let scaled = builder.binary(BinaryOp::Multiply, x, s).unwrap();
+    let constant = builder.constant(dtype, 1.5).unwrap();
+    let shifted = builder.binary(BinaryOp::Add, scaled, constant).unwrap();
+    let out = builder.binary(BinaryOp::Max, shifted, x).unwrap();
+    builder.finish(&[out]).unwrap()
+}
+
+/// The packet path of elementwise kernels: every dtype class, lengths around the packet
+/// size, a broadcast scalar; equal to eager and to the generic path bit for bit. Null arm: a
+/// streamed leaf off packet alignment takes the generic path.
+#[test]
+fn the_packet_path_equals_eager_and_the_generic_path_bit_for_bit() {
+    let _serial = serial();
+    let dtypes = [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::F64,
+        DType::S8,
+        DType::U8,
+        DType::S16,
+        DType::U32,
+        DType::S64,
+    ];
+    for dtype in dtypes {
+        for length in [1, 3, 4, 7, 8, 33, 1001] {
+            let graph = scaled_max(dtype, length);
+            let mut random = SplitMix(length as u64);
+            let x = random_input(&mut random, dtype, &[length]);
+            let s = random_input(&mut random, dtype, &[]);
+            let [(packet, took_packet), (generic, took_generic)] =
+                run_both_paths(&graph, &[&x, &s], 0.0, PlanOptions::default());
+            assert!(took_packet, "{dtype} x {length}");
+            // One element is read like a scalar, whatever its address.
+            assert_eq!(took_generic, length == 1, "{dtype} x {length}");
+            assert_eq!(
+                packet[0].to_bytes().unwrap(),
+                generic[0].to_bytes().unwrap()
+            );
+            // The knob keeps aligned leaves on the generic path.
+            let packets_off = PlanOptions {
+                packet_path: false,
+                ..PlanOptions::default()
+            };
+            let [(off, took_packet), _] = run_both_paths(&graph, &[&x, &s], 0.0, packets_off);
+            assert!(!took_packet);
+            assert_eq!(off[0].to_bytes().unwrap(), packet[0].to_bytes().unwrap());
+        }
+    }
+}
+
+/// Several outputs of different types in one packet kernel, and an input that is a strided
+/// view (the generic path), agree with eager.
+#[test]
+fn packet_kernels_with_several_output_types_equal_eager() {
+    let _serial = serial();
+    let mut builder = GraphBuilder::new();
+    let x = builder.parameter(DType::F16, &[6, 10]).unwrap();
+    let exp = builder.unary(UnaryOp::Exp, x).unwrap();
+    let wide = builder.as_type(exp, DType::F64).unwrap();
+    let less = builder.binary(BinaryOp::Less, x, exp).unwrap();
+    let graph = builder.finish(&[wide, less, exp]).unwrap();
+    let x = random_input(&mut SplitMix(31), DType::F16, &[6, 10]);
+    let [(_, took_packet), (_, took_generic)] =
+        run_both_paths(&graph, &[&x], 0.0, PlanOptions::default());
+    assert!(took_packet && !took_generic);
+}
+
+/// Softmax's normaliser shape: per-row values broadcast along rows of a multiple of four
+/// elements take the packet path (rows of the last axis); rows of seven do not.
+#[test]
+fn row_constant_leaves_take_the_packet_path() {
+    let _serial = serial();
+    for (columns, packet_expected) in [(8, true), (12, true), (7, false)] {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, &[5, columns]).unwrap();
+        let per_row = builder.parameter(DType::F32, &[5, 1]).unwrap();
+        let per_column = builder.parameter(DType::F32, &[columns]).unwrap();
+        let shifted = builder.binary(BinaryOp::Subtract, x, per_row).unwrap();
+        let exp = builder.unary(UnaryOp::Exp, shifted).unwrap();
+        let scaled = builder.binary(BinaryOp::Multiply, exp, per_column).unwrap();
+        let out = builder.binary(BinaryOp::Divide, scaled, per_row).unwrap();
+        let graph = builder.finish(&[out]).unwrap();
+        let mut random = SplitMix(columns as u64);
+        let x = random_input(&mut random, DType::F32, &[5, columns]);
+        let per_row = random_input(&mut random, DType::F32, &[5, 1]);
+        let per_column = random_input(&mut random, DType::F32, &[columns]);
+        let [(packet, took_packet), (generic, took_generic)] = run_both_paths(
+            &graph,
+            &[&x, &per_row, &per_column],
+            0.0,
+            PlanOptions::default(),
+        );
+        assert_eq!(took_packet, packet_expected, "{columns} columns");
+        assert!(!took_generic);
+        assert_eq!(
+            packet[0].to_bytes().unwrap(),
+            generic[0].to_bytes().unwrap()
+        );
+    }
+}
+
+/// `op` over the last axis of `f(x) = x * 2 - y` with `y` per row, f32[rows, length].
+fn row_reduction(op: ReduceOp, dtype: DType, rows: usize, length: usize) -> Graph {
+    let mut builder = GraphBuilder::new();
+    let x = builder.parameter(dtype, &[rows, length]).unwrap();
+    let y = builder.parameter(dtype, &[rows, 1]).unwrap();
+    let two = builder.constant(dtype, 2.0).unwrap();
+    let doubled = builder.binary(BinaryOp::Multiply, x, two).unwrap();
+    let shifted = builder.binary(BinaryOp::Subtract, doubled, y).unwrap();
+    let reduced = builder
+        .reduce(op, shifted, Some(&[1]), false, TieBreak::Low)
+        .unwrap();
+    builder.finish(&[reduced]).unwrap()
+}
+
+/// The fused row template (subgroup teams for short rows, workgroup teams for long ones, the
+/// packet path where rows are aligned) against the catalog's reductions: max and min exactly
+/// (NaN wins), sums to the reassociation tolerance. Row lengths around the packet and
+/// subgroup sizes, one row and many; a row of 4097 leaves the packet path.
+#[test]
+fn fused_row_reductions_equal_the_catalog_over_row_lengths() {
+    row_reductions_equal_the_catalog(PlanOptions::default());
+}
+
+/// The same through the shared-memory tree, the fold of devices without subgroup shuffles.
+#[test]
+fn shared_memory_row_folds_equal_the_catalog_over_row_lengths() {
+    row_reductions_equal_the_catalog(PlanOptions {
+        subgroup_row_folds: false,
+        ..PlanOptions::default()
+    });
+}
+
+fn row_reductions_equal_the_catalog(options: PlanOptions) {
+    let _serial = serial();
+    let cases = [
+        (ReduceOp::ReduceMax, DType::F32),
+        (ReduceOp::Sum, DType::F32),
+        (ReduceOp::ReduceMin, DType::F64),
+        (ReduceOp::Sum, DType::S32),
+        (ReduceOp::ReduceMax, DType::F16),
+    ];
+    for (op, dtype) in cases {
+        let mut shapes = vec![
+            (300, 1),
+            (40, 7),
+            (40, 8),
+            (9, 33),
+            (2, 3000),
+            (3, 4096),
+            (1, 4096),
+        ];
+        // Rows past the short-row limit fuse only when there are many.
+        if dtype == DType::F32 {
+            shapes.push((1024, 4097));
+        }
+        for (rows, length) in shapes {
+            let graph = row_reduction(op, dtype, rows, length);
+            let plan = PlanCache::with_options(&device(), options)
+                .plan(&graph)
+                .unwrap();
+            assert_eq!(plan.stages().len(), 1, "{op:?} {dtype} [{rows}, {length}]");
+            let mut random = SplitMix((rows * length) as u64);
+            let x = random_input(&mut random, dtype, &[rows, length]);
+            let y = random_input(&mut random, dtype, &[rows, 1]);
+            let tolerance = if op == ReduceOp::Sum { 1e-5 } else { 0.0 };
+            let before = dispatches();
+            let [(_, took_packet), (_, took_generic)] =
+                run_both_paths(&graph, &[&x, &y], tolerance, options);
+            assert!(dispatches() > before);
+            let aligned_rows = length % 4 == 0 || rows == 1;
+            assert_eq!(
+                took_packet, aligned_rows,
+                "{op:?} {dtype} [{rows}, {length}]"
+            );
+            assert!(!took_generic);
+        }
+    }
+}
+
+/// Softmax over rows long enough for workgroup teams, aligned (packet path in all three
+/// kernels) or not: three dispatches, equal to eager to the sum tolerance.
+#[test]
+fn long_row_softmax_takes_three_dispatches_on_either_path() {
+    let _serial = serial();
+    for columns in [4096, 4095] {
+        let graph = softmax(3, columns);
+        let x = random_input(&mut SplitMix(columns as u64), DType::F32, &[3, columns]);
+        let cache = cache();
+        cache.run(&graph, &[&x]).unwrap();
+        let before = dispatches();
+        let packets_before = cache.counters().packet_dispatches;
+        let fused = cache.run(&graph, &[&x]).unwrap();
+        assert_eq!(dispatches() - before, 3);
+        let packet_dispatches = cache.counters().packet_dispatches - packets_before;
+        assert_eq!(packet_dispatches, if columns % 4 == 0 { 3 } else { 0 });
+        let expected = eager(&graph, &[&x]);
+        assert!(agree(&values_of(&fused[0]), &values_of(&expected[0]), 1e-5));
     }
 }

@@ -42,7 +42,7 @@ pub fn dense_kernel_name(name: &str) -> String {
 }
 
 /// The GLSL vector type holding one packet of `elem` in memory (bf16 as raw bits).
-pub(crate) const fn packet_type(elem: Elem) -> &'static str {
+pub const fn packet_type(elem: Elem) -> &'static str {
     match elem {
         Elem::S8 => "i8vec4",
         Elem::U8 => "u8vec4",

@@ -90,7 +90,10 @@ pub use codegen::{
 };
 pub use conv::{ConvGeometry, ConvOptions, conv};
 pub use creation::{bitcast, eye, full, iota};
-pub use dense_codegen::{dense_cast_shader, dense_kernel_name, dense_op_shader};
+pub use dense_codegen::{
+    PACKET_ELEMENTS, PACKETS_PER_ITERATION, dense_cast_shader, dense_kernel_name, dense_op_shader,
+    packet_bytes, packet_type,
+};
 pub use dot::{dot, dot_with_config};
 pub use dot_codegen::{OperandOrder, TileConfig, gemm_shader};
 pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};

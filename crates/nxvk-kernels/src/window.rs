@@ -481,9 +481,9 @@ fn launch(
     }
     let device = output.device();
     let address = |tensor: Option<&Tensor>| match tensor {
-        Some(tensor) => tensor
-            .device_address()
-            .ok_or_else(|| bad_operands(op, &[tensor], "sub-byte tensors have no addresses".into())),
+        Some(tensor) => tensor.device_address().ok_or_else(|| {
+            bad_operands(op, &[tensor], "sub-byte tensors have no addresses".into())
+        }),
         None => Ok(0),
     };
     let mut push = Vec::with_capacity(48);
