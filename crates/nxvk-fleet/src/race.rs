@@ -51,6 +51,20 @@ pub const KNOBS: &[Knob] = &[
         workloads: &["chain_f32_256M", "softmax_f32_8Kx8K"],
         about: "common-subexpression elimination across fusion stages",
     },
+    Knob {
+        name: "packets",
+        arm_a: "on",
+        arm_b: "off",
+        workloads: &["chain_f32_256M", "softmax_f32_8Kx8K"],
+        about: "fused kernels read and write four-element packets where the leaves allow it",
+    },
+    Knob {
+        name: "row_fold",
+        arm_a: "subgroup",
+        arm_b: "shared",
+        workloads: &["softmax_f32_8Kx8K"],
+        about: "fused row reductions fold by subgroup shuffles or by a shared-memory tree",
+    },
 ];
 
 /// Looks a knob up by name.

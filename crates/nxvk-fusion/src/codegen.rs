@@ -179,9 +179,9 @@ fn literal(elem: Elem, bytes: &[u8]) -> String {
 /// `value` (compute type of `elem`) rounded through the storage type, where that changes it.
 fn rounded(elem: Elem, value: &str) -> String {
     match elem {
-        Elem::F16 | Elem::BF16 | Elem::S8 | Elem::S16 | Elem::U8 | Elem::U16 => {
-            load(elem, &store(elem, value))
-        }
+        // Integer arithmetic, which no compiler may fold away (see `nx_round_f16`).
+        Elem::F16 => format!("nx_round_f16({value})"),
+        Elem::BF16 | Elem::S8 | Elem::S16 | Elem::U8 | Elem::U16 => load(elem, &store(elem, value)),
         _ => value.to_owned(),
     }
 }

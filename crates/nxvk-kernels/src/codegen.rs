@@ -191,6 +191,8 @@ spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [
 spirv_execution_mode(extensions = [\"SPV_KHR_float_controls\"], capabilities = [4466], 4461, 64);
 ";
 
+/// GLSL helpers for 16-bit floats: bf16 conversions (bf16 has no GLSL type) and exact f16
+/// rounding for fused kernels.
 pub const BF16_HELPERS: &str = "
 float nx_bf16_to_f32(uint16_t bits) { return uintBitsToFloat(uint(bits) << 16); }
 // Round to nearest even; NaN stays a (quiet) NaN with its sign, as half::bf16::from_f32 does.
@@ -199,6 +201,24 @@ uint16_t nx_f32_to_bf16(float value) {
     if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((bits >> 16) | 0x40u);
     bits += 0x7FFFu + ((bits >> 16) & 1u);
     return uint16_t(bits >> 16);
+}
+// An f32 rounded to the nearest f16 value (ties to even, overflow to infinity, f16
+// subnormals kept), in integer arithmetic. Fused kernels round f16 intermediates with it:
+// NVIDIA's compiler drops a float -> float16_t -> float round trip, which left fused f16
+// chains unrounded between ops (64.5625 where the eager path stores 64.5).
+float nx_round_f16(float value) {
+    uint bits = floatBitsToUint(value);
+    uint sign = bits & 0x80000000u;
+    uint magnitude = bits & 0x7FFFFFFFu;
+    if (magnitude >= 0x7F800000u) return value;
+    if (magnitude >= 0x477FF000u) return uintBitsToFloat(sign | 0x7F800000u);
+    if (magnitude < 0x38800000u) {
+        // f16 subnormals are the multiples of 2^-24, exact in f32.
+        float quanta = roundEven(uintBitsToFloat(magnitude) * 16777216.0);
+        return uintBitsToFloat(sign | floatBitsToUint(quanta * 5.9604644775390625e-8));
+    }
+    magnitude += 0xFFFu + ((magnitude >> 13) & 1u);
+    return uintBitsToFloat(sign | (magnitude & 0xFFFFE000u));
 }
 ";
 
