@@ -13,6 +13,7 @@ use crate::catalog::{
 use crate::fallback::run_on_host;
 use crate::launch::launch;
 use crate::op_table::{BinaryOp, Elem, UnaryOp, ValueType};
+use crate::operand_errors::bad_operands;
 use crate::reference;
 use crate::types::{OpTypes, binary_types, unary_types};
 use nxvk_core::{Capabilities, DType, Error, Result, Tensor};
@@ -46,15 +47,11 @@ pub fn broadcast_shapes(op: &'static str, operands: &[&Tensor]) -> Result<Vec<us
                     (x, y) if x == y => Ok(x),
                     (1, y) => Ok(y),
                     (x, 1) => Ok(x),
-                    _ => Err(Error::BadOperands {
+                    _ => Err(bad_operands(
                         op,
-                        shapes: operands
-                            .iter()
-                            .map(|operand| operand.shape().to_vec())
-                            .collect(),
-                        dtypes: operands.iter().map(|operand| operand.dtype()).collect(),
-                        detail: "shapes cannot be broadcast together (right-aligned)".into(),
-                    }),
+                        operands,
+                        "shapes cannot be broadcast together (right-aligned)".into(),
+                    )),
                 }
             })
         })

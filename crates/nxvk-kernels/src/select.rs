@@ -16,24 +16,13 @@ use crate::codegen::{SELECT_PARAMS_ADDRESS_OFFSET, SELECT_PUSH_CONSTANT_BYTES, W
 use crate::fallback::run_on_host;
 use crate::launch::{MAX_ELEMENTS, poison_output, simplify};
 use crate::op_table::BinaryOp;
+use crate::operand_errors::bad_operands;
 use crate::ops::{Path, binary, broadcast_shapes, cast_on_gpu, plan, same_device};
 use crate::reference::Value;
 use crate::types::merge;
-use nxvk_core::{BufferAccess, DType, Error, Result, Tensor};
+use nxvk_core::{BufferAccess, DType, Result, Tensor};
 
 const SELECT: &str = "select";
-
-fn bad(op: &'static str, operands: &[&Tensor], detail: String) -> Error {
-    Error::BadOperands {
-        op,
-        shapes: operands
-            .iter()
-            .map(|operand| operand.shape().to_vec())
-            .collect(),
-        dtypes: operands.iter().map(|operand| operand.dtype()).collect(),
-        detail,
-    }
-}
 
 /// The predicate as u8 truth values (0 or non-zero), computed on the device.
 fn truth(pred: &Tensor) -> Result<Tensor> {
@@ -92,7 +81,7 @@ pub fn select(pred: &Tensor, on_true: &Tensor, on_false: &Tensor) -> Result<Tens
         );
     }
     if n_elements > MAX_ELEMENTS {
-        return Err(bad(
+        return Err(bad_operands(
             SELECT,
             &operands,
             format!("{n_elements} elements exceed the kernels' 32-bit index arithmetic"),
@@ -163,10 +152,14 @@ pub fn clip(input: &Tensor, min: &Tensor, max: &Tensor) -> Result<Tensor> {
     const CLIP: &str = "clip";
     let operands = [input, min, max];
     if !min.shape().is_empty() || !max.shape().is_empty() {
-        return Err(bad(CLIP, &operands, "min and max must be scalars".into()));
+        return Err(bad_operands(
+            CLIP,
+            &operands,
+            "min and max must be scalars".into(),
+        ));
     }
     if operands.iter().any(|operand| operand.dtype().is_complex()) {
-        return Err(bad(
+        return Err(bad_operands(
             CLIP,
             &operands,
             "clip is not defined on complex types".into(),
