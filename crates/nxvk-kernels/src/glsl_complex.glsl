@@ -153,6 +153,30 @@ T nx_complex_phase(C z) {
 // Complex.log: log|z| + i phase(z), |z| being Complex.abs (so a NaN part alone gives +Inf).
 C nx_complex_log(C z) { return C(NX_REAL(nx_log)(nx_cabs(z)), nx_complex_phase(z)); }
 
+// Complex.pow: any infinite or NaN part gives NaN, except that 0 to the power (+Inf, 0) is 0;
+// 0 to the power 0 is 1 and to any other power 0; exponents 1 and -1 return x and 1 / x; else
+// |x|^re e^(-im phase) (cos r + i sin r) with r = re phase + im log|x|, one real pow, exp,
+// log, cos and sin each (lavapipe inlines every call).
+C nx_complex_pow(C x, C y) {
+    bool x_is_zero = x.x == T(0) && x.y == T(0);
+    if (!nx_component_finite(x.x) || !nx_component_finite(x.y) ||
+        !nx_component_finite(y.x) || !nx_component_finite(y.y)) {
+        bool exponent_is_plus_infinity = isinf(y.x) && y.x > T(0) && y.y == T(0);
+        return (x_is_zero && exponent_is_plus_infinity) ? C(0) : C(NX_COMPONENT_NAN);
+    }
+    if (x_is_zero) return (y.x == T(0) && y.y == T(0)) ? C(1, 0) : C(0);
+    if (y.x == T(1) && y.y == T(0)) return x;
+    if (y.x == T(-1) && y.y == T(0)) return nx_cdiv(C(1, 0), x);
+    T rho = nx_cabs(x);
+    T theta = nx_complex_phase(x);
+    precise T exponent = -y.y * theta;
+    precise T magnitude = NX_REAL(nx_pow)(rho, y.x) * NX_REAL(nx_exp)(exponent);
+    precise T angle = y.x * theta + y.y * NX_REAL(nx_log)(rho);
+    precise T re = magnitude * NX_REAL(nx_cos)(angle);
+    precise T im = magnitude * NX_REAL(nx_sin)(angle);
+    return C(re, im);
+}
+
 // Complex.sin and Complex.cos together (tan needs both; each real function is called once):
 // products of the real functions, NaN for an infinite or NaN real part, and the library's
 // values for an infinite imaginary part.

@@ -329,7 +329,7 @@ op_enum!(BinaryOp, ALL, spec, {
     Subtract => exact("subtract", Any, Same, "a - b").on_complex("a - b"),
     Multiply => exact("multiply", Any, Same, "a * b").on_complex("nx_cmul(a, b)"),
     Divide => spec("divide", Any, Floating, None, Some("nx_div(a, b)"), Some("a / b"), true).on_complex("nx_cdiv(a, b)"),
-    Pow => spec("pow", Any, Same, Some("nx_ipow(a, b)"), Some("nx_pow(a, b)"), Some("nx_pow_f64(a, b)"), false),
+    Pow => spec("pow", Any, Same, Some("nx_ipow(a, b)"), Some("nx_pow(a, b)"), Some("nx_pow_f64(a, b)"), false).on_complex("nx_complex_pow(a, b)"),
     Remainder => spec("remainder", Real, Same, Some("nx_irem(a, b)"), Some("nx_fmod(a, b)"), Some("nx_fmod(a, b)"), true),
     Atan2 => transcendental("atan2", Any, "nx_atan2(a, b)", "nx_atan2_f64(a, b)"),
     Min => exact("min", Real, Same, "nx_min(a, b)"),

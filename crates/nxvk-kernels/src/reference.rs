@@ -351,7 +351,7 @@ pub fn binary(op: BinaryOp, compute: DType, a: Value, b: Value) -> Option<Value>
                 Subtract => Value::Complex(x - y),
                 Multiply => Value::Complex(arithmetic.multiply(x, y)),
                 Divide => Value::Complex(arithmetic.divide(x, y)),
-                Pow => Value::Complex(x.powc(y)),
+                Pow => Value::Complex(arithmetic.pow(x, y)),
                 Equal => return predicate(complex_equal(x, y)),
                 NotEqual => return predicate(!complex_equal(x, y)),
                 LogicalAnd => return predicate(!a.is_zero() && !b.is_zero()),
@@ -599,6 +599,45 @@ impl ComplexArithmetic {
             z.im.atan2(z.re)
         };
         Complex64::new(self.round(self.abs(z).ln()), self.round(phase))
+    }
+
+    /// Complex.pow: NaN for a non-finite part (but 0 to (+Inf, 0) is 0), the zero base and
+    /// unit exponent clauses, then |x|^re e^(-im phase) (cos r + i sin r), r = re phase +
+    /// im log|x|.
+    fn pow(self, x: Complex64, y: Complex64) -> Complex64 {
+        let is_zero = |z: Complex64| z.re == 0.0 && z.im == 0.0;
+        let finite = |z: Complex64| z.re.is_finite() && z.im.is_finite();
+        if !finite(x) || !finite(y) {
+            return if is_zero(x) && y.re == f64::INFINITY && y.im == 0.0 {
+                Complex64::new(0.0, 0.0)
+            } else {
+                Complex64::new(f64::NAN, f64::NAN)
+            };
+        }
+        if is_zero(x) {
+            let power = if is_zero(y) { 1.0 } else { 0.0 };
+            return Complex64::new(power, 0.0);
+        }
+        if y.re == 1.0 && y.im == 0.0 {
+            return x;
+        }
+        if y.re == -1.0 && y.im == 0.0 {
+            return self.divide(Complex64::new(1.0, 0.0), x);
+        }
+        let rho = self.abs(x);
+        let theta = self.log(x).im;
+        let magnitude = self.product(
+            self.round(rho.powf(y.re)),
+            self.round(self.product(-y.im, theta).exp()),
+        );
+        let angle = self.sum(
+            self.product(y.re, theta),
+            self.product(y.im, self.round(rho.ln())),
+        );
+        Complex64::new(
+            self.product(magnitude, self.round(angle.cos())),
+            self.product(magnitude, self.round(angle.sin())),
+        )
     }
 
     /// Complex.sin (`cosine` false) and Complex.cos (`cosine` true).

@@ -190,6 +190,68 @@ fn transcendentals_keep_the_complex_library_special_values() {
 }
 
 #[test]
+fn pow_follows_the_complex_library() {
+    let bases = c64_tensor(&[
+        (0.0, 0.0),
+        (-0.0, 0.0),
+        (0.0, 0.0),
+        (2.0, 3.0),
+        (2.0, 3.0),
+        (INFINITY, 0.0),
+        (1.0, NAN),
+        (1.0, 1.0),
+        (0.0, 0.0),
+    ]);
+    let exponents = c64_tensor(&[
+        (0.0, -0.0),
+        (2.0, 1.0),
+        (INFINITY, 0.0),
+        (1.0, 0.0),
+        (-1.0, 0.0),
+        (2.0, 0.0),
+        (2.0, 0.0),
+        (2.0, 0.0),
+        (INFINITY, 1.0),
+    ]);
+    let power = on_gpu("pow", DType::C64, || ops::pow(&bases, &exponents).unwrap());
+    let power = c64_values(&power);
+    // 0^0 is 1 (-0.0 counts as 0), 0 to any other power 0, also to (+Inf, 0); exponents 1
+    // and -1 are x and Complex.divide(1, x); a non-finite part anywhere else gives NaN.
+    assert_c64(
+        &power[..7],
+        &[
+            (1.0, 0.0),
+            (0.0, 0.0),
+            (0.0, 0.0),
+            (2.0, 3.0),
+            (2.0 / 13.0, -3.0 / 13.0),
+            (NAN, NAN),
+            (NAN, NAN),
+        ],
+        "pow special values",
+    );
+    assert_c64(&power[8..], &[(NAN, NAN)], "pow of 0 to (Inf, 1)");
+    // (1 + i)^2 = 2i through |x|^2 (cos 2 phase + i sin 2 phase): cos(pi/2 in f32) is -4e-8.
+    assert_c64_near(&power[7..8], &[(0.0, 2.0)], 4, "pow (1 + i)^2");
+    // i^i = e^(-pi/2) in c128.
+    let device = device();
+    let i = Tensor::from_slice(&device, &[1], &[Complex64::new(0.0, 1.0)]).unwrap();
+    let i_to_the_i = on_gpu("pow", DType::C128, || ops::pow(&i, &i).unwrap());
+    let i_to_the_i = i_to_the_i.to_vec::<Complex64>().unwrap()[0];
+    let expected = (-std::f64::consts::FRAC_PI_2).exp();
+    assert!(
+        (i_to_the_i.re - expected).abs() <= 4.0 * f64::EPSILON * expected
+            && i_to_the_i.im.abs() <= 4.0 * f64::EPSILON,
+        "i^i = {i_to_the_i}, expected {expected}"
+    );
+    // A real tensor promotes to complex: 4^(0.5 + 0i) = 2.
+    let four = Tensor::from_slice(&device, &[1], &[4.0f32]).unwrap();
+    let half = c64_tensor(&[(0.5, 0.0)]);
+    let root = on_gpu("pow", DType::C64, || ops::pow(&four, &half).unwrap());
+    assert_c64_near(&c64_values(&root), &[(2.0, 0.0)], 2, "pow f32 by c64");
+}
+
+#[test]
 fn abs_real_and_imag_are_real_results() {
     let input = c64_tensor(&[
         (3.0, -4.0),
