@@ -12,10 +12,12 @@
 #define NX_COMPONENT_DIV(a, b) ((a) / (b))
 #define NX_COMPONENT_SQRT(x) sqrt(x)
 #define NX_COMPONENT_INFINITY packDouble2x32(uvec2(0u, 0x7FF00000u))
+#define NX_COMPONENT_NAN packDouble2x32(uvec2(0u, 0x7FF80000u))
 #else
 #define NX_COMPONENT_DIV(a, b) nx_div(a, b)
 #define NX_COMPONENT_SQRT(x) nx_sqrt(x)
 #define NX_COMPONENT_INFINITY uintBitsToFloat(0x7F800000u)
+#define NX_COMPONENT_NAN uintBitsToFloat(0x7FC00000u)
 #endif
 
 bool nx_component_finite(T x) { return !isnan(x) && !isinf(x); }
@@ -47,6 +49,47 @@ C nx_cdiv(C a, C b) {
              nx_cdiv_component(numerator_im, denominator));
 }
 
+// Arithmetic with Elixir's integer 0 without a literal zero, which lavapipe (Mesa 22) folds
+// even under `precise` (`0 * Inf` to 0, `-0 + 0` to -0): the results are built from the
+// operand's bits. `nx_zero_times(x)` is IEEE 0 * x: NaN for Inf or NaN, else 0 with x's sign.
+// `nx_plus_zero(x)` is IEEE x + 0: -0 becomes +0, anything else is unchanged.
+#if IS_F64
+T nx_zero_times(T x) {
+    if (!nx_component_finite(x)) return NX_COMPONENT_NAN;
+    return packDouble2x32(uvec2(0u, unpackDouble2x32(x).y & 0x80000000u));
+}
+T nx_plus_zero(T x) {
+    uvec2 bits = unpackDouble2x32(x);
+    return packDouble2x32(uvec2(bits.x, (x == T(0)) ? (bits.y & 0x7FFFFFFFu) : bits.y));
+}
+#else
+T nx_zero_times(T x) {
+    if (!nx_component_finite(x)) return NX_COMPONENT_NAN;
+    return uintBitsToFloat(floatBitsToUint(x) & 0x80000000u);
+}
+T nx_plus_zero(T x) {
+    uint bits = floatBitsToUint(x);
+    return uintBitsToFloat((x == T(0)) ? (bits & 0x7FFFFFFFu) : bits);
+}
+#endif
+
+// Complex.divide(1, b) as Complex.divide(1 + 0i, b) with its zero parts' products written
+// out (see `nx_zero_times`): numerator (b.x + 0 b.y, 0 b.x - b.y) over |b|^2.
+C nx_creciprocal(C b) {
+    if (isinf(b.x) && b.y == T(0)) return C(0);
+    precise T numerator_re = b.x + nx_zero_times(b.y);
+    precise T numerator_im = nx_zero_times(b.x) - b.y;
+    precise T denominator = b.x * b.x + b.y * b.y;
+    return C(nx_cdiv_component(numerator_re, denominator),
+             nx_cdiv_component(numerator_im, denominator));
+}
+
+// Complex.add(z, 1): (re + 1, im + 0).
+C nx_cplus_one(C z) {
+    precise T re = z.x + T(1);
+    return C(re, nx_plus_zero(z.y));
+}
+
 // Complex.abs: NaN only when both parts are NaN, +Inf when either part is not finite, else
 // the larger part times sqrt(1 + ratio^2) (no overflow in the squares).
 T nx_cabs(C z) {
@@ -66,12 +109,6 @@ T nx_cabs(C z) {
 // (both read as the atom :nan), and 0.0 equals -0.0.
 bool nx_component_equal(T a, T b) { return a == b || (isnan(a) && isnan(b)); }
 bool nx_cequal(C a, C b) { return nx_component_equal(a.x, b.x) && nx_component_equal(a.y, b.y); }
-
-#if IS_F64
-#define NX_COMPONENT_NAN packDouble2x32(uvec2(0u, 0x7FF80000u))
-#else
-#define NX_COMPONENT_NAN uintBitsToFloat(0x7FC00000u)
-#endif
 
 // Complex.sqrt: the library's special values first, then the scaled formula that avoids
 // overflow in |z|; -0.0 counts as non-negative (Elixir's >=).
@@ -152,6 +189,12 @@ T nx_complex_phase(C z) {
 
 // Complex.log: log|z| + i phase(z), |z| being Complex.abs (so a NaN part alone gives +Inf).
 C nx_complex_log(C z) { return C(NX_REAL(nx_log)(nx_cabs(z)), nx_complex_phase(z)); }
+
+// Complex.log(Complex.add(z, 1)), as Nx's log1p calls it.
+C nx_complex_log1p(C z) { return nx_complex_log(nx_cplus_one(z)); }
+
+// Complex.divide(1, Complex.add(Complex.exp(-z), 1)), as Nx's sigmoid calls it.
+C nx_complex_sigmoid(C z) { return nx_creciprocal(nx_cplus_one(nx_complex_exp(-z))); }
 
 // Complex.pow: any infinite or NaN part gives NaN, except that 0 to the power (+Inf, 0) is 0;
 // 0 to the power 0 is 1 and to any other power 0; exponents 1 and -1 return x and 1 / x; else

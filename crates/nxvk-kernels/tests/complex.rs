@@ -251,6 +251,56 @@ fn pow_follows_the_complex_library() {
     assert_c64_near(&c64_values(&root), &[(2.0, 0.0)], 2, "pow f32 by c64");
 }
 
+/// The host reference of `op` on c64 `values`, rounded to c64.
+fn c64_reference(op: UnaryOp, values: &[(f32, f32)]) -> Vec<(f32, f32)> {
+    values
+        .iter()
+        .map(|&(re, im)| {
+            let input = Value::Complex(Complex64::new(f64::from(re), f64::from(im)));
+            match nxvk_kernels::reference::unary(op, DType::C64, input) {
+                Some(Value::Complex(z)) => (z.re as f32, z.im as f32),
+                other => panic!("{} reference gave {other:?}", op.name()),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn rsqrt_sigmoid_and_log1p_keep_signed_zeros_and_infinities() {
+    // The values where lavapipe folded a literal zero (0 * Inf, -0 + 0): the kernels must
+    // match the reference bit for bit there.
+    let special = [
+        (-INFINITY, 0.0),
+        (INFINITY, 0.0),
+        (-2.0, -0.0),
+        (-1.0, -0.0),
+        (-0.0, -0.0),
+        (0.0, INFINITY),
+        (-4.0, 0.0),
+        (NAN, 1.0),
+        (1.0e30, -1.0e30),
+        (-100.0, 3.0),
+    ];
+    let input = c64_tensor(&special);
+    for op in [UnaryOp::Rsqrt, UnaryOp::Sigmoid, UnaryOp::Log1p] {
+        let output = on_gpu(op.name(), DType::C64, || ops::unary(op, &input).unwrap());
+        assert_c64(
+            &c64_values(&output)[..9],
+            &c64_reference(op, &special)[..9],
+            op.name(),
+        );
+    }
+    // Known values: rsqrt(-4) = 1 / 2i = -0.5i (with +0 real part); log1p(-2 - 0i) =
+    // log(-1 + 0i) = i pi (Elixir's -0.0 + 0 is +0, so the phase is +pi, not -pi);
+    // sigmoid(0) = 1/2; rsqrt(-Inf) is NaN from 0 * Inf in 1 / (0 + Inf i).
+    let rsqrt = c64_values(&ops::rsqrt(&input).unwrap());
+    assert_c64(&[rsqrt[0], rsqrt[6]], &[(NAN, NAN), (0.0, -0.5)], "rsqrt");
+    let log1p = c64_values(&ops::log1p(&input).unwrap());
+    assert_c64_near(&log1p[2..3], &[(0.0, std::f32::consts::PI)], 2, "log1p");
+    let sigmoid = c64_values(&ops::sigmoid(&input).unwrap());
+    assert_c64(&sigmoid[4..5], &[(0.5, 0.0)], "sigmoid");
+}
+
 #[test]
 fn abs_real_and_imag_are_real_results() {
     let input = c64_tensor(&[
