@@ -84,6 +84,20 @@ C nx_creciprocal(C b) {
              nx_cdiv_component(numerator_im, denominator));
 }
 
+// Complex.multiply by i = (0, 1) and by Complex.negate(i) = (-0, -1), their zero parts'
+// products written out (see `nx_zero_times`).
+C nx_times_i(C z) {
+    precise T re = nx_zero_times(z.x) - z.y;
+    precise T im = z.x + nx_zero_times(z.y);
+    return C(re, im);
+}
+
+C nx_times_minus_i(C z) {
+    precise T re = -nx_zero_times(z.x) + z.y;
+    precise T im = -z.x - nx_zero_times(z.y);
+    return C(re, im);
+}
+
 // Complex.add(z, 1): (re + 1, im + 0).
 C nx_cplus_one(C z) {
     precise T re = z.x + T(1);
@@ -195,6 +209,25 @@ C nx_complex_log1p(C z) { return nx_complex_log(nx_cplus_one(z)); }
 
 // Complex.divide(1, Complex.add(Complex.exp(-z), 1)), as Nx's sigmoid calls it.
 C nx_complex_sigmoid(C z) { return nx_creciprocal(nx_cplus_one(nx_complex_exp(-z))); }
+
+// Complex.asin and Complex.acos: NaN for a non-finite part, else -i log(i z + sqrt(1 - z^2))
+// and -i log(z + sqrt(z^2 - 1)), unscaled as the library writes them (1 - z^2 is
+// (1 - re, 0 - im): Elixir's 0.0 - im, written through `nx_plus_zero`).
+C nx_complex_asin(C z) {
+    if (!nx_component_finite(z.x) || !nx_component_finite(z.y)) return C(NX_COMPONENT_NAN);
+    C square = nx_cmul(z, z);
+    precise T one_minus_re = T(1) - square.x;
+    precise C sum = nx_times_i(z) + nx_csqrt(C(one_minus_re, nx_plus_zero(-square.y)));
+    return nx_times_minus_i(nx_complex_log(sum));
+}
+
+C nx_complex_acos(C z) {
+    if (!nx_component_finite(z.x) || !nx_component_finite(z.y)) return C(NX_COMPONENT_NAN);
+    C square = nx_cmul(z, z);
+    precise T re_minus_one = square.x - T(1);
+    precise C sum = z + nx_csqrt(C(re_minus_one, square.y));
+    return nx_times_minus_i(nx_complex_log(sum));
+}
 
 // Complex.pow: any infinite or NaN part gives NaN, except that 0 to the power (+Inf, 0) is 0;
 // 0 to the power 0 is 1 and to any other power 0; exponents 1 and -1 return x and 1 / x; else

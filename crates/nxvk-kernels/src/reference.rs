@@ -640,6 +640,25 @@ impl ComplexArithmetic {
         )
     }
 
+    /// Complex.asin (`cosine` false): -i log(i z + sqrt(1 - z^2)), and Complex.acos
+    /// (`cosine` true): -i log(z + sqrt(z^2 - 1)); NaN for a non-finite part.
+    fn asin_or_acos(self, z: Complex64, cosine: bool) -> Complex64 {
+        if !z.re.is_finite() || !z.im.is_finite() {
+            return Complex64::new(f64::NAN, f64::NAN);
+        }
+        let square = self.multiply(z, z);
+        let (shifted, term) = if cosine {
+            (Complex64::new(self.sum(square.re, -1.0), square.im), z)
+        } else {
+            let i = Complex64::new(0.0, 1.0);
+            let one_minus_square = Complex64::new(self.sum(1.0, -square.re), 0.0 - square.im);
+            (one_minus_square, self.multiply(i, z))
+        };
+        let root = self.sqrt(shifted);
+        let sum = Complex64::new(self.sum(term.re, root.re), self.sum(term.im, root.im));
+        self.multiply(Complex64::new(-0.0, -1.0), self.log(sum))
+    }
+
     /// Complex.sin (`cosine` false) and Complex.cos (`cosine` true).
     fn sin_or_cos(self, z: Complex64, cosine: bool) -> Complex64 {
         if z.re.is_nan() || z.im.is_nan() || z.re.is_infinite() {
@@ -700,8 +719,8 @@ fn complex_unary(op: UnaryOp, compute: DType, z: Complex64) -> Option<Value> {
         Sin => complex.sin_or_cos(z, false),
         Cos => complex.sin_or_cos(z, true),
         Tan => complex.divide(complex.sin_or_cos(z, false), complex.sin_or_cos(z, true)),
-        Asin => z.asin(),
-        Acos => z.acos(),
+        Asin => complex.asin_or_acos(z, false),
+        Acos => complex.asin_or_acos(z, true),
         Atan => z.atan(),
         Sinh => complex.hyperbolic(z, -1.0),
         Cosh => complex.hyperbolic(z, 1.0),

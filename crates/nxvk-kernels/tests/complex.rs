@@ -302,6 +302,28 @@ fn rsqrt_sigmoid_and_log1p_keep_signed_zeros_and_infinities() {
 }
 
 #[test]
+fn asin_and_acos_follow_the_complex_library() {
+    // Signed zeros and non-finite parts exactly as the reference; then known values.
+    let special = [(-0.0, -0.0), (0.0, 0.0), (INFINITY, 0.0), (0.5, NAN)];
+    let input = c64_tensor(&special);
+    for op in [UnaryOp::Asin, UnaryOp::Acos] {
+        let output = on_gpu(op.name(), DType::C64, || ops::unary(op, &input).unwrap());
+        assert_c64(
+            &c64_values(&output),
+            &c64_reference(op, &special),
+            op.name(),
+        );
+    }
+    let known = c64_tensor(&[(0.5, 0.0), (2.0, 0.0)]);
+    let asin = on_gpu("asin", DType::C64, || ops::asin(&known).unwrap());
+    assert_c64_near(&c64_values(&asin)[..1], &[(0.5f32.asin(), 0.0)], 4, "asin");
+    // acos(2) = -i log(2 + sqrt 3): the library's branch gives a negative imaginary part.
+    let acos = on_gpu("acos", DType::C64, || ops::acos(&known).unwrap());
+    let log = (2.0f32 + 3.0f32.sqrt()).ln();
+    assert_c64_near(&c64_values(&acos)[1..], &[(0.0, -log)], 4, "acos");
+}
+
+#[test]
 fn abs_real_and_imag_are_real_results() {
     let input = c64_tensor(&[
         (3.0, -4.0),

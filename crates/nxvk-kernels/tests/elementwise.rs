@@ -253,7 +253,7 @@ fn check_binary(
 /// the phase and r = re phase + im log|x| are relative to |x^y| and grow with |y| and |r|, so a
 /// part is checked against 16 epsilons of the component type times |x^y| (1 + |y| (|log|x|| +
 /// pi)), not in its own ulps (a part near a zero of cos r has few correct digits on either
-/// side). Non-finite parts must match.
+/// side). Equal parts pass (the bound is NaN for 0^0); non-finite parts must match.
 fn check_complex_pow(
     compute: DType,
     actual: &[Value],
@@ -290,8 +290,9 @@ fn check_complex_pow(
         let log_magnitude = base.norm().ln().abs();
         let condition = 1.0 + exponent.norm() * (log_magnitude + std::f64::consts::PI);
         let bound = 16.0 * epsilon * want.norm() * condition;
-        let part_matches =
-            |a: f64, e: f64| non_finite_match(a, e).unwrap_or_else(|| (a - e).abs() <= bound);
+        let part_matches = |a: f64, e: f64| {
+            non_finite_match(a, e).unwrap_or_else(|| a == e || (a - e).abs() <= bound)
+        };
         if !(part_matches(got.re, want.re) && part_matches(got.im, want.im)) {
             return Err(format!(
                 "element {index}: got {got}, expected {want} (bound {bound:e})"
