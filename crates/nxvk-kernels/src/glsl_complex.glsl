@@ -98,6 +98,25 @@ C nx_times_minus_i(C z) {
     return C(re, im);
 }
 
+// Complex.multiply by (0.5, 0) and by (0, 0.5) (atanh's and atan's factors).
+C nx_times_half(C z) {
+    precise T re = T(0.5) * z.x - nx_zero_times(z.y);
+    precise T im = nx_zero_times(z.x) + T(0.5) * z.y;
+    return C(re, im);
+}
+
+C nx_times_half_i(C z) {
+    precise T re = nx_zero_times(z.x) - T(0.5) * z.y;
+    precise T im = T(0.5) * z.x + nx_zero_times(z.y);
+    return C(re, im);
+}
+
+// Complex.subtract(1, z): (1 - re, 0 - im).
+C nx_cone_minus(C z) {
+    precise T re = T(1) - z.x;
+    return C(re, nx_plus_zero(-z.y));
+}
+
 // Complex.add(z, 1): (re + 1, im + 0).
 C nx_cplus_one(C z) {
     precise T re = z.x + T(1);
@@ -211,13 +230,10 @@ C nx_complex_log1p(C z) { return nx_complex_log(nx_cplus_one(z)); }
 C nx_complex_sigmoid(C z) { return nx_creciprocal(nx_cplus_one(nx_complex_exp(-z))); }
 
 // Complex.asin and Complex.acos: NaN for a non-finite part, else -i log(i z + sqrt(1 - z^2))
-// and -i log(z + sqrt(z^2 - 1)), unscaled as the library writes them (1 - z^2 is
-// (1 - re, 0 - im): Elixir's 0.0 - im, written through `nx_plus_zero`).
+// and -i log(z + sqrt(z^2 - 1)), unscaled as the library writes them.
 C nx_complex_asin(C z) {
     if (!nx_component_finite(z.x) || !nx_component_finite(z.y)) return C(NX_COMPONENT_NAN);
-    C square = nx_cmul(z, z);
-    precise T one_minus_re = T(1) - square.x;
-    precise C sum = nx_times_i(z) + nx_csqrt(C(one_minus_re, nx_plus_zero(-square.y)));
+    precise C sum = nx_times_i(z) + nx_csqrt(nx_cone_minus(nx_cmul(z, z)));
     return nx_times_minus_i(nx_complex_log(sum));
 }
 
@@ -227,6 +243,31 @@ C nx_complex_acos(C z) {
     precise T re_minus_one = square.x - T(1);
     precise C sum = z + nx_csqrt(C(re_minus_one, square.y));
     return nx_times_minus_i(nx_complex_log(sum));
+}
+
+// Complex.atan: (0.5 i) (log(1 - i z) - log(1 + i z)); Complex.atanh: 0.5 log((1 + z) / (1 - z)).
+// Unguarded, as in the library: infinite parts go through IEEE arithmetic.
+C nx_complex_atan(C z) {
+    C iz = nx_times_i(z);
+    precise C difference = nx_complex_log(nx_cone_minus(iz)) - nx_complex_log(nx_cplus_one(iz));
+    return nx_times_half_i(difference);
+}
+
+C nx_complex_atanh(C z) {
+    return nx_times_half(nx_complex_log(nx_cdiv(nx_cplus_one(z), nx_cone_minus(z))));
+}
+
+// Complex.asinh: log(z + sqrt(z^2 + 1)); Complex.acosh: log(z + sqrt(z^2 - 1)).
+C nx_complex_asinh(C z) {
+    precise C sum = z + nx_csqrt(nx_cplus_one(nx_cmul(z, z)));
+    return nx_complex_log(sum);
+}
+
+C nx_complex_acosh(C z) {
+    C square = nx_cmul(z, z);
+    precise T re_minus_one = square.x - T(1);
+    precise C sum = z + nx_csqrt(C(re_minus_one, square.y));
+    return nx_complex_log(sum);
 }
 
 // Complex.pow: any infinite or NaN part gives NaN, except that 0 to the power (+Inf, 0) is 0;

@@ -659,6 +659,45 @@ impl ComplexArithmetic {
         self.multiply(Complex64::new(-0.0, -1.0), self.log(sum))
     }
 
+    /// Complex.subtract(1, z) and Complex.add(z, 1) with Elixir's float zero parts.
+    fn one_minus_and_plus(self, z: Complex64) -> (Complex64, Complex64) {
+        (
+            Complex64::new(self.sum(1.0, -z.re), 0.0 - z.im),
+            Complex64::new(self.sum(z.re, 1.0), z.im + 0.0),
+        )
+    }
+
+    /// Complex.atan: (0.5 i) (log(1 - i z) - log(1 + i z)), unguarded.
+    fn atan(self, z: Complex64) -> Complex64 {
+        let (minus, plus) = self.one_minus_and_plus(self.multiply(Complex64::new(0.0, 1.0), z));
+        let (left, right) = (self.log(minus), self.log(plus));
+        let difference = Complex64::new(self.sum(left.re, -right.re), self.sum(left.im, -right.im));
+        self.multiply(Complex64::new(0.0, 0.5), difference)
+    }
+
+    /// Complex.atanh: 0.5 log((1 + z) / (1 - z)), unguarded.
+    fn atanh(self, z: Complex64) -> Complex64 {
+        let (minus, plus) = self.one_minus_and_plus(z);
+        let logarithm = self.log(self.divide(plus, minus));
+        self.multiply(Complex64::new(0.5, 0.0), logarithm)
+    }
+
+    /// Complex.asinh (`cosine` false): log(z + sqrt(z^2 + 1)), and Complex.acosh (`cosine`
+    /// true): log(z + sqrt(z^2 - 1)), unguarded.
+    fn asinh_or_acosh(self, z: Complex64, cosine: bool) -> Complex64 {
+        let square = self.multiply(z, z);
+        let shifted = if cosine {
+            Complex64::new(self.sum(square.re, -1.0), square.im)
+        } else {
+            Complex64::new(self.sum(square.re, 1.0), square.im + 0.0)
+        };
+        let root = self.sqrt(shifted);
+        self.log(Complex64::new(
+            self.sum(z.re, root.re),
+            self.sum(z.im, root.im),
+        ))
+    }
+
     /// Complex.sin (`cosine` false) and Complex.cos (`cosine` true).
     fn sin_or_cos(self, z: Complex64, cosine: bool) -> Complex64 {
         if z.re.is_nan() || z.im.is_nan() || z.re.is_infinite() {
@@ -721,13 +760,13 @@ fn complex_unary(op: UnaryOp, compute: DType, z: Complex64) -> Option<Value> {
         Tan => complex.divide(complex.sin_or_cos(z, false), complex.sin_or_cos(z, true)),
         Asin => complex.asin_or_acos(z, false),
         Acos => complex.asin_or_acos(z, true),
-        Atan => z.atan(),
+        Atan => complex.atan(z),
         Sinh => complex.hyperbolic(z, -1.0),
         Cosh => complex.hyperbolic(z, 1.0),
         Tanh => complex.divide(complex.hyperbolic(z, -1.0), complex.hyperbolic(z, 1.0)),
-        Asinh => z.asinh(),
-        Acosh => z.acosh(),
-        Atanh => z.atanh(),
+        Asinh => complex.asinh_or_acosh(z, false),
+        Acosh => complex.asinh_or_acosh(z, true),
+        Atanh => complex.atanh(z),
         Conjugate => z.conj(),
         Abs => return Some(Value::Float(complex.abs(z))),
         Real => return Some(Value::Float(z.re)),

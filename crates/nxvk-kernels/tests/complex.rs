@@ -302,11 +302,12 @@ fn rsqrt_sigmoid_and_log1p_keep_signed_zeros_and_infinities() {
 }
 
 #[test]
-fn asin_and_acos_follow_the_complex_library() {
+fn inverse_functions_follow_the_complex_library() {
+    use UnaryOp::{Acos, Acosh, Asin, Asinh, Atan, Atanh};
     // Signed zeros and non-finite parts exactly as the reference; then known values.
     let special = [(-0.0, -0.0), (0.0, 0.0), (INFINITY, 0.0), (0.5, NAN)];
     let input = c64_tensor(&special);
-    for op in [UnaryOp::Asin, UnaryOp::Acos] {
+    for op in [Asin, Acos, Atan, Asinh, Acosh, Atanh] {
         let output = on_gpu(op.name(), DType::C64, || ops::unary(op, &input).unwrap());
         assert_c64(
             &c64_values(&output),
@@ -314,13 +315,23 @@ fn asin_and_acos_follow_the_complex_library() {
             op.name(),
         );
     }
-    let known = c64_tensor(&[(0.5, 0.0), (2.0, 0.0)]);
-    let asin = on_gpu("asin", DType::C64, || ops::asin(&known).unwrap());
-    assert_c64_near(&c64_values(&asin)[..1], &[(0.5f32.asin(), 0.0)], 4, "asin");
-    // acos(2) = -i log(2 + sqrt 3): the library's branch gives a negative imaginary part.
-    let acos = on_gpu("acos", DType::C64, || ops::acos(&known).unwrap());
-    let log = (2.0f32 + 3.0f32.sqrt()).ln();
-    assert_c64_near(&c64_values(&acos)[1..], &[(0.0, -log)], 4, "acos");
+    let known = c64_tensor(&[(0.5, 0.0), (2.0, 0.0), (1.0, 0.0)]);
+    let value = |op: UnaryOp, index: usize| {
+        let output = on_gpu(op.name(), DType::C64, || ops::unary(op, &known).unwrap());
+        c64_values(&output)[index]
+    };
+    let expected = [
+        (Asin, 0, (0.5f32.asin(), 0.0)),
+        // acos(2) = -i log(2 + sqrt 3): the library's branch has a negative imaginary part.
+        (Acos, 1, (0.0, -(2.0f32 + 3.0f32.sqrt()).ln())),
+        (Atan, 2, (std::f32::consts::FRAC_PI_4, 0.0)),
+        (Asinh, 2, (1.0f32.asinh(), 0.0)),
+        (Acosh, 1, (2.0f32.acosh(), 0.0)),
+        (Atanh, 0, (0.5f32.atanh(), 0.0)),
+    ];
+    for (op, index, expected) in expected {
+        assert_c64_near(&[value(op, index)], &[expected], 4, op.name());
+    }
 }
 
 #[test]

@@ -253,7 +253,8 @@ fn check_binary(
 /// the phase and r = re phase + im log|x| are relative to |x^y| and grow with |y| and |r|, so a
 /// part is checked against 16 epsilons of the component type times |x^y| (1 + |y| (|log|x|| +
 /// pi)), not in its own ulps (a part near a zero of cos r has few correct digits on either
-/// side). Equal parts pass (the bound is NaN for 0^0); non-finite parts must match.
+/// side). Equal parts pass (the bound is NaN for 0^0); non-finite parts must match, signs
+/// aside when |x^y| overflowed.
 fn check_complex_pow(
     compute: DType,
     actual: &[Value],
@@ -290,6 +291,15 @@ fn check_complex_pow(
         let log_magnitude = base.norm().ln().abs();
         let condition = 1.0 + exponent.norm() * (log_magnitude + std::f64::consts::PI);
         let bound = 16.0 * epsilon * want.norm() * condition;
+        // An overflowed |x^y| times cos r or sin r is an infinity whose sign is that of cos r
+        // or sin r, which the real functions' errors flip when r is large: only the kind of
+        // each part (infinite, NaN) must match then.
+        if want.norm().is_infinite() {
+            let kind = |x: f64| (x.is_infinite(), x.is_nan());
+            if kind(got.re) == kind(want.re) && kind(got.im) == kind(want.im) {
+                continue;
+            }
+        }
         let part_matches = |a: f64, e: f64| {
             non_finite_match(a, e).unwrap_or_else(|| a == e || (a - e).abs() <= bound)
         };
@@ -361,7 +371,7 @@ fn native() -> Vec<DType> {
 }
 
 /// True when Nx accepts the operand types (`types`) and, for a complex compute type, the op has
-/// a complex kernel: complex ops without one take the host fallback (tested in `fallback.rs`).
+/// a complex kernel (every complex op Nx defines has one; atan2 and cbrt are refused).
 fn has_kernel_or_is_real(spec: nxvk_kernels::OpSpec, types: nxvk_core::Result<OpTypes>) -> bool {
     types.is_ok_and(|types| !types.compute.is_complex() || spec.glsl.complex.is_some())
 }
@@ -567,6 +577,6 @@ fn coverage_fallback_cells_are_all_allowlisted() {
     );
     // Null arm: an (op, dtype) that has a GPU path is not on the list.
     assert!(!nxvk_kernels::is_allowlisted("add", DType::F32));
-    assert!(nxvk_kernels::is_allowlisted("atan2", DType::C64));
+    assert!(nxvk_kernels::is_allowlisted("sum", DType::C64));
     assert!(!nxvk_kernels::is_allowlisted("exp", DType::F64));
 }
