@@ -12,10 +12,12 @@
 #define NX_COMPONENT_DIV(a, b) ((a) / (b))
 #define NX_COMPONENT_SQRT(x) sqrt(x)
 #define NX_COMPONENT_INFINITY packDouble2x32(uvec2(0u, 0x7FF00000u))
+#define NX_COMPONENT_NAN packDouble2x32(uvec2(0u, 0x7FF80000u))
 #else
 #define NX_COMPONENT_DIV(a, b) nx_div(a, b)
 #define NX_COMPONENT_SQRT(x) nx_sqrt(x)
 #define NX_COMPONENT_INFINITY uintBitsToFloat(0x7F800000u)
+#define NX_COMPONENT_NAN uintBitsToFloat(0x7FC00000u)
 #endif
 
 bool nx_component_finite(T x) { return !isnan(x) && !isinf(x); }
@@ -47,6 +49,80 @@ C nx_cdiv(C a, C b) {
              nx_cdiv_component(numerator_im, denominator));
 }
 
+// Arithmetic with Elixir's integer 0 without a literal zero, which lavapipe (Mesa 22) folds
+// even under `precise` (`0 * Inf` to 0, `-0 + 0` to -0): the results are built from the
+// operand's bits. `nx_zero_times(x)` is IEEE 0 * x: NaN for Inf or NaN, else 0 with x's sign.
+// `nx_plus_zero(x)` is IEEE x + 0: -0 becomes +0, anything else is unchanged.
+#if IS_F64
+T nx_zero_times(T x) {
+    if (!nx_component_finite(x)) return NX_COMPONENT_NAN;
+    return packDouble2x32(uvec2(0u, unpackDouble2x32(x).y & 0x80000000u));
+}
+T nx_plus_zero(T x) {
+    uvec2 bits = unpackDouble2x32(x);
+    return packDouble2x32(uvec2(bits.x, (x == T(0)) ? (bits.y & 0x7FFFFFFFu) : bits.y));
+}
+#else
+T nx_zero_times(T x) {
+    if (!nx_component_finite(x)) return NX_COMPONENT_NAN;
+    return uintBitsToFloat(floatBitsToUint(x) & 0x80000000u);
+}
+T nx_plus_zero(T x) {
+    uint bits = floatBitsToUint(x);
+    return uintBitsToFloat((x == T(0)) ? (bits & 0x7FFFFFFFu) : bits);
+}
+#endif
+
+// Complex.divide(1, b) as Complex.divide(1 + 0i, b) with its zero parts' products written
+// out (see `nx_zero_times`): numerator (b.x + 0 b.y, 0 b.x - b.y) over |b|^2.
+C nx_creciprocal(C b) {
+    if (isinf(b.x) && b.y == T(0)) return C(0);
+    precise T numerator_re = b.x + nx_zero_times(b.y);
+    precise T numerator_im = nx_zero_times(b.x) - b.y;
+    precise T denominator = b.x * b.x + b.y * b.y;
+    return C(nx_cdiv_component(numerator_re, denominator),
+             nx_cdiv_component(numerator_im, denominator));
+}
+
+// Complex.multiply by i = (0, 1) and by Complex.negate(i) = (-0, -1), their zero parts'
+// products written out (see `nx_zero_times`).
+C nx_times_i(C z) {
+    precise T re = nx_zero_times(z.x) - z.y;
+    precise T im = z.x + nx_zero_times(z.y);
+    return C(re, im);
+}
+
+C nx_times_minus_i(C z) {
+    precise T re = -nx_zero_times(z.x) + z.y;
+    precise T im = -z.x - nx_zero_times(z.y);
+    return C(re, im);
+}
+
+// Complex.multiply by (0.5, 0) and by (0, 0.5) (atanh's and atan's factors).
+C nx_times_half(C z) {
+    precise T re = T(0.5) * z.x - nx_zero_times(z.y);
+    precise T im = nx_zero_times(z.x) + T(0.5) * z.y;
+    return C(re, im);
+}
+
+C nx_times_half_i(C z) {
+    precise T re = nx_zero_times(z.x) - T(0.5) * z.y;
+    precise T im = T(0.5) * z.x + nx_zero_times(z.y);
+    return C(re, im);
+}
+
+// Complex.subtract(1, z): (1 - re, 0 - im).
+C nx_cone_minus(C z) {
+    precise T re = T(1) - z.x;
+    return C(re, nx_plus_zero(-z.y));
+}
+
+// Complex.add(z, 1): (re + 1, im + 0).
+C nx_cplus_one(C z) {
+    precise T re = z.x + T(1);
+    return C(re, nx_plus_zero(z.y));
+}
+
 // Complex.abs: NaN only when both parts are NaN, +Inf when either part is not finite, else
 // the larger part times sqrt(1 + ratio^2) (no overflow in the squares).
 T nx_cabs(C z) {
@@ -66,12 +142,6 @@ T nx_cabs(C z) {
 // (both read as the atom :nan), and 0.0 equals -0.0.
 bool nx_component_equal(T a, T b) { return a == b || (isnan(a) && isnan(b)); }
 bool nx_cequal(C a, C b) { return nx_component_equal(a.x, b.x) && nx_component_equal(a.y, b.y); }
-
-#if IS_F64
-#define NX_COMPONENT_NAN packDouble2x32(uvec2(0u, 0x7FF80000u))
-#else
-#define NX_COMPONENT_NAN uintBitsToFloat(0x7FC00000u)
-#endif
 
 // Complex.sqrt: the library's special values first, then the scaled formula that avoids
 // overflow in |z|; -0.0 counts as non-negative (Elixir's >=).
@@ -152,6 +222,77 @@ T nx_complex_phase(C z) {
 
 // Complex.log: log|z| + i phase(z), |z| being Complex.abs (so a NaN part alone gives +Inf).
 C nx_complex_log(C z) { return C(NX_REAL(nx_log)(nx_cabs(z)), nx_complex_phase(z)); }
+
+// Complex.log(Complex.add(z, 1)), as Nx's log1p calls it.
+C nx_complex_log1p(C z) { return nx_complex_log(nx_cplus_one(z)); }
+
+// Complex.divide(1, Complex.add(Complex.exp(-z), 1)), as Nx's sigmoid calls it.
+C nx_complex_sigmoid(C z) { return nx_creciprocal(nx_cplus_one(nx_complex_exp(-z))); }
+
+// Complex.asin and Complex.acos: NaN for a non-finite part, else -i log(i z + sqrt(1 - z^2))
+// and -i log(z + sqrt(z^2 - 1)), unscaled as the library writes them.
+C nx_complex_asin(C z) {
+    if (!nx_component_finite(z.x) || !nx_component_finite(z.y)) return C(NX_COMPONENT_NAN);
+    precise C sum = nx_times_i(z) + nx_csqrt(nx_cone_minus(nx_cmul(z, z)));
+    return nx_times_minus_i(nx_complex_log(sum));
+}
+
+C nx_complex_acos(C z) {
+    if (!nx_component_finite(z.x) || !nx_component_finite(z.y)) return C(NX_COMPONENT_NAN);
+    C square = nx_cmul(z, z);
+    precise T re_minus_one = square.x - T(1);
+    precise C sum = z + nx_csqrt(C(re_minus_one, square.y));
+    return nx_times_minus_i(nx_complex_log(sum));
+}
+
+// Complex.atan: (0.5 i) (log(1 - i z) - log(1 + i z)); Complex.atanh: 0.5 log((1 + z) / (1 - z)).
+// Unguarded, as in the library: infinite parts go through IEEE arithmetic.
+C nx_complex_atan(C z) {
+    C iz = nx_times_i(z);
+    precise C difference = nx_complex_log(nx_cone_minus(iz)) - nx_complex_log(nx_cplus_one(iz));
+    return nx_times_half_i(difference);
+}
+
+C nx_complex_atanh(C z) {
+    return nx_times_half(nx_complex_log(nx_cdiv(nx_cplus_one(z), nx_cone_minus(z))));
+}
+
+// Complex.asinh: log(z + sqrt(z^2 + 1)); Complex.acosh: log(z + sqrt(z^2 - 1)).
+C nx_complex_asinh(C z) {
+    precise C sum = z + nx_csqrt(nx_cplus_one(nx_cmul(z, z)));
+    return nx_complex_log(sum);
+}
+
+C nx_complex_acosh(C z) {
+    C square = nx_cmul(z, z);
+    precise T re_minus_one = square.x - T(1);
+    precise C sum = z + nx_csqrt(C(re_minus_one, square.y));
+    return nx_complex_log(sum);
+}
+
+// Complex.pow: any infinite or NaN part gives NaN, except that 0 to the power (+Inf, 0) is 0;
+// 0 to the power 0 is 1 and to any other power 0; exponents 1 and -1 return x and 1 / x; else
+// |x|^re e^(-im phase) (cos r + i sin r) with r = re phase + im log|x|, one real pow, exp,
+// log, cos and sin each (lavapipe inlines every call).
+C nx_complex_pow(C x, C y) {
+    bool x_is_zero = x.x == T(0) && x.y == T(0);
+    if (!nx_component_finite(x.x) || !nx_component_finite(x.y) ||
+        !nx_component_finite(y.x) || !nx_component_finite(y.y)) {
+        bool exponent_is_plus_infinity = isinf(y.x) && y.x > T(0) && y.y == T(0);
+        return (x_is_zero && exponent_is_plus_infinity) ? C(0) : C(NX_COMPONENT_NAN);
+    }
+    if (x_is_zero) return (y.x == T(0) && y.y == T(0)) ? C(1, 0) : C(0);
+    if (y.x == T(1) && y.y == T(0)) return x;
+    if (y.x == T(-1) && y.y == T(0)) return nx_cdiv(C(1, 0), x);
+    T rho = nx_cabs(x);
+    T theta = nx_complex_phase(x);
+    precise T exponent = -y.y * theta;
+    precise T magnitude = NX_REAL(nx_pow)(rho, y.x) * NX_REAL(nx_exp)(exponent);
+    precise T angle = y.x * theta + y.y * NX_REAL(nx_log)(rho);
+    precise T re = magnitude * NX_REAL(nx_cos)(angle);
+    precise T im = magnitude * NX_REAL(nx_sin)(angle);
+    return C(re, im);
+}
 
 // Complex.sin and Complex.cos together (tan needs both; each real function is called once):
 // products of the real functions, NaN for an infinite or NaN real part, and the library's

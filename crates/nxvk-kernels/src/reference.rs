@@ -351,7 +351,7 @@ pub fn binary(op: BinaryOp, compute: DType, a: Value, b: Value) -> Option<Value>
                 Subtract => Value::Complex(x - y),
                 Multiply => Value::Complex(arithmetic.multiply(x, y)),
                 Divide => Value::Complex(arithmetic.divide(x, y)),
-                Pow => Value::Complex(x.powc(y)),
+                Pow => Value::Complex(arithmetic.pow(x, y)),
                 Equal => return predicate(complex_equal(x, y)),
                 NotEqual => return predicate(!complex_equal(x, y)),
                 LogicalAnd => return predicate(!a.is_zero() && !b.is_zero()),
@@ -601,6 +601,103 @@ impl ComplexArithmetic {
         Complex64::new(self.round(self.abs(z).ln()), self.round(phase))
     }
 
+    /// Complex.pow: NaN for a non-finite part (but 0 to (+Inf, 0) is 0), the zero base and
+    /// unit exponent clauses, then |x|^re e^(-im phase) (cos r + i sin r), r = re phase +
+    /// im log|x|.
+    fn pow(self, x: Complex64, y: Complex64) -> Complex64 {
+        let is_zero = |z: Complex64| z.re == 0.0 && z.im == 0.0;
+        let finite = |z: Complex64| z.re.is_finite() && z.im.is_finite();
+        if !finite(x) || !finite(y) {
+            return if is_zero(x) && y.re == f64::INFINITY && y.im == 0.0 {
+                Complex64::new(0.0, 0.0)
+            } else {
+                Complex64::new(f64::NAN, f64::NAN)
+            };
+        }
+        if is_zero(x) {
+            let power = if is_zero(y) { 1.0 } else { 0.0 };
+            return Complex64::new(power, 0.0);
+        }
+        if y.re == 1.0 && y.im == 0.0 {
+            return x;
+        }
+        if y.re == -1.0 && y.im == 0.0 {
+            return self.divide(Complex64::new(1.0, 0.0), x);
+        }
+        let rho = self.abs(x);
+        let theta = self.log(x).im;
+        let magnitude = self.product(
+            self.round(rho.powf(y.re)),
+            self.round(self.product(-y.im, theta).exp()),
+        );
+        let angle = self.sum(
+            self.product(y.re, theta),
+            self.product(y.im, self.round(rho.ln())),
+        );
+        Complex64::new(
+            self.product(magnitude, self.round(angle.cos())),
+            self.product(magnitude, self.round(angle.sin())),
+        )
+    }
+
+    /// Complex.asin (`cosine` false): -i log(i z + sqrt(1 - z^2)), and Complex.acos
+    /// (`cosine` true): -i log(z + sqrt(z^2 - 1)); NaN for a non-finite part.
+    fn asin_or_acos(self, z: Complex64, cosine: bool) -> Complex64 {
+        if !z.re.is_finite() || !z.im.is_finite() {
+            return Complex64::new(f64::NAN, f64::NAN);
+        }
+        let square = self.multiply(z, z);
+        let (shifted, term) = if cosine {
+            (Complex64::new(self.sum(square.re, -1.0), square.im), z)
+        } else {
+            let i = Complex64::new(0.0, 1.0);
+            let one_minus_square = Complex64::new(self.sum(1.0, -square.re), 0.0 - square.im);
+            (one_minus_square, self.multiply(i, z))
+        };
+        let root = self.sqrt(shifted);
+        let sum = Complex64::new(self.sum(term.re, root.re), self.sum(term.im, root.im));
+        self.multiply(Complex64::new(-0.0, -1.0), self.log(sum))
+    }
+
+    /// Complex.subtract(1, z) and Complex.add(z, 1) with Elixir's float zero parts.
+    fn one_minus_and_plus(self, z: Complex64) -> (Complex64, Complex64) {
+        (
+            Complex64::new(self.sum(1.0, -z.re), 0.0 - z.im),
+            Complex64::new(self.sum(z.re, 1.0), z.im + 0.0),
+        )
+    }
+
+    /// Complex.atan: (0.5 i) (log(1 - i z) - log(1 + i z)), unguarded.
+    fn atan(self, z: Complex64) -> Complex64 {
+        let (minus, plus) = self.one_minus_and_plus(self.multiply(Complex64::new(0.0, 1.0), z));
+        let (left, right) = (self.log(minus), self.log(plus));
+        let difference = Complex64::new(self.sum(left.re, -right.re), self.sum(left.im, -right.im));
+        self.multiply(Complex64::new(0.0, 0.5), difference)
+    }
+
+    /// Complex.atanh: 0.5 log((1 + z) / (1 - z)), unguarded.
+    fn atanh(self, z: Complex64) -> Complex64 {
+        let (minus, plus) = self.one_minus_and_plus(z);
+        let logarithm = self.log(self.divide(plus, minus));
+        self.multiply(Complex64::new(0.5, 0.0), logarithm)
+    }
+
+    /// Complex.asinh (`cosine` false): log(z + sqrt(z^2 + 1)), and Complex.acosh (`cosine`
+    /// true): log(z + sqrt(z^2 - 1)), unguarded.
+    fn asinh_or_acosh(self, z: Complex64, cosine: bool) -> Complex64 {
+        let square = self.multiply(z, z);
+        let shifted = if cosine {
+            Complex64::new(self.sum(square.re, -1.0), square.im)
+        } else {
+            Complex64::new(self.sum(square.re, 1.0), square.im + 0.0)
+        };
+        let root = self.sqrt(shifted);
+        self.log(Complex64::new(
+            self.sum(z.re, root.re),
+            self.sum(z.im, root.im),
+        ))
+    }
+
     /// Complex.sin (`cosine` false) and Complex.cos (`cosine` true).
     fn sin_or_cos(self, z: Complex64, cosine: bool) -> Complex64 {
         if z.re.is_nan() || z.im.is_nan() || z.re.is_infinite() {
@@ -661,15 +758,15 @@ fn complex_unary(op: UnaryOp, compute: DType, z: Complex64) -> Option<Value> {
         Sin => complex.sin_or_cos(z, false),
         Cos => complex.sin_or_cos(z, true),
         Tan => complex.divide(complex.sin_or_cos(z, false), complex.sin_or_cos(z, true)),
-        Asin => z.asin(),
-        Acos => z.acos(),
-        Atan => z.atan(),
+        Asin => complex.asin_or_acos(z, false),
+        Acos => complex.asin_or_acos(z, true),
+        Atan => complex.atan(z),
         Sinh => complex.hyperbolic(z, -1.0),
         Cosh => complex.hyperbolic(z, 1.0),
         Tanh => complex.divide(complex.hyperbolic(z, -1.0), complex.hyperbolic(z, 1.0)),
-        Asinh => z.asinh(),
-        Acosh => z.acosh(),
-        Atanh => z.atanh(),
+        Asinh => complex.asinh_or_acosh(z, false),
+        Acosh => complex.asinh_or_acosh(z, true),
+        Atanh => complex.atanh(z),
         Conjugate => z.conj(),
         Abs => return Some(Value::Float(complex.abs(z))),
         Real => return Some(Value::Float(z.re)),

@@ -190,6 +190,175 @@ fn transcendentals_keep_the_complex_library_special_values() {
 }
 
 #[test]
+fn pow_follows_the_complex_library() {
+    let bases = c64_tensor(&[
+        (0.0, 0.0),
+        (-0.0, 0.0),
+        (0.0, 0.0),
+        (2.0, 3.0),
+        (2.0, 3.0),
+        (INFINITY, 0.0),
+        (1.0, NAN),
+        (1.0, 1.0),
+        (0.0, 0.0),
+    ]);
+    let exponents = c64_tensor(&[
+        (0.0, -0.0),
+        (2.0, 1.0),
+        (INFINITY, 0.0),
+        (1.0, 0.0),
+        (-1.0, 0.0),
+        (2.0, 0.0),
+        (2.0, 0.0),
+        (2.0, 0.0),
+        (INFINITY, 1.0),
+    ]);
+    let power = on_gpu("pow", DType::C64, || ops::pow(&bases, &exponents).unwrap());
+    let power = c64_values(&power);
+    // 0^0 is 1 (-0.0 counts as 0), 0 to any other power 0, also to (+Inf, 0); exponents 1
+    // and -1 are x and Complex.divide(1, x); a non-finite part anywhere else gives NaN.
+    assert_c64(
+        &power[..7],
+        &[
+            (1.0, 0.0),
+            (0.0, 0.0),
+            (0.0, 0.0),
+            (2.0, 3.0),
+            (2.0 / 13.0, -3.0 / 13.0),
+            (NAN, NAN),
+            (NAN, NAN),
+        ],
+        "pow special values",
+    );
+    assert_c64(&power[8..], &[(NAN, NAN)], "pow of 0 to (Inf, 1)");
+    // (1 + i)^2 = 2i through |x|^2 (cos 2 phase + i sin 2 phase): cos(pi/2 in f32) is -4e-8.
+    assert_c64_near(&power[7..8], &[(0.0, 2.0)], 4, "pow (1 + i)^2");
+    // i^i = e^(-pi/2) in c128.
+    let device = device();
+    let i = Tensor::from_slice(&device, &[1], &[Complex64::new(0.0, 1.0)]).unwrap();
+    let i_to_the_i = on_gpu("pow", DType::C128, || ops::pow(&i, &i).unwrap());
+    let i_to_the_i = i_to_the_i.to_vec::<Complex64>().unwrap()[0];
+    let expected = (-std::f64::consts::FRAC_PI_2).exp();
+    assert!(
+        (i_to_the_i.re - expected).abs() <= 4.0 * f64::EPSILON * expected
+            && i_to_the_i.im.abs() <= 4.0 * f64::EPSILON,
+        "i^i = {i_to_the_i}, expected {expected}"
+    );
+    // A real tensor promotes to complex: 4^(0.5 + 0i) = 2.
+    let four = Tensor::from_slice(&device, &[1], &[4.0f32]).unwrap();
+    let half = c64_tensor(&[(0.5, 0.0)]);
+    let root = on_gpu("pow", DType::C64, || ops::pow(&four, &half).unwrap());
+    assert_c64_near(&c64_values(&root), &[(2.0, 0.0)], 2, "pow f32 by c64");
+}
+
+/// The host reference of `op` on c64 `values`, rounded to c64.
+fn c64_reference(op: UnaryOp, values: &[(f32, f32)]) -> Vec<(f32, f32)> {
+    values
+        .iter()
+        .map(|&(re, im)| {
+            let input = Value::Complex(Complex64::new(f64::from(re), f64::from(im)));
+            match nxvk_kernels::reference::unary(op, DType::C64, input) {
+                Some(Value::Complex(z)) => (z.re as f32, z.im as f32),
+                other => panic!("{} reference gave {other:?}", op.name()),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn rsqrt_sigmoid_and_log1p_keep_signed_zeros_and_infinities() {
+    // The values where lavapipe folded a literal zero (0 * Inf, -0 + 0): the kernels must
+    // match the reference bit for bit there (the last two only within the ulp bounds, which
+    // the proptests check).
+    let special = [
+        (-INFINITY, 0.0),
+        (INFINITY, 0.0),
+        (-2.0, -0.0),
+        (-1.0, -0.0),
+        (-0.0, -0.0),
+        (0.0, INFINITY),
+        (-4.0, 0.0),
+        (NAN, 1.0),
+        (1.0e30, -1.0e30),
+        (-100.0, 3.0),
+    ];
+    let input = c64_tensor(&special);
+    let wide: Vec<Complex64> = special
+        .iter()
+        .map(|&(re, im)| Complex64::new(f64::from(re), f64::from(im)))
+        .collect();
+    let wide_input = Tensor::from_slice(&device(), &[wide.len()], &wide).unwrap();
+    // Same bits, any NaN matching any NaN.
+    let same_c128 = |a: Complex64, e: Complex64| {
+        let part = |x: f64, y: f64| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan());
+        part(a.re, e.re) && part(a.im, e.im)
+    };
+    for op in [UnaryOp::Rsqrt, UnaryOp::Sigmoid, UnaryOp::Log1p] {
+        let output = on_gpu(op.name(), DType::C64, || ops::unary(op, &input).unwrap());
+        assert_c64(
+            &c64_values(&output)[..8],
+            &c64_reference(op, &special)[..8],
+            op.name(),
+        );
+        // c128 takes the f64 bit manipulation of `nx_zero_times` and `nx_plus_zero`.
+        let output = on_gpu(op.name(), DType::C128, || {
+            ops::unary(op, &wide_input).unwrap()
+        });
+        let output = output.to_vec::<Complex64>().unwrap();
+        for (index, (&actual, &value)) in output.iter().zip(&wide).enumerate().take(8) {
+            let expected = nxvk_kernels::reference::unary(op, DType::C128, Value::Complex(value));
+            assert!(
+                matches!(expected, Some(Value::Complex(e)) if same_c128(actual, e)),
+                "{} c128 element {index}: got {actual}, expected {expected:?}",
+                op.name()
+            );
+        }
+    }
+    // Known values: rsqrt(-4) = 1 / 2i = -0.5i (with +0 real part); log1p(-2 - 0i) =
+    // log(-1 + 0i) = i pi (Elixir's -0.0 + 0 is +0, so the phase is +pi, not -pi);
+    // sigmoid(0) = 1/2; rsqrt(-Inf) is NaN from 0 * Inf in 1 / (0 + Inf i).
+    let rsqrt = c64_values(&ops::rsqrt(&input).unwrap());
+    assert_c64(&[rsqrt[0], rsqrt[6]], &[(NAN, NAN), (0.0, -0.5)], "rsqrt");
+    let log1p = c64_values(&ops::log1p(&input).unwrap());
+    assert_c64_near(&log1p[2..3], &[(0.0, std::f32::consts::PI)], 2, "log1p");
+    let sigmoid = c64_values(&ops::sigmoid(&input).unwrap());
+    assert_c64(&sigmoid[4..5], &[(0.5, 0.0)], "sigmoid");
+}
+
+#[test]
+fn inverse_functions_follow_the_complex_library() {
+    use UnaryOp::{Acos, Acosh, Asin, Asinh, Atan, Atanh};
+    // Signed zeros and non-finite parts exactly as the reference; then known values.
+    let special = [(-0.0, -0.0), (0.0, 0.0), (INFINITY, 0.0), (0.5, NAN)];
+    let input = c64_tensor(&special);
+    for op in [Asin, Acos, Atan, Asinh, Acosh, Atanh] {
+        let output = on_gpu(op.name(), DType::C64, || ops::unary(op, &input).unwrap());
+        assert_c64(
+            &c64_values(&output),
+            &c64_reference(op, &special),
+            op.name(),
+        );
+    }
+    let known = c64_tensor(&[(0.5, 0.0), (2.0, 0.0), (1.0, 0.0)]);
+    let value = |op: UnaryOp, index: usize| {
+        let output = on_gpu(op.name(), DType::C64, || ops::unary(op, &known).unwrap());
+        c64_values(&output)[index]
+    };
+    let expected = [
+        (Asin, 0, (0.5f32.asin(), 0.0)),
+        // acos(2) = -i log(2 + sqrt 3): the library's branch has a negative imaginary part.
+        (Acos, 1, (0.0, -(2.0f32 + 3.0f32.sqrt()).ln())),
+        (Atan, 2, (std::f32::consts::FRAC_PI_4, 0.0)),
+        (Asinh, 2, (1.0f32.asinh(), 0.0)),
+        (Acosh, 1, (2.0f32.acosh(), 0.0)),
+        (Atanh, 0, (0.5f32.atanh(), 0.0)),
+    ];
+    for (op, index, expected) in expected {
+        assert_c64_near(&[value(op, index)], &[expected], 4, op.name());
+    }
+}
+
+#[test]
 fn abs_real_and_imag_are_real_results() {
     let input = c64_tensor(&[
         (3.0, -4.0),
