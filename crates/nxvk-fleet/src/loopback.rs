@@ -57,6 +57,9 @@ const SYSTEM_LAVAPIPE_ICD: &str = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
 /// How long sshd may take to start listening.
 const SSHD_START_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Per-command limit of the loopback hosts: a cold release build plus a job.
+const LOOPBACK_COMMAND_TIMEOUT_S: u64 = 1800;
+
 /// What the loopback fleet needs from its caller.
 #[derive(Debug, Clone)]
 pub struct LoopbackOptions {
@@ -264,6 +267,9 @@ impl LoopbackFleet {
             port = self.port,
             folder = folder.display()
         );
+        // A job's command includes its cold release build of the kernel catalog (the hosts
+        // share one target folder, so one host waits for the other's build): 600 s was too
+        // tight on a loaded 2-core machine (the coverage job timed out in a CI run).
         for (name, icd) in [
             ("loopback-mesa22", &icds[0]),
             ("loopback-mesa25", &second_icd),
@@ -272,7 +278,7 @@ impl LoopbackFleet {
                 "[[hosts]]\nname = \"{name}\"\ntransport = \"ssh\"\naddress = \"127.0.0.1\"\nport = {port}\n\
                  user = {user}\nidentity = {{ file = {identity} }}\n\
                  known_hosts = {{ policy = \"strict\", path = {known_hosts} }}\n\
-                 checkout = {checkout}\nconnect_timeout_s = 5\ncommand_timeout_s = 600\n\
+                 checkout = {checkout}\nconnect_timeout_s = 5\ncommand_timeout_s = {LOOPBACK_COMMAND_TIMEOUT_S}\n\
                  tags = {{ class = \"lavapipe\", arch = \"x86_64\" }}\n\
                  env = {{ VK_ICD_FILENAMES = {icd}, CARGO_TARGET_DIR = {target}, PATH = {path} }}\n\n",
                 port = self.port,
