@@ -310,10 +310,15 @@ void main() {{
         for (uint digit = invocation; digit < BINS; digit += WORKGROUP) histogram[digit] = 0u;
         barrier();
         uint first = tile * TILE;
+        // All of the tile's loads are issued before any ballot, so their latencies overlap.
+        uint digits[PER_INVOCATION];
         for (uint round = 0u; round < PER_INVOCATION; round++) {{
             uint index = first + round * WORKGROUP + invocation;
-            bool valid = index < push.total;
-            uint digit = valid ? (load_key(index) >> push.shift) & (BINS - 1u) : 0u;
+            digits[round] = index < push.total ? (load_key(index) >> push.shift) & (BINS - 1u) : 0u;
+        }}
+        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+            bool valid = first + round * WORKGROUP + invocation < push.total;
+            uint digit = digits[round];
             uvec4 peers = digit_peers(digit, valid);
             // One atomic per distinct digit of the subgroup: skewed digits (the exponent byte
             // of floats in a narrow range) would otherwise serialise on one counter.
@@ -402,12 +407,17 @@ void main() {{
         barrier();
         uint first = tile * TILE;
         uint run = first + gl_SubgroupID * SUBGROUP * PER_INVOCATION;
+        // All of the tile's loads are issued before the ranking, whose subgroup barriers would
+        // otherwise expose one load latency per round.
         uint64_t items[PER_INVOCATION];
-        uint ranks[PER_INVOCATION];
         for (uint round = 0u; round < PER_INVOCATION; round++) {{
             uint index = run + round * SUBGROUP + lane;
-            bool valid = index < push.total;
-            uint64_t item = valid ? load_item(index) : 0ul;
+            items[round] = index < push.total ? load_item(index) : 0ul;
+        }}
+        uint ranks[PER_INVOCATION];
+        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+            bool valid = run + round * SUBGROUP + lane < push.total;
+            uint64_t item = items[round];
             uint digit = digit_of(item);
             uvec4 peers = digit_peers(digit, valid);
             uint below = subgroupBallotExclusiveBitCount(peers);
@@ -418,7 +428,6 @@ void main() {{
             if (valid && below + 1u == count) subgroup_counts[counters + digit] = before + count;
             subgroupMemoryBarrierShared();
             subgroupBarrier();
-            items[round] = item;
             ranks[round] = valid ? before + below : NO_RANK;
         }}
         barrier();
