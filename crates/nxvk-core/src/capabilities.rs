@@ -29,6 +29,9 @@ pub struct SubgroupOperations {
     pub shuffle_relative: bool,
     pub clustered: bool,
     pub quad: bool,
+    /// `subgroupPartitionNV` (VK_NV_shader_subgroup_partitioned): the invocations holding the
+    /// same value, as a ballot, in one operation.
+    pub partitioned: bool,
 }
 
 /// Everything nxvk asks of a device, probed from its properties, features and memory types.
@@ -165,6 +168,7 @@ impl Capabilities {
                 shuffle_relative: has(Sub::SHUFFLE_RELATIVE),
                 clustered: has(Sub::CLUSTERED),
                 quad: has(Sub::QUAD),
+                partitioned: has(Sub::PARTITIONED) && extensions.nv_shader_subgroup_partitioned,
             },
             subgroup_extended_types: features.shader_subgroup_extended_types,
             max_shared_memory_bytes: properties.max_compute_shared_memory_size,
@@ -244,6 +248,7 @@ pub(crate) fn wanted_extensions(supported: &DeviceExtensions) -> DeviceExtension
         ext_shader_atomic_float: true,
         ext_memory_budget: true,
         khr_portability_subset: true,
+        nv_shader_subgroup_partitioned: true,
         ..DeviceExtensions::empty()
     };
     wanted.intersection(supported)

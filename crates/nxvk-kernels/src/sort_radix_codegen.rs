@@ -40,6 +40,9 @@ pub(crate) struct RadixShape {
     pub(crate) subgroup_size: u32,
     pub(crate) workgroup_size: u32,
     pub(crate) per_invocation: u32,
+    /// Peers (the invocations holding the same digit) come from one `subgroupPartitionNV`
+    /// instead of one ballot per digit bit.
+    pub(crate) partitioned: bool,
 }
 
 impl RadixShape {
@@ -50,11 +53,15 @@ impl RadixShape {
         if !(operations.basic && operations.ballot && operations.arithmetic) {
             return None;
         }
-        RadixShape::fitting(
+        let shape = RadixShape::fitting(
             capabilities.subgroup_size,
             capabilities.max_shared_memory_bytes,
             capabilities.max_workgroup_invocations,
-        )
+        )?;
+        Some(RadixShape {
+            partitioned: operations.partitioned,
+            ..shape
+        })
     }
 
     /// The largest shape for subgroups of `subgroup_size` whose scatter fits
@@ -77,6 +84,7 @@ impl RadixShape {
                 subgroup_size,
                 workgroup_size,
                 per_invocation,
+                partitioned: false,
             };
             if shape.scatter_shared_bytes() <= max_shared_bytes {
                 return Some(shape);
@@ -103,8 +111,9 @@ impl RadixShape {
 
     /// A label naming the shape in kernel names.
     fn label(&self) -> String {
+        let peers = if self.partitioned { "_partitioned" } else { "" };
         format!(
-            "s{}_w{}_k{}",
+            "s{}_w{}_k{}{peers}",
             self.subgroup_size, self.workgroup_size, self.per_invocation
         )
     }
@@ -221,11 +230,18 @@ fn prelude(shape: RadixShape) -> String {
         subgroup_size,
         workgroup_size,
         per_invocation,
+        partitioned,
     } = shape;
     let subgroups = shape.subgroups();
     let tile = shape.tile();
+    let digit_peers = digit_peers_function(partitioned);
+    let extension = if partitioned {
+        "#extension GL_NV_shader_subgroup_partitioned : require"
+    } else {
+        ""
+    };
     format!(
-        "
+        "{extension}
 layout(local_size_x = {workgroup_size}) in;
 const uint WORKGROUP = {workgroup_size}u;
 const uint SUBGROUP = {subgroup_size}u;
@@ -245,18 +261,7 @@ layout(push_constant, scalar) uniform Push {{
 // Thread order: subgroups in order, invocations in order within each.
 uint invocation_index() {{ return gl_SubgroupID * SUBGROUP + gl_SubgroupInvocationID; }}
 
-// The valid invocations of this subgroup holding the same digit, as a ballot: one vote per
-// digit bit. Every invocation of the subgroup must call it.
-uvec4 digit_peers(uint digit, bool valid) {{
-    uvec4 peers = subgroupBallot(valid);
-    for (uint bit = 0u; bit < {RADIX_BITS}u; bit++) {{
-        bool set = ((digit >> bit) & 1u) != 0u;
-        uvec4 vote = subgroupBallot(set);
-        peers &= set ? vote : ~vote;
-    }}
-    return peers;
-}}
-
+{digit_peers}
 shared uint subgroup_sums[SUBGROUPS];
 
 // An exclusive sum of one value per invocation in thread order; `total` receives the sum of
@@ -274,6 +279,34 @@ uint workgroup_exclusive_add(uint value, out uint total) {{
     }}
     barrier();
     return before + inclusive - value;
+}}
+"
+    )
+}
+
+/// GLSL of `digit_peers(digit, valid)`: the valid invocations of the subgroup holding the same
+/// digit, as a ballot. Every invocation of the subgroup must call it.
+fn digit_peers_function(partitioned: bool) -> String {
+    if partitioned {
+        return "
+uvec4 digit_peers(uint digit, bool valid) {
+    // Invalid invocations get a digit of their own (no real digit exceeds 255).
+    return subgroupPartitionNV(valid ? digit : 256u) & subgroupBallot(valid);
+}
+"
+        .into();
+    }
+    format!(
+        "
+// One vote per digit bit.
+uvec4 digit_peers(uint digit, bool valid) {{
+    uvec4 peers = subgroupBallot(valid);
+    for (uint bit = 0u; bit < {RADIX_BITS}u; bit++) {{
+        bool set = ((digit >> bit) & 1u) != 0u;
+        uvec4 vote = subgroupBallot(set);
+        peers &= set ? vote : ~vote;
+    }}
+    return peers;
 }}
 "
     )
@@ -520,8 +553,17 @@ mod tests {
             RadixDestination::Values { element_bytes: 2 },
             RadixDestination::Positions { dtype: DType::S64 },
         ];
-        for (subgroup_size, shared) in [(8, 32), (32, 48), (64, 64), (128, 64)] {
-            let shape = RadixShape::fitting(subgroup_size, shared * 1024, 1024).unwrap();
+        for (subgroup_size, shared, partitioned) in [
+            (8, 32, false),
+            (32, 48, false),
+            (32, 48, true),
+            (64, 64, false),
+            (128, 64, false),
+        ] {
+            let shape = RadixShape {
+                partitioned,
+                ..RadixShape::fitting(subgroup_size, shared * 1024, 1024).unwrap()
+            };
             assert!(shape.scatter_shared_bytes() <= shared * 1024, "{shape:?}");
             let compile = |name: String, shader: Option<String>| {
                 nxvk_glsl::compile_compute(&name, &shader.unwrap())

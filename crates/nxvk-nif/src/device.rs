@@ -49,6 +49,7 @@ fn capabilities_map<'a>(
             ("shuffle_relative", subgroup.shuffle_relative.encode(env)),
             ("clustered", subgroup.clustered.encode(env)),
             ("quad", subgroup.quad.encode(env)),
+            ("partitioned", subgroup.partitioned.encode(env)),
         ],
     )?;
     let mut pairs = vec![
