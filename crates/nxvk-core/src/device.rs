@@ -8,6 +8,7 @@
 use crate::adapter::Adapter;
 use crate::capabilities::{wanted_extensions, wanted_features};
 use crate::counters::{CounterSnapshot, Counters};
+use crate::dispatch_profile::{self, DispatchProfile, PROFILED_DISPATCHES};
 use crate::kernel::{Kernel, KernelKey, SpecValue, kernel_key};
 use crate::memory::{BufferPool, MemoryKind, RawBuffer};
 use crate::pipeline_cache_file::{self, PipelineCacheLoad};
@@ -46,6 +47,8 @@ pub struct Device {
     knobs: Knobs,
     failed: AtomicBool,
     warned_fallbacks: Mutex<HashSet<(String, DType)>>,
+    /// Set while `profile_dispatches` runs.
+    dispatch_profile: Mutex<Option<dispatch_profile::Recorder>>,
 }
 
 impl std::fmt::Debug for Device {
@@ -146,6 +149,7 @@ impl Device {
             knobs,
             failed: AtomicBool::new(false),
             warned_fallbacks: Mutex::new(HashSet::new()),
+            dispatch_profile: Mutex::new(None),
         }))
     }
 
@@ -516,6 +520,17 @@ impl Device {
             })
             .collect();
         let mut stream = self.stream.lock();
+        let profile_slot = self.dispatch_profile.lock().as_mut().and_then(|recorder| {
+            Some((
+                recorder.query_pool.clone(),
+                recorder.next_slot(&kernel.name)?,
+            ))
+        });
+        if let Some((query_pool, slot)) = &profile_slot {
+            let result =
+                stream.write_timestamp(vulkano::VulkanObject::handle(&**query_pool), *slot);
+            self.guard(result)?;
+        }
         let result = match params {
             None => stream.dispatch(&kernel.pipeline, group_counts, push_constants, &accesses),
             Some((bytes, address_offset)) => {
@@ -527,6 +542,12 @@ impl Device {
                 })
             }
         };
+        let result = result.and_then(|()| match &profile_slot {
+            Some((query_pool, slot)) => {
+                stream.write_timestamp(vulkano::VulkanObject::handle(&**query_pool), slot + 1)
+            }
+            None => Ok(()),
+        });
         self.guard(result)
     }
 
@@ -585,6 +606,56 @@ impl Device {
             .map_err(|error| Error::vulkan(OP, error))?;
         let nanoseconds = ticks[1].saturating_sub(ticks[0]) as f64 * f64::from(period);
         Ok(Duration::from_nanos(nanoseconds as u64))
+    }
+
+    /// Runs `record` (which records GPU work on this device) with a timestamp pair around
+    /// each of its dispatches, waits for the work, and returns each dispatch's GPU time
+    /// (see `dispatch_profile`). Dispatches recorded meanwhile by other threads are timed too.
+    pub fn profile_dispatches(
+        &self,
+        record: impl FnOnce() -> Result<()>,
+    ) -> Result<DispatchProfile> {
+        const OP: &str = "dispatch profile";
+        let period = self
+            .capabilities()
+            .timestamp_period_ns
+            .ok_or_else(|| Error::Vulkan {
+                op: OP,
+                detail: "the device's compute queue cannot write timestamps".into(),
+            })?;
+        let query_pool = vulkano::query::QueryPool::new(
+            self.vk_device.clone(),
+            vulkano::query::QueryPoolCreateInfo {
+                query_count: 2 * PROFILED_DISPATCHES,
+                ..vulkano::query::QueryPoolCreateInfo::query_type(
+                    vulkano::query::QueryType::Timestamp,
+                )
+            },
+        )
+        .map_err(|error| Error::vulkan(OP, error))?;
+        *self.dispatch_profile.lock() = Some(dispatch_profile::Recorder {
+            query_pool: query_pool.clone(),
+            kernels: Vec::new(),
+            untimed: 0,
+        });
+        let recorded = record().and_then(|()| self.synchronize());
+        let recorder = self.dispatch_profile.lock().take();
+        recorded?;
+        let recorder = recorder.ok_or_else(|| Error::Vulkan {
+            op: OP,
+            detail: "another profile replaced this one".into(),
+        })?;
+        let mut ticks = vec![0u64; 2 * recorder.kernels.len()];
+        if !ticks.is_empty() {
+            query_pool
+                .get_results(
+                    0..ticks.len() as u32,
+                    &mut ticks,
+                    vulkano::query::QueryResultFlags::WAIT,
+                )
+                .map_err(|error| Error::vulkan(OP, error))?;
+        }
+        Ok(recorder.finish(&ticks, period))
     }
 
     // --- Host fallbacks ---

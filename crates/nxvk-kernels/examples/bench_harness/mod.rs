@@ -1,8 +1,11 @@
 //! The harness both benchmark examples share: nxvk-kernels' `bench_kernels` (eager
 //! workloads) and nxvk-fusion's `bench_fusion` (planned workloads), which includes this file
-//! by `#[path]`. It parses `--quick` and `--only a,b`, times work (GPU medians after warm-up,
-//! wall-clock medians), makes the seeded inputs, and prints one JSON line per workload in the
-//! format of the peers' README (`{"name","value","unit","better","impl"}`).
+//! by `#[path]`. It parses `--quick`, `--only a,b` and `--profile`, times work (GPU medians
+//! after warm-up, wall-clock medians), makes the seeded inputs, and prints one JSON line per
+//! workload in the format of the peers' README (`{"name","value","unit","better","impl"}`).
+//! With `--profile`, each GPU-timed workload also runs once more with every dispatch timed,
+//! and its time per kernel goes to stderr (`{"profile": ...}` lines, before the workload's
+//! own line).
 //!
 //! A file included by path rather than a dev-dependency crate: it needs nothing but nxvk-core
 //! and std, and a crate of its own would add a workspace member and a package to build for
@@ -23,7 +26,8 @@ pub struct Arguments {
 }
 
 impl Arguments {
-    /// `--quick` and `--only a,b` from the process's arguments; anything else is ignored.
+    /// `--quick` and `--only a,b` from the process's arguments (`--profile` is read where
+    /// work is timed); anything else is ignored.
     pub fn from_command_line() -> Arguments {
         let arguments: Vec<String> = std::env::args().skip(1).collect();
         let quick = arguments.iter().any(|argument| argument == "--quick");
@@ -134,6 +138,29 @@ pub fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
+/// Whether `--profile` was given.
+fn profile_requested() -> bool {
+    std::env::args().any(|argument| argument == "--profile")
+}
+
+/// Runs `run` once with its dispatches timed and prints its time per kernel on stderr.
+fn print_dispatch_profile(device: &Device, run: impl Fn() -> Result<()>) -> Result<()> {
+    let profile = device.profile_dispatches(run)?;
+    for (kernel, dispatches, time) in profile.by_kernel() {
+        eprintln!(
+            "{{\"profile\": {{\"kernel\": {kernel:?}, \"dispatches\": {dispatches}, \"ms\": {:.4}}}}}",
+            time.as_secs_f64() * 1e3
+        );
+    }
+    if profile.untimed > 0 {
+        eprintln!(
+            "{{\"profile\": {{\"untimed_dispatches\": {}}}}}",
+            profile.untimed
+        );
+    }
+    Ok(())
+}
+
 /// Median GPU time of `run` (which records work on `device`), after warm-up runs.
 pub fn gpu_median(device: &Device, quick: bool, run: impl Fn() -> Result<()>) -> Result<Duration> {
     let (warm, repeats) = if quick { (1, 5) } else { (3, 20) };
@@ -148,6 +175,9 @@ pub fn gpu_median(device: &Device, quick: bool, run: impl Fn() -> Result<()>) ->
     let samples = (0..repeats)
         .map(|_| device.gpu_time(&run))
         .collect::<Result<Vec<_>>>()?;
+    if profile_requested() {
+        print_dispatch_profile(device, &run)?;
+    }
     Ok(median(samples))
 }
 
