@@ -20,8 +20,10 @@
 //! `B[g]`'s element (channel * kernel position, image * output position) is gathered from the
 //! input view inside the GEMM's staging loop (`conv_gather.rs`, geometry baked in): any input
 //! strides, so the input permutation never moves data. The kernel is made dense once (it is
-//! small), and C is moved into the output layout by one copy. Tiles, split-K and the autotuner
-//! are the GEMM's (`dot.rs`).
+//! small). The GEMM stores C straight into the canonical output layout [image][group][filter]
+//! [position] (split-K sums its partials first and moves them), so only an output
+//! permutation other than the identity copies. Tiles, split-K and the autotuner are the
+//! GEMM's (`dot.rs`).
 //!
 //! f16, bf16, f32 and f64 results run on the GPU (f16/bf16 accumulate in f32); other result
 //! types (complex, 8-bit floats) are `Error::Unsupported`. Nx rejects convolutions whose output
@@ -378,11 +380,8 @@ pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Te
         },
         convolution: Some(gather),
     };
-    // C is [group][filter][image][position]: one copy puts it in the output's layout.
-    let products = problem
-        .run(None)?
-        .reshape(&[groups, group_filters, output_batch, output_positions])?
-        .transpose(&[2, 0, 1, 3])?;
-    let canonical = movement::contiguous(&products)?.reshape(&canonical_shape)?;
+    // C comes as [image][group][filter][position]: the canonical output, moved only when the
+    // output permutation is not the identity.
+    let canonical = problem.run(None)?.reshape(&canonical_shape)?;
     movement::contiguous(&canonical.transpose(&inverse_output)?)
 }

@@ -456,7 +456,8 @@ impl Problem {
     }
 
     /// Runs the GEMM (with `forced` tiles, or the autotuner's) and returns C as a dense
-    /// [batch][M][N] tensor of the result type.
+    /// [batch][M][N] tensor of the result type; a convolution's C comes in its output layout,
+    /// [image][batch][M][position] (N is images x positions).
     pub(crate) fn run(&self, forced: Option<TileConfig>) -> Result<Tensor> {
         let device = self.a.tensor.device().clone();
         let order = self.order();
@@ -596,8 +597,16 @@ impl Problem {
             BufferAccess::Write(output.buffer()),
         ];
         device.dispatch(&kernel, group_counts, &push, &accesses)?;
+        let convolution_layout = self.convolution.as_ref().map(|gather| {
+            let positions = gather.output_positions as usize;
+            [self.n / positions, self.batches, self.m, positions]
+        });
         if splits == 1 {
-            return output.reshape(&[self.batches, self.m, self.n]);
+            // The kernel stored a convolution's C in its output layout already.
+            return match convolution_layout {
+                Some(layout) => output.reshape(&layout),
+                None => output.reshape(&[self.batches, self.m, self.n]),
+            };
         }
         let summed = reduce(
             ReduceOp::Sum,
@@ -607,6 +616,14 @@ impl Problem {
                 ..ReduceOptions::default()
             },
         )?;
-        ops::as_type(&summed, result)
+        let summed = ops::as_type(&summed, result)?;
+        match convolution_layout {
+            Some([images, batches, m, positions]) => movement::contiguous(
+                &summed
+                    .reshape(&[batches, m, images, positions])?
+                    .transpose(&[2, 0, 1, 3])?,
+            ),
+            None => Ok(summed),
+        }
     }
 }

@@ -222,6 +222,11 @@ pub fn gemm_shader(
     );
     let store_staged = format!("{}\n{}", a_staging.store(), b_staging.store());
     let loader = convolution.map_or_else(String::new, |gather| gather.functions(input));
+    let output_element = if convolution.is_some() {
+        "convolution_output_element(task, batch, row, column)"
+    } else {
+        "(uint64_t(task) * uint64_t(push.m) + uint64_t(row)) * uint64_t(push.n) + uint64_t(column)"
+    };
     format!(
         "{FLOAT_CONTROLS}
 #define TILE_M {tile_m}u
@@ -292,14 +297,13 @@ void main() {{
             }}
             barrier();
         }}
-        uint64_t c_base = push.c + uint64_t(task) * uint64_t(push.m) * uint64_t(push.n) * {output_bytes}ul;
         for (uint i = 0u; i < THREAD_M; i++) {{
             uint row = tile_m0 + block_m + i * (TILE_M / THREAD_M);
             if (row >= push.m) break;
             for (uint j = 0u; j < THREAD_N; j++) {{
                 uint column = tile_n0 + block_n + j * (TILE_N / THREAD_N);
                 if (column >= push.n) break;
-                Output(c_base + (uint64_t(row) * uint64_t(push.n) + uint64_t(column)) * {output_bytes}ul).v = {stored};
+                Output(push.c + ({output_element}) * {output_bytes}ul).v = {stored};
             }}
         }}
     }}
