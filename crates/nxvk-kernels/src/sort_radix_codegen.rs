@@ -329,18 +329,22 @@ pub(crate) fn kernel_name(
 }
 
 /// Counts the digits at `push.shift` of each tile: `counts[digit * tiles + tile]`. Loads are
-/// coalesced (round `i` of a tile reads `WORKGROUP` consecutive items); the counters are shared
-/// atomics, one per distinct digit of a subgroup's round.
+/// coalesced (round `i` of a tile reads `WORKGROUP` consecutive items); each subgroup counts
+/// into its own shared histogram, one update per distinct digit of a round.
 pub(crate) fn count_shader(shape: RadixShape, source: RadixSource) -> Option<String> {
     Some(format!(
         "{prelude}
 {functions}
-shared uint histogram[BINS];
+// One histogram per subgroup: each distinct digit of a subgroup's round has one leader, so
+// the leaders update their subgroup's counters without atomics (shared atomics made this
+// kernel four times slower than its loads on the H200).
+shared uint histograms[SUBGROUPS * BINS];
 
 void main() {{
     uint invocation = invocation_index();
+    uint own = gl_SubgroupID * BINS;
     for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
-        for (uint digit = invocation; digit < BINS; digit += WORKGROUP) histogram[digit] = 0u;
+        for (uint slot = invocation; slot < SUBGROUPS * BINS; slot += WORKGROUP) histograms[slot] = 0u;
         barrier();
         uint first = tile * TILE;
         // All of the tile's loads are issued before any ballot, so their latencies overlap.
@@ -353,15 +357,18 @@ void main() {{
             bool valid = first + round * WORKGROUP + invocation < push.total;
             uint digit = digits[round];
             uvec4 peers = digit_peers(digit, valid);
-            // One atomic per distinct digit of the subgroup: skewed digits (the exponent byte
-            // of floats in a narrow range) would otherwise serialise on one counter.
             if (valid && subgroupBallotFindMSB(peers) == gl_SubgroupInvocationID) {{
-                atomicAdd(histogram[digit], subgroupBallotBitCount(peers));
+                histograms[own + digit] += subgroupBallotBitCount(peers);
             }}
+            // The next round's leader of a digit may be another invocation.
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
         }}
         barrier();
         for (uint digit = invocation; digit < BINS; digit += WORKGROUP) {{
-            Words(push.counts + (uint64_t(digit) * uint64_t(push.tiles) + uint64_t(tile)) * 4ul).v = histogram[digit];
+            uint count = 0u;
+            for (uint subgroup = 0u; subgroup < SUBGROUPS; subgroup++) count += histograms[subgroup * BINS + digit];
+            Words(push.counts + (uint64_t(digit) * uint64_t(push.tiles) + uint64_t(tile)) * 4ul).v = count;
         }}
         barrier();
     }}
@@ -436,6 +443,16 @@ void main() {{
     uint lane = gl_SubgroupInvocationID;
     uint counters = gl_SubgroupID * BINS;
     for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
+        // This invocation's digits: their totals in the row and their counts in earlier tiles,
+        // loaded first so that these latencies overlap the items' (they were exposed one
+        // after another at the digit phase, with few workgroups per SM to hide them).
+        uint digit_totals[DIGITS_PER_INVOCATION];
+        uint earlier_tiles[DIGITS_PER_INVOCATION];
+        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+            uint digit = invocation * DIGITS_PER_INVOCATION + j;
+            digit_totals[j] = Words(push.totals + uint64_t(digit) * 4ul).v;
+            earlier_tiles[j] = Words(push.counts + (uint64_t(digit) * uint64_t(push.tiles) + uint64_t(tile)) * 4ul).v;
+        }}
         for (uint slot = invocation; slot < SUBGROUPS * BINS; slot += WORKGROUP) subgroup_counts[slot] = 0u;
         barrier();
         uint first = tile * TILE;
@@ -474,16 +491,15 @@ void main() {{
             for (uint subgroup = 0u; subgroup < SUBGROUPS; subgroup++) count += subgroup_counts[subgroup * BINS + digit];
             tile_counts[j] = count;
             tile_sum += count;
-            row_sum += Words(push.totals + uint64_t(digit) * 4ul).v;
+            row_sum += digit_totals[j];
         }}
         uint ignored;
         uint local_start = workgroup_exclusive_add(tile_sum, ignored);
         uint row_start = workgroup_exclusive_add(row_sum, ignored);
         for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
             uint digit = invocation * DIGITS_PER_INVOCATION + j;
-            uint earlier_tiles = Words(push.counts + (uint64_t(digit) * uint64_t(push.tiles) + uint64_t(tile)) * 4ul).v;
             // Unsigned wrap-around cancels when a slot of this digit is added back.
-            digit_places[digit] = row_start + earlier_tiles - local_start;
+            digit_places[digit] = row_start + earlier_tiles[j] - local_start;
             uint running = local_start;
             for (uint subgroup = 0u; subgroup < SUBGROUPS; subgroup++) {{
                 uint count = subgroup_counts[subgroup * BINS + digit];
@@ -491,7 +507,7 @@ void main() {{
                 running += count;
             }}
             local_start += tile_counts[j];
-            row_start += Words(push.totals + uint64_t(digit) * 4ul).v;
+            row_start += digit_totals[j];
         }}
         barrier();
         for (uint round = 0u; round < PER_INVOCATION; round++) {{
