@@ -329,22 +329,18 @@ pub(crate) fn kernel_name(
 }
 
 /// Counts the digits at `push.shift` of each tile: `counts[digit * tiles + tile]`. Loads are
-/// coalesced (round `i` of a tile reads `WORKGROUP` consecutive items); each subgroup counts
-/// into its own shared histogram, one update per distinct digit of a round.
+/// coalesced (round `i` of a tile reads `WORKGROUP` consecutive items); the counters are shared
+/// atomics, one per distinct digit of a subgroup's round.
 pub(crate) fn count_shader(shape: RadixShape, source: RadixSource) -> Option<String> {
     Some(format!(
         "{prelude}
 {functions}
-// One histogram per subgroup: each distinct digit of a subgroup's round has one leader, so
-// the leaders update their subgroup's counters without atomics (shared atomics made this
-// kernel four times slower than its loads on the H200).
-shared uint histograms[SUBGROUPS * BINS];
+shared uint histogram[BINS];
 
 void main() {{
     uint invocation = invocation_index();
-    uint own = gl_SubgroupID * BINS;
     for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
-        for (uint slot = invocation; slot < SUBGROUPS * BINS; slot += WORKGROUP) histograms[slot] = 0u;
+        for (uint digit = invocation; digit < BINS; digit += WORKGROUP) histogram[digit] = 0u;
         barrier();
         uint first = tile * TILE;
         // All of the tile's loads are issued before any ballot, so their latencies overlap.
@@ -357,18 +353,17 @@ void main() {{
             bool valid = first + round * WORKGROUP + invocation < push.total;
             uint digit = digits[round];
             uvec4 peers = digit_peers(digit, valid);
+            // One atomic per distinct digit of the subgroup: skewed digits (the exponent byte
+            // of floats in a narrow range) would otherwise serialise on one counter. (Per-
+            // subgroup histograms updated without atomics ran no faster on the H200: the
+            // peer search and the round-to-round dependency cost the time, not the atomics.)
             if (valid && subgroupBallotFindMSB(peers) == gl_SubgroupInvocationID) {{
-                histograms[own + digit] += subgroupBallotBitCount(peers);
+                atomicAdd(histogram[digit], subgroupBallotBitCount(peers));
             }}
-            // The next round's leader of a digit may be another invocation.
-            subgroupMemoryBarrierShared();
-            subgroupBarrier();
         }}
         barrier();
         for (uint digit = invocation; digit < BINS; digit += WORKGROUP) {{
-            uint count = 0u;
-            for (uint subgroup = 0u; subgroup < SUBGROUPS; subgroup++) count += histograms[subgroup * BINS + digit];
-            Words(push.counts + (uint64_t(digit) * uint64_t(push.tiles) + uint64_t(tile)) * 4ul).v = count;
+            Words(push.counts + (uint64_t(digit) * uint64_t(push.tiles) + uint64_t(tile)) * 4ul).v = histogram[digit];
         }}
         barrier();
     }}
