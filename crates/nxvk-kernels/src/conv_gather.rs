@@ -56,7 +56,8 @@ pub struct ConvolutionGather {
 impl ConvolutionGather {
     /// GLSL: `ConvolutionColumn convolution_column(group, column)` (the column's input offset
     /// and per-axis window origins), `ACC load_convolution_input(column, depth)` and
-    /// `convolution_output_element(task, group, row, column)` (where C's element goes). Needs
+    /// `convolution_output_row(task, group, row)` + `convolution_output_column(column)` (where
+    /// C's element goes). Needs
     /// `ACC`, `load_element` and the push block from the GEMM template.
     pub(crate) fn functions(&self, input: Elem) -> String {
         let rank = self.axes.len().max(1);
@@ -113,17 +114,21 @@ ConvolutionColumn convolution_column(uint group, uint column_index) {{
         + uint64_t(group * {channel_offset}u) * {channel_stride}ul;{column_decode}
     return column;
 }}
-// C's element (row, column_index) of group `group` in task `task`, counted in elements from
-// `push.c`: with one split, straight into the convolution's output layout
-// [image][group][filter][position] (no copy afterwards); with split-K, in the partial sums'
-// [task][row][column] that the host sums and moves.
-uint64_t convolution_output_element(uint task, uint group, uint row, uint column_index) {{
+// Where C's element (row, column_index) of group `group` in task `task` goes, in elements from
+// `push.c`, as a row part plus a column part: with one split, straight into the
+// convolution's output layout [image][group][filter][position] (no copy afterwards); with
+// split-K, into the partial sums' [task][row][column], which the host sums and moves.
+uint64_t convolution_output_row(uint task, uint group, uint row) {{
+    if (push.splits == 1u) return (uint64_t(group) * uint64_t(push.m) + uint64_t(row)) * {positions}ul;
+    return (uint64_t(task) * uint64_t(push.m) + uint64_t(row)) * uint64_t(push.n);
+}}
+uint64_t convolution_output_column(uint column_index) {{
     if (push.splits == 1u) {{
-        uint image = column_index / {positions}u;
-        return ((uint64_t(image) * uint64_t(push.batches) + uint64_t(group)) * uint64_t(push.m)
-            + uint64_t(row)) * {positions}ul + uint64_t(column_index % {positions}u);
+        uint64_t image = uint64_t(column_index / {positions}u);
+        return image * uint64_t(push.batches) * uint64_t(push.m) * {positions}ul
+            + uint64_t(column_index % {positions}u);
     }}
-    return (uint64_t(task) * uint64_t(push.m) + uint64_t(row)) * uint64_t(push.n) + uint64_t(column_index);
+    return uint64_t(column_index);
 }}
 ACC load_convolution_input(ConvolutionColumn column, uint depth) {{
     uint channel = depth / {kernel_positions}u;

@@ -222,10 +222,16 @@ pub fn gemm_shader(
     );
     let store_staged = format!("{}\n{}", a_staging.store(), b_staging.store());
     let loader = convolution.map_or_else(String::new, |gather| gather.functions(input));
-    let output_element = if convolution.is_some() {
-        "convolution_output_element(task, batch, row, column)"
+    let (row_part, column_part) = if convolution.is_some() {
+        (
+            "convolution_output_row(task, batch, row)",
+            "convolution_output_column(tile_n0 + block_n + j * (TILE_N / THREAD_N))",
+        )
     } else {
-        "(uint64_t(task) * uint64_t(push.m) + uint64_t(row)) * uint64_t(push.n) + uint64_t(column)"
+        (
+            "(uint64_t(task) * uint64_t(push.m) + uint64_t(row)) * uint64_t(push.n)",
+            "uint64_t(tile_n0 + block_n + j * (TILE_N / THREAD_N))",
+        )
     };
     format!(
         "{FLOAT_CONTROLS}
@@ -297,13 +303,20 @@ void main() {{
             }}
             barrier();
         }}
+        // C's element (row, column) is at row_part(row) + column_part(column) from push.c;
+        // the column parts are computed once per column.
+        uint64_t column_parts[THREAD_N];
+        for (uint j = 0u; j < THREAD_N; j++) {{
+            column_parts[j] = {column_part};
+        }}
         for (uint i = 0u; i < THREAD_M; i++) {{
             uint row = tile_m0 + block_m + i * (TILE_M / THREAD_M);
             if (row >= push.m) break;
+            uint64_t row_part = {row_part};
             for (uint j = 0u; j < THREAD_N; j++) {{
                 uint column = tile_n0 + block_n + j * (TILE_N / THREAD_N);
                 if (column >= push.n) break;
-                Output(push.c + ({output_element}) * {output_bytes}ul).v = {stored};
+                Output(push.c + (row_part + column_parts[j]) * {output_bytes}ul).v = {stored};
             }}
         }}
     }}
