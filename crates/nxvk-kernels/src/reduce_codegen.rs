@@ -295,7 +295,9 @@ pub fn reduce_shader(
         "
 #define V {value_type}
 #define INPUT_BYTES {input_bytes}ul
-#define NO_INDEX 0xFFFFFFFFFFFFFFFFul
+// Indices are 32-bit: every reduced extent is below launch::MAX_ELEMENTS (< 2^32 - 1), so
+// NO_INDEX never names an element (and argmax folds no 64-bit arithmetic per element).
+#define NO_INDEX 0xFFFFFFFFu
 #define IDENTITY {identity}
 #define HAS_INDEX {has_index}
 #define WORKGROUP_SIZE {REDUCE_WORKGROUP_SIZE}u
@@ -307,10 +309,10 @@ pub fn reduce_shader(
 #define NX_FOLD(value, index, other_value, other_index) {{ {fold_step} }}
 // Folds packet lane k into accumulator k (element indices `element` + k, or all `row`).
 #define NX_FOLD_PACKET(packet, element) \\
-    NX_FOLD(value0, index0, nx_value(packet.x), (element)) \\
-    NX_FOLD(value1, index1, nx_value(packet.y), (element) + 1ul) \\
-    NX_FOLD(value2, index2, nx_value(packet.z), (element) + 2ul) \\
-    NX_FOLD(value3, index3, nx_value(packet.w), (element) + 3ul)
+    NX_FOLD(value0, index0, nx_value(packet.x), uint(element)) \\
+    NX_FOLD(value1, index1, nx_value(packet.y), uint(element) + 1u) \\
+    NX_FOLD(value2, index2, nx_value(packet.z), uint(element) + 2u) \\
+    NX_FOLD(value3, index3, nx_value(packet.w), uint(element) + 3u)
 #define NX_FOLD_COLUMNS(packet, row) \\
     NX_FOLD(value0, index0, nx_value(packet.x), row) \\
     NX_FOLD(value1, index1, nx_value(packet.y), row) \\
@@ -355,14 +357,14 @@ V nx_load(uint64_t element) {{ return nx_value(Input(push.input0 + element * INP
     return InputPacket(push.input0 + element * INPUT_BYTES).v;
 }}
 
-void nx_store(uint position, V value, uint64_t index) {{
+void nx_store(uint position, V value, uint index) {{
     Output(push.output0 + uint64_t(position) * {output_bytes}ul).v = {stored};
 }}
 
 V nx_combine(V a, V b) {{ return {combine}; }}
 
 // True when (b, b_index) should replace (a, a_index) as the extreme of an argmax/argmin.
-bool nx_take(V a, uint64_t a_index, V b, uint64_t b_index) {{
+bool nx_take(V a, uint a_index, V b, uint b_index) {{
     if (b_index == NO_INDEX) return false;
     if (a_index == NO_INDEX) return true;{nan_rule}
     if (b {better} a) return true;
@@ -394,7 +396,7 @@ bool nx_take(V a, uint64_t a_index, V b, uint64_t b_index) {{
 /// The general template: one workgroup per (output, chunk) task, a shared-memory tree.
 const STRIDED_MAIN: &str = "
 shared V partial_value[WORKGROUP_SIZE];
-shared uint64_t partial_index[WORKGROUP_SIZE];
+shared uint partial_index[WORKGROUP_SIZE];
 
 void main() {
     uint local = gl_LocalInvocationID.x;
@@ -407,10 +409,10 @@ void main() {
         uint chunk = task % push.chunks;
         uint64_t base = nx_offset(output_index, 0u, push.kept_rank);
         V value = IDENTITY;
-        uint64_t index = NO_INDEX;
+        uint index = NO_INDEX;
         for (uint reduced = chunk * WORKGROUP_SIZE + local; reduced < push.n_reduced; reduced += step) {
             V other_value = nx_load(base + nx_offset(reduced, reduced_first_word, push.reduced_rank));
-            uint64_t other_index = uint64_t(reduced);
+            uint other_index = reduced;
             NX_FOLD(value, index, other_value, other_index)
         }
         partial_value[local] = value;
@@ -419,7 +421,7 @@ void main() {
         for (uint half_size = WORKGROUP_SIZE / 2u; half_size > 0u; half_size >>= 1u) {
             if (local < half_size) {
                 V other_value = partial_value[local + half_size];
-                uint64_t other_index = partial_index[local + half_size];
+                uint other_index = partial_index[local + half_size];
                 value = partial_value[local];
                 index = partial_index[local];
                 NX_FOLD(value, index, other_value, other_index)
@@ -441,15 +443,15 @@ void main() {
 fn subgroup_helpers(value_type: &str) -> String {
     let value_shuffle = match value_type {
         "int64_t" | "uint64_t" => {
-            format!("{value_type}(nx_shuffle_xor_index(uint64_t(value), mask))")
+            format!("{value_type}(nx_shuffle_xor_u64(uint64_t(value), mask))")
         }
         "double" => "packDouble2x32(subgroupShuffleXor(unpackDouble2x32(value), mask))".to_owned(),
         _ => "subgroupShuffleXor(value, mask)".to_owned(),
     };
     format!(
         "
-uint64_t nx_shuffle_xor_index(uint64_t index, uint mask) {{
-    uvec2 words = subgroupShuffleXor(uvec2(uint(index), uint(index >> 32)), mask);
+uint64_t nx_shuffle_xor_u64(uint64_t word, uint mask) {{
+    uvec2 words = subgroupShuffleXor(uvec2(uint(word), uint(word >> 32)), mask);
     return uint64_t(words.x) | (uint64_t(words.y) << 32);
 }}
 
@@ -461,17 +463,17 @@ V nx_shuffle_xor_value(V value, uint mask) {{ return {value_shuffle}; }}
 /// The contiguous-run template (see the module documentation).
 const ROWS_MAIN: &str = "
 shared V subgroup_value[WORKGROUP_SIZE];
-shared uint64_t subgroup_index[WORKGROUP_SIZE];
+shared uint subgroup_index[WORKGROUP_SIZE];
 
 // A butterfly over the subgroup: every lane ends with the fold of all lanes. Indices travel
 // only for argmax/argmin.
-void nx_subgroup_fold(inout V value, inout uint64_t index) {
+void nx_subgroup_fold(inout V value, inout uint index) {
     for (uint mask = gl_SubgroupSize >> 1u; mask > 0u; mask >>= 1u) {
         V other_value = nx_shuffle_xor_value(value, mask);
 #if HAS_INDEX
-        uint64_t other_index = nx_shuffle_xor_index(index, mask);
+        uint other_index = subgroupShuffleXor(index, mask);
 #else
-        uint64_t other_index = NO_INDEX;
+        uint other_index = NO_INDEX;
 #endif
         NX_FOLD(value, index, other_value, other_index)
     }
@@ -499,12 +501,12 @@ void main() {
         uint packets = (end - body) / PACKET_ELEMENTS;
         uint tail = body + packets * PACKET_ELEMENTS;
         V value0 = IDENTITY, value1 = IDENTITY, value2 = IDENTITY, value3 = IDENTITY;
-        uint64_t index0 = NO_INDEX, index1 = NO_INDEX, index2 = NO_INDEX, index3 = NO_INDEX;
+        uint index0 = NO_INDEX, index1 = NO_INDEX, index2 = NO_INDEX, index3 = NO_INDEX;
         if (lane < head) {
-            NX_FOLD(value0, index0, nx_load(row_base + uint64_t(begin + lane)), uint64_t(begin + lane))
+            NX_FOLD(value0, index0, nx_load(row_base + uint64_t(begin + lane)), begin + lane)
         }
         if (lane < end - tail) {
-            NX_FOLD(value1, index1, nx_load(row_base + uint64_t(tail + lane)), uint64_t(tail + lane))
+            NX_FOLD(value1, index1, nx_load(row_base + uint64_t(tail + lane)), tail + lane)
         }
         uint packet = lane;
         // Four packets in flight per invocation, then one at a time.
@@ -542,7 +544,7 @@ void main() {
         barrier();
         if (gl_SubgroupID == 0u) {
             V value = IDENTITY;
-            uint64_t index = NO_INDEX;
+            uint index = NO_INDEX;
             for (uint subgroup = gl_SubgroupInvocationID; subgroup < gl_NumSubgroups; subgroup += gl_SubgroupSize) {
                 NX_FOLD(value, index, subgroup_value[subgroup], subgroup_index[subgroup])
             }
@@ -576,7 +578,7 @@ void main() {
         uint position = chunk * push.n_outputs + column;
         if (packed) {
             V value0 = IDENTITY, value1 = IDENTITY, value2 = IDENTITY, value3 = IDENTITY;
-            uint64_t index0 = NO_INDEX, index1 = NO_INDEX, index2 = NO_INDEX, index3 = NO_INDEX;
+            uint index0 = NO_INDEX, index1 = NO_INDEX, index2 = NO_INDEX, index3 = NO_INDEX;
             // Four rows in flight, folded in row order.
             for (; row + 3u < end; row += 4u) {
                 uint64_t element = uint64_t(row) * row_stride + uint64_t(column);
@@ -584,14 +586,14 @@ void main() {
                 INPUT_PACKET packet1 = nx_load_packet(element + row_stride);
                 INPUT_PACKET packet2 = nx_load_packet(element + 2ul * row_stride);
                 INPUT_PACKET packet3 = nx_load_packet(element + 3ul * row_stride);
-                NX_FOLD_COLUMNS(packet0, uint64_t(row))
-                NX_FOLD_COLUMNS(packet1, uint64_t(row + 1u))
-                NX_FOLD_COLUMNS(packet2, uint64_t(row + 2u))
-                NX_FOLD_COLUMNS(packet3, uint64_t(row + 3u))
+                NX_FOLD_COLUMNS(packet0, row)
+                NX_FOLD_COLUMNS(packet1, row + 1u)
+                NX_FOLD_COLUMNS(packet2, row + 2u)
+                NX_FOLD_COLUMNS(packet3, row + 3u)
             }
             for (; row < end; row++) {
                 INPUT_PACKET packet0 = nx_load_packet(uint64_t(row) * row_stride + uint64_t(column));
-                NX_FOLD_COLUMNS(packet0, uint64_t(row))
+                NX_FOLD_COLUMNS(packet0, row)
             }
             nx_store(position, value0, index0);
             nx_store(position + 1u, value1, index1);
@@ -599,9 +601,9 @@ void main() {
             nx_store(position + 3u, value3, index3);
         } else {
             V value = IDENTITY;
-            uint64_t index = NO_INDEX;
+            uint index = NO_INDEX;
             for (; row < end; row++) {
-                NX_FOLD(value, index, nx_load(uint64_t(row) * row_stride + uint64_t(column)), uint64_t(row))
+                NX_FOLD(value, index, nx_load(uint64_t(row) * row_stride + uint64_t(column)), row)
             }
             nx_store(position, value, index);
         }
