@@ -20,14 +20,14 @@
 //! the uploaded tables per length, and wider coalesced segments in the four-step passes.
 
 use crate::fft_codegen::{
-    BLOCK_CAPACITY, FFT_WORKGROUP_SIZE, LoadInput, Precision, block_shader, load_shader,
-    pointwise_shader, radix2_shader, store_shader,
+    BlockShape, FFT_WORKGROUP_SIZE, LoadInput, Precision, Walk, block_shader, load_shader,
+    pointwise_shader, radix2_shader, store_shader, tile_capacity,
 };
+use crate::fft_tables::{TwiddleTable, bluestein_tables, twiddle_table};
 use crate::launch::poison_output;
 use crate::operand_errors::bad_operands;
 use crate::{movement, ops, types};
-use nxvk_core::{BufferAccess, Complex64, DType, Device, DeviceBuffer, Error, Result, Tensor};
-use std::f64::consts::PI;
+use nxvk_core::{BufferAccess, DType, Device, DeviceBuffer, Error, Result, Tensor};
 use std::sync::Arc;
 
 /// Which transform.
@@ -49,7 +49,8 @@ fn groups(device: &Device, invocations: u64) -> u32 {
         .clamp(1, u64::from(max_groups)) as u32
 }
 
-/// Push-constant bytes: addresses, then 32-bit words, then the scale in the precision.
+/// Push-constant bytes: addresses, then 32-bit words, then the scale in the precision (at
+/// its alignment).
 fn push_of(addresses: &[u64], words: &[u32], scale: Option<(Precision, f64)>) -> Vec<u8> {
     let mut push = Vec::with_capacity(64);
     for address in addresses {
@@ -60,92 +61,14 @@ fn push_of(addresses: &[u64], words: &[u32], scale: Option<(Precision, f64)>) ->
     }
     match scale {
         Some((Precision::Single, scale)) => push.extend_from_slice(&(scale as f32).to_le_bytes()),
-        Some((Precision::Double, scale)) => push.extend_from_slice(&scale.to_le_bytes()),
+        Some((Precision::Double, scale)) => {
+            // The scalar block layout aligns a double to 8 bytes.
+            push.resize(push.len().next_multiple_of(8), 0);
+            push.extend_from_slice(&scale.to_le_bytes());
+        }
         None => {}
     }
     push
-}
-
-/// Complex numbers as interleaved bytes of the precision.
-fn complex_bytes(precision: Precision, values: &[Complex64]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(values.len() * precision.complex_bytes() as usize);
-    for value in values {
-        match precision {
-            Precision::Single => {
-                bytes.extend_from_slice(&(value.re as f32).to_le_bytes());
-                bytes.extend_from_slice(&(value.im as f32).to_le_bytes());
-            }
-            Precision::Double => {
-                bytes.extend_from_slice(&value.re.to_le_bytes());
-                bytes.extend_from_slice(&value.im.to_le_bytes());
-            }
-        }
-    }
-    bytes
-}
-
-/// A device buffer holding `values` (at least one element, so it has an address).
-fn upload_table(
-    device: &Arc<Device>,
-    precision: Precision,
-    values: &[Complex64],
-) -> Result<DeviceBuffer> {
-    let bytes = complex_bytes(precision, values);
-    let buffer = device.alloc("fft", bytes.len().max(16) as u64)?;
-    if !bytes.is_empty() {
-        device.upload(&buffer, 0, &bytes)?;
-    }
-    Ok(buffer)
-}
-
-/// `exp(-2 pi i t / length)` for `t` below `length`.
-fn twiddles(length: usize) -> Vec<Complex64> {
-    (0..length)
-        .map(|t| Complex64::from_polar(1.0, -2.0 * PI * t as f64 / length as f64))
-        .collect()
-}
-
-/// Bluestein's chirp `w_k = exp(-pi i k^2 / n)`, with `k^2` reduced modulo `2n` exactly.
-fn chirp(length: usize) -> Vec<Complex64> {
-    let modulus = 2 * length as u128;
-    (0..length)
-        .map(|k| {
-            let square = (k as u128 * k as u128) % modulus;
-            Complex64::from_polar(1.0, -PI * square as f64 / length as f64)
-        })
-        .collect()
-}
-
-/// An in-place iterative radix-2 FFT on the host (f64), for Bluestein's chirp spectrum.
-fn host_fft(values: &mut [Complex64]) {
-    let length = values.len();
-    let bits = length.trailing_zeros();
-    if length <= 1 {
-        return;
-    }
-    for index in 0..length {
-        let reversed = index.reverse_bits() >> (usize::BITS - bits);
-        if reversed > index {
-            values.swap(index, reversed);
-        }
-    }
-    let mut size = 2;
-    while size <= length {
-        for start in (0..length).step_by(size) {
-            for offset in 0..size / 2 {
-                let twiddle = if offset == 0 {
-                    Complex64::new(1.0, 0.0)
-                } else {
-                    Complex64::from_polar(1.0, -2.0 * PI * offset as f64 / size as f64)
-                };
-                let a = values[start + offset];
-                let b = values[start + offset + size / 2] * twiddle;
-                values[start + offset] = a + b;
-                values[start + offset + size / 2] = a - b;
-            }
-        }
-        size *= 2;
-    }
 }
 
 /// How a power-of-two transform runs: its precision, direction and final scale.
@@ -165,50 +88,65 @@ struct Strides {
     element: u32,
 }
 
-/// One block dispatch: `transforms` transforms of `2^log2_length` (`columns` per outer index)
-/// with a twiddle table for a transform of `table_length`.
-#[allow(clippy::too_many_arguments)]
+/// One block pass: `transforms` transforms of `2^log2_length` (`columns` per outer index),
+/// read from `source` (from byte `source_offset`) and written to `destination`.
+struct BlockPass<'a> {
+    transforms: usize,
+    columns: usize,
+    log2_length: u32,
+    source: (&'a DeviceBuffer, u64, Strides),
+    destination: (&'a DeviceBuffer, Strides),
+    /// Multiply element `k` of column `c` by `W^(c k)` on the way out (four-step's first pass).
+    post_twiddle: bool,
+    conjugate_input: bool,
+    conjugate_output: bool,
+    scale: f64,
+}
+
+/// Dispatches one block pass (see `fft_codegen::block_shader`) with twiddles from `table`.
 fn block_dispatch(
     device: &Arc<Device>,
-    plan: Plan,
-    (transforms, columns, log2_length): (usize, usize, u32),
-    (source, source_offset, source_strides): (&DeviceBuffer, u64, Strides),
-    (destination, destination_strides): (&DeviceBuffer, Strides),
-    (table, table_length): (&DeviceBuffer, usize),
-    post_twiddle: bool,
-    scale: f64,
+    precision: Precision,
+    table: &TwiddleTable,
+    pass: BlockPass<'_>,
 ) -> Result<()> {
-    let kernel = device.kernel_from_glsl(
-        &format!("fft_block_{}", plan.precision.name()),
-        &block_shader(plan.precision),
-        &[],
-    )?;
-    let group = (BLOCK_CAPACITY >> log2_length).max(1) as u64;
+    let log2_group = tile_capacity(precision).trailing_zeros() - pass.log2_length;
+    let (source, source_offset, source_strides) = pass.source;
+    let (destination, destination_strides) = pass.destination;
+    let shape = BlockShape {
+        precision,
+        log2_length: pass.log2_length,
+        log2_group,
+        load: Walk::for_stride(source_strides.element, log2_group),
+        store: Walk::for_stride(destination_strides.element, log2_group),
+    };
+    let kernel = device.kernel_from_glsl(&shape.kernel_name(), &block_shader(shape), &[])?;
     let push = push_of(
         &[
             source.device_address() + source_offset,
             destination.device_address(),
-            table.device_address(),
+            table.buffer.device_address(),
         ],
         &[
-            transforms as u32,
-            log2_length,
-            columns as u32,
+            pass.transforms as u32,
+            pass.columns as u32,
             source_strides.outer,
             source_strides.column,
             source_strides.element,
             destination_strides.outer,
             destination_strides.column,
             destination_strides.element,
-            (table_length >> log2_length) as u32,
-            u32::from(post_twiddle),
-            u32::from(plan.transform == Transform::Inverse),
+            1 << (table.log2_length - pass.log2_length),
+            table.log2_fine,
+            u32::from(pass.post_twiddle),
+            u32::from(pass.conjugate_input),
+            u32::from(pass.conjugate_output),
         ],
-        Some((plan.precision, scale)),
+        Some((precision, pass.scale)),
     );
     let max_groups = device.capabilities().max_workgroup_count[0];
-    let workgroups = (transforms as u64)
-        .div_ceil(group)
+    let workgroups = (pass.transforms as u64)
+        .div_ceil(1 << log2_group)
         .clamp(1, u64::from(max_groups)) as u32;
     device.dispatch(
         &kernel,
@@ -216,19 +154,23 @@ fn block_dispatch(
         &push,
         &[
             BufferAccess::Read(source),
-            BufferAccess::Read(table),
+            BufferAccess::Read(&table.buffer),
             BufferAccess::Write(destination),
         ],
     )
 }
 
-/// Transforms `rows` rows of `2^log2_length` from `source` (from byte `source_offset`) into
-/// `destination` (which may be the source), using `scratch` (as large as the rows):
-/// - rows of at most `BLOCK_CAPACITY`: one block dispatch, all stages in shared memory;
-/// - rows of up to `BLOCK_CAPACITY^2`: the four-step algorithm, two block dispatches (columns
-///   of the row seen as a matrix with the twiddle between them, then rows written
-///   transposed);
+/// Transforms `rows` rows of `2^log2_length` (at least 2) from `source` (from byte
+/// `source_offset`) into `destination` (which may be the source), using `scratch` (as large
+/// as the rows):
+/// - rows of at most [`tile_capacity`]: one block pass, every stage in one workgroup;
+/// - rows of up to its square: the four-step algorithm as two block passes (the row as a
+///   matrix of `n1` rows of `n2`: the columns' transforms, twiddled on the way out, then the
+///   rows' transforms written transposed);
 /// - longer rows: one radix-2 Stockham dispatch per stage.
+///
+/// An inverse is the conjugate of the forward transform of the conjugate, so the block
+/// passes conjugate the input of the first pass and the output of the last.
 fn transform_power_of_two(
     device: &Arc<Device>,
     plan: Plan,
@@ -238,55 +180,55 @@ fn transform_power_of_two(
     destination: &DeviceBuffer,
     scratch: &DeviceBuffer,
 ) -> Result<()> {
-    let length = 1usize << log2_length;
-    let table = upload_table(device, plan.precision, &twiddles(length))?;
-    let length_word = length as u32;
-    let log2_capacity = BLOCK_CAPACITY.trailing_zeros();
+    let table = twiddle_table(device, plan.precision, log2_length)?;
+    let length_word = 1u32 << log2_length;
+    let inverse = plan.transform == Transform::Inverse;
+    let log2_capacity = tile_capacity(plan.precision).trailing_zeros();
     if log2_length <= log2_capacity {
         let row_strides = Strides {
             outer: length_word,
             column: 0,
             element: 1,
         };
-        return block_dispatch(
-            device,
-            plan,
-            (rows, 1, log2_length),
-            (source, source_offset, row_strides),
-            (destination, row_strides),
-            (&table, length),
-            false,
-            plan.scale,
-        );
+        let pass = BlockPass {
+            transforms: rows,
+            columns: 1,
+            log2_length,
+            source: (source, source_offset, row_strides),
+            destination: (destination, row_strides),
+            post_twiddle: false,
+            conjugate_input: inverse,
+            conjugate_output: inverse,
+            scale: plan.scale,
+        };
+        return block_dispatch(device, plan.precision, &table, pass);
     }
     if log2_length <= 2 * log2_capacity {
-        // The row as a matrix of n1 rows of n2: element n1 * n2_count + n2.
-        let log2_columns = log2_length.div_ceil(2);
-        let (n1_count, n2_count) = (1u32 << (log2_length - log2_columns), 1u32 << log2_columns);
+        // The row as a matrix of n1 rows of n2: element n1_index * n2_count + n2_index.
+        let log2_n2 = log2_length.div_ceil(2);
+        let (n1_count, n2_count) = (1u32 << (log2_length - log2_n2), 1u32 << log2_n2);
         let column_strides = Strides {
             outer: length_word,
             column: 1,
             element: n2_count,
         };
-        block_dispatch(
-            device,
-            plan,
-            (
-                rows * n2_count as usize,
-                n2_count as usize,
-                log2_length - log2_columns,
-            ),
-            (source, source_offset, column_strides),
-            (scratch, column_strides),
-            (&table, length),
-            true,
-            1.0,
-        )?;
-        return block_dispatch(
-            device,
-            plan,
-            (rows * n1_count as usize, n1_count as usize, log2_columns),
-            (
+        let columns = BlockPass {
+            transforms: rows * n2_count as usize,
+            columns: n2_count as usize,
+            log2_length: log2_length - log2_n2,
+            source: (source, source_offset, column_strides),
+            destination: (scratch, column_strides),
+            post_twiddle: true,
+            conjugate_input: inverse,
+            conjugate_output: false,
+            scale: 1.0,
+        };
+        block_dispatch(device, plan.precision, &table, columns)?;
+        let rows_pass = BlockPass {
+            transforms: rows * n1_count as usize,
+            columns: n1_count as usize,
+            log2_length: log2_n2,
+            source: (
                 scratch,
                 0,
                 Strides {
@@ -295,7 +237,7 @@ fn transform_power_of_two(
                     element: 1,
                 },
             ),
-            (
+            destination: (
                 destination,
                 Strides {
                     outer: length_word,
@@ -303,16 +245,17 @@ fn transform_power_of_two(
                     element: n1_count,
                 },
             ),
-            (&table, length),
-            false,
-            plan.scale,
-        );
+            post_twiddle: false,
+            conjugate_input: false,
+            conjugate_output: inverse,
+            scale: plan.scale,
+        };
+        return block_dispatch(device, plan.precision, &table, rows_pass);
     }
     radix2_passes(
         device,
         plan,
         rows,
-        log2_length,
         (source, source_offset),
         destination,
         scratch,
@@ -324,17 +267,16 @@ fn transform_power_of_two(
 /// between `destination` and `scratch` so that no pass reads what it writes; when the
 /// source is the destination and the pass count is odd, the first pass goes to a third
 /// buffer.
-#[allow(clippy::too_many_arguments)]
 fn radix2_passes(
     device: &Arc<Device>,
     plan: Plan,
     rows: usize,
-    log2_length: u32,
     (source, source_offset): (&DeviceBuffer, u64),
     destination: &DeviceBuffer,
     scratch: &DeviceBuffer,
-    table: &DeviceBuffer,
+    table: &TwiddleTable,
 ) -> Result<()> {
+    let log2_length = table.log2_length;
     let length = 1usize << log2_length;
     let kernel = device.kernel_from_glsl(
         &format!("fft_radix2_{}", plan.precision.name()),
@@ -372,12 +314,13 @@ fn radix2_passes(
             &[
                 from.0.device_address() + from.1,
                 to.device_address(),
-                table.device_address(),
+                table.buffer.device_address(),
             ],
             &[
                 pairs,
                 log2_length,
                 pass,
+                table.log2_fine,
                 u32::from(plan.transform == Transform::Inverse),
             ],
             Some((plan.precision, pass_scale)),
@@ -388,7 +331,7 @@ fn radix2_passes(
             &push,
             &[
                 BufferAccess::Read(from.0),
-                BufferAccess::Read(table),
+                BufferAccess::Read(&table.buffer),
                 BufferAccess::Write(to),
             ],
         )?;
@@ -651,24 +594,11 @@ fn transform_rows(
         );
     }
     // Bluestein.
-    let chirp_values = chirp(length);
-    let mut kernel_values = vec![Complex64::new(0.0, 0.0); padded];
-    for (k, value) in chirp_values.iter().enumerate() {
-        let conjugate = match transform {
-            Transform::Forward => value.conj(),
-            Transform::Inverse => *value,
-        };
-        kernel_values[k] = conjugate;
-        if k > 0 {
-            kernel_values[padded - k] = conjugate;
-        }
-    }
-    host_fft(&mut kernel_values);
-    let chirp_table = upload_table(device, precision, &chirp_values)?;
-    let spectrum = upload_table(device, precision, &kernel_values)?;
+    let tables = bluestein_tables(device, precision, transform, length, padded)?;
+    let (chirp_table, spectrum) = (&tables.chirp, &tables.spectrum);
     let work = device.alloc(op, total as u64 * bytes)?;
     let scratch = device.alloc(op, total as u64 * bytes)?;
-    load(&work, Some(&chirp_table))?;
+    load(&work, Some(chirp_table))?;
     transform_power_of_two(
         device,
         Plan {
@@ -695,7 +625,7 @@ fn transform_rows(
             &[total as u32, log2_padded],
             None,
         ),
-        &[BufferAccess::Write(&work), BufferAccess::Read(&spectrum)],
+        &[BufferAccess::Write(&work), BufferAccess::Read(spectrum)],
     )?;
     transform_power_of_two(
         device,
@@ -731,7 +661,7 @@ fn transform_rows(
         ),
         &[
             BufferAccess::Read(convolution),
-            BufferAccess::Read(&chirp_table),
+            BufferAccess::Read(chirp_table),
             BufferAccess::Write(output.buffer()),
         ],
     )

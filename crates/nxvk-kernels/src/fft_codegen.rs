@@ -1,10 +1,14 @@
-//! GLSL for the FFT kernels (`fft.rs`): a load pass (pad or truncate each row, widen real
-//! input to complex, optionally multiply by Bluestein's chirp), the radix-2 Stockham pass, a
-//! pointwise product with a spectrum, and the store pass (chirp and scale).
+//! GLSL for the FFT kernels (`fft.rs`): the block kernel (a tile of transforms of up to
+//! [`tile_capacity`] elements with radix-8/4/2 butterflies in registers, exchanging through
+//! shared memory; one pass of a four-step transform), a load pass (pad or truncate each row,
+//! widen real input to complex, optionally multiply by Bluestein's chirp), the radix-2
+//! Stockham pass for rows too long for two block passes, a pointwise product with a spectrum,
+//! and the store pass (chirp and scale).
 //!
 //! Complex numbers are `vec2` (c64) or `dvec2` (c128), stored interleaved as Nx stores them.
-//! No kernel computes a sine: twiddles and chirps come from tables the host computes in f64,
-//! because GLSL's trigonometry is 32-bit only and c128 must be accurate to f64.
+//! No kernel computes a sine: twiddles and chirps come from device-resident tables the host
+//! computes in f64 (`fft_tables.rs`), because GLSL's trigonometry is 32-bit only (and coarse on
+//! some GPUs) and c128 must be accurate to f64.
 
 /// Invocations per workgroup of the FFT kernels.
 pub(crate) const FFT_WORKGROUP_SIZE: u32 = 256;
@@ -33,19 +37,21 @@ impl Precision {
     }
 
     /// The workgroup size, the precision's types and complex buffers, and complex products.
-    fn prelude(self) -> String {
-        let (real, complex) = match self {
-            Precision::Single => ("float", "vec2"),
-            Precision::Double => ("double", "dvec2"),
+    fn prelude(self, workgroup_size: u32) -> String {
+        let (real, complex, half_root) = match self {
+            Precision::Single => ("float", "vec2", "0.70710678f"),
+            Precision::Double => ("double", "dvec2", "0.70710678118654752440LF"),
         };
         let bytes = self.complex_bytes();
         format!(
             "
-layout(local_size_x = {FFT_WORKGROUP_SIZE}) in;
+layout(local_size_x = {workgroup_size}) in;
 
 #define REAL {real}
 #define COMPLEX {complex}
 const uint64_t COMPLEX_BYTES = {bytes}ul;
+// sqrt(1/2), for the radix-8 butterfly.
+const REAL HALF_ROOT = {half_root};
 layout(buffer_reference, scalar, buffer_reference_align = {half}) buffer Complexes {{ COMPLEX v; }};
 COMPLEX complex_multiply(COMPLEX a, COMPLEX b) {{
     return COMPLEX(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
@@ -63,7 +69,7 @@ COMPLEX complex_multiply(COMPLEX a, COMPLEX b) {{
 /// the row is transformed, in natural order.
 pub(crate) fn radix2_shader(precision: Precision) -> String {
     format!(
-        "{prelude}
+        "{prelude}{TWIDDLE_GLSL}
 layout(push_constant, scalar) uniform Push {{
     uint64_t source;
     uint64_t destination;
@@ -71,6 +77,7 @@ layout(push_constant, scalar) uniform Push {{
     uint pairs;
     uint log2_length;
     uint log2_stride;
+    uint log2_fine;
     uint inverse;
     REAL scale;
 }} push;
@@ -89,37 +96,238 @@ void main() {{
         uint64_t base = uint64_t(row) << push.log2_length;
         COMPLEX a = Complexes(push.source + (base + uint64_t(q + stride * p)) * COMPLEX_BYTES).v;
         COMPLEX b = Complexes(push.source + (base + uint64_t(q + stride * (p + span))) * COMPLEX_BYTES).v;
-        COMPLEX twiddle = Complexes(push.twiddles + uint64_t(p * stride) * COMPLEX_BYTES).v;
-        if (push.inverse != 0u) twiddle.y = -twiddle.y;
+        COMPLEX factor = twiddle(push.twiddles, push.log2_fine, p * stride);
+        if (push.inverse != 0u) factor.y = -factor.y;
         Complexes(push.destination + (base + uint64_t(q + stride * 2u * p)) * COMPLEX_BYTES).v = (a + b) * push.scale;
         Complexes(push.destination + (base + uint64_t(q + stride * (2u * p + 1u))) * COMPLEX_BYTES).v =
-            complex_multiply(a - b, twiddle) * push.scale;
+            complex_multiply(a - b, factor) * push.scale;
     }}
 }}
 ",
-        prelude = precision.prelude(),
+        prelude = precision.prelude(FFT_WORKGROUP_SIZE),
     )
 }
 
-/// Complex numbers each shared-memory buffer of the block kernel holds (two buffers: 16 KiB
-/// for c64, 32 KiB for c128, within every device's 32 KiB).
-pub(crate) const BLOCK_CAPACITY: u32 = 1024;
+/// Complex numbers in a block workgroup's tile: 2048 c64 or 1,024 c128, so that the tile (as
+/// separate real and imaginary arrays, padded) fits 17 KiB of shared memory, well within every
+/// device's 32 KiB, and several workgroups share a multiprocessor.
+pub(crate) fn tile_capacity(precision: Precision) -> u32 {
+    (16 << 10) / precision.complex_bytes() as u32
+}
 
-/// The block kernel: each workgroup loads `BLOCK_CAPACITY / length` whole transforms of
-/// `2^log2_length` into shared memory, runs every radix-2 Stockham stage there, and stores
-/// them, optionally multiplied by `W_N^(column * k)` (the twiddle between the two steps of a
-/// four-step transform) and a scale. Addresses are strided (outer, column, element, in complex
-/// numbers, for input and output), so one kernel transforms rows, strided columns, and writes
-/// transposed; each side walks its contiguous axis fastest for coalesced access.
-pub(crate) fn block_shader(precision: Precision) -> String {
+/// Complex numbers each invocation of the block kernel keeps in registers.
+const REGISTER_ELEMENTS: u32 = 8;
+
+/// Which way a block workgroup's invocations walk its tile in global memory: along each
+/// transform's elements (rows contiguous in memory) or across its transforms (strided
+/// columns, whose neighbouring transforms are contiguous). Consecutive invocations touch
+/// consecutive addresses either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Walk {
+    AlongElements,
+    AcrossTransforms,
+}
+
+impl Walk {
+    /// The walk that coalesces accesses with this element stride, for `log2_group`
+    /// transforms per tile (one transform per tile is always walked along its elements).
+    pub(crate) fn for_stride(element_stride: u32, log2_group: u32) -> Walk {
+        if element_stride == 1 || log2_group == 0 {
+            Walk::AlongElements
+        } else {
+            Walk::AcrossTransforms
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Walk::AlongElements => "along",
+            Walk::AcrossTransforms => "across",
+        }
+    }
+}
+
+/// What a block kernel is compiled for: transforms of `2^log2_length` elements,
+/// `2^log2_group` of them per workgroup, loaded and stored walking as given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BlockShape {
+    pub precision: Precision,
+    pub log2_length: u32,
+    pub log2_group: u32,
+    pub load: Walk,
+    pub store: Walk,
+}
+
+impl BlockShape {
+    pub(crate) fn kernel_name(self) -> String {
+        format!(
+            "fft_block_{}_{}x{}_{}_{}",
+            self.precision.name(),
+            1u32 << self.log2_group,
+            1u32 << self.log2_length,
+            self.load.name(),
+            self.store.name()
+        )
+    }
+
+    /// Complex numbers each invocation holds.
+    fn elements(self) -> u32 {
+        REGISTER_ELEMENTS.min(1 << self.log2_length)
+    }
+
+    /// Invocations per workgroup: one per `elements` of the tile.
+    pub(crate) fn workgroup_size(self) -> u32 {
+        (1u32 << (self.log2_group + self.log2_length)) / self.elements()
+    }
+}
+
+/// The radices of a transform of `2^log2_length`, each at most 8, whose product is the length:
+/// as many radix-8 stages as possible, two radix-4 stages instead of one radix-8 and one
+/// radix-2 (every stage then handles 8 elements per invocation).
+pub(crate) fn radices(log2_length: u32) -> Vec<u32> {
+    if log2_length < 3 {
+        return vec![1 << log2_length];
+    }
+    let (eights, rest) = (log2_length / 3, log2_length % 3);
+    match rest {
+        0 => vec![8; eights as usize],
+        1 => [vec![8; eights as usize - 1], vec![4, 4]].concat(),
+        _ => [vec![8; eights as usize], vec![4]].concat(),
+    }
+}
+
+/// GLSL shared by the block and radix-2 kernels: the twiddle `exp(-2 pi i t / N)` from a
+/// two-level table (`2^log2_fine` fine entries `W^i`, then coarse entries `W^(i 2^log2_fine)`)
+/// as one product of two table entries. Both levels together hold about `2 sqrt(N)` entries,
+/// so they stay in the first-level cache, and the product is within an ulp or two of the f64
+/// value rounded to the precision.
+const TWIDDLE_GLSL: &str = "
+COMPLEX twiddle(uint64_t table, uint log2_fine, uint exponent) {
+    COMPLEX fine = Complexes(table + uint64_t(exponent & ((1u << log2_fine) - 1u)) * COMPLEX_BYTES).v;
+    COMPLEX coarse = Complexes(table + uint64_t((1u << log2_fine) + (exponent >> log2_fine)) * COMPLEX_BYTES).v;
+    return complex_multiply(fine, coarse);
+}
+";
+
+/// In-register DFTs of 2, 4 and 8 points, in natural order (forward; inverses conjugate their
+/// input and output instead).
+const SMALL_DFT_GLSL: &str = "
+COMPLEX times_minus_i(COMPLEX a) { return COMPLEX(a.y, -a.x); }
+void dft2(inout COMPLEX a0, inout COMPLEX a1) {
+    COMPLEX difference = a0 - a1;
+    a0 = a0 + a1;
+    a1 = difference;
+}
+void dft4(inout COMPLEX a0, inout COMPLEX a1, inout COMPLEX a2, inout COMPLEX a3) {
+    COMPLEX t0 = a0 + a2, t1 = a0 - a2, t2 = a1 + a3, t3 = times_minus_i(a1 - a3);
+    a0 = t0 + t2; a1 = t1 + t3; a2 = t0 - t2; a3 = t1 - t3;
+}
+void dft8(inout COMPLEX a0, inout COMPLEX a1, inout COMPLEX a2, inout COMPLEX a3,
+          inout COMPLEX a4, inout COMPLEX a5, inout COMPLEX a6, inout COMPLEX a7) {
+    dft4(a0, a2, a4, a6);
+    dft4(a1, a3, a5, a7);
+    COMPLEX o1 = COMPLEX(a3.x + a3.y, a3.y - a3.x) * HALF_ROOT;
+    COMPLEX o2 = times_minus_i(a5);
+    COMPLEX o3 = COMPLEX(a7.y - a7.x, -(a7.x + a7.y)) * HALF_ROOT;
+    COMPLEX e0 = a0, e1 = a2, e2 = a4, e3 = a6, o0 = a1;
+    a0 = e0 + o0; a1 = e1 + o1; a2 = e2 + o2; a3 = e3 + o3;
+    a4 = e0 - o0; a5 = e1 - o1; a6 = e2 - o2; a7 = e3 - o3;
+}
+";
+
+/// The block kernel: each workgroup transforms a tile of `2^log2_group` transforms of
+/// `2^log2_length` with mixed-radix Stockham stages (radix 8, or 4 and 2 for what is left),
+/// each invocation keeping `E = min(8, length)` elements in registers: elements
+/// `lane + m length / E` of its transform. The first stage reads them straight from global
+/// memory; each stage twiddles, runs its small DFTs in registers and exchanges through shared
+/// memory (real and imaginary parts in separate arrays, one padding slot per 32 against bank
+/// conflicts); after the last stage the invocation holds its elements in natural order and
+/// stores them straight to global memory when the store walks the tile as the load did, or
+/// through shared memory (a transpose) when it does not, as in the second pass of a
+/// four-step transform, which reads rows and writes columns.
+///
+/// Addresses are strided (outer, column and element strides, in complex numbers, for each
+/// side: transform `t` is `outer = t / columns`, `column = t % columns`). Push flags
+/// conjugate the input (an inverse transform is the conjugate of the forward transform of the
+/// conjugate) and the output, and multiply element `k` of transform `t` by
+/// `W^(column * k)` (the twiddle between the two steps of a four-step transform) before the
+/// scale. Twiddles come from a two-level table for transforms of `twiddle_step * length`.
+pub(crate) fn block_shader(shape: BlockShape) -> String {
+    let length = 1u32 << shape.log2_length;
+    let group = 1u32 << shape.log2_group;
+    let elements = shape.elements();
+    let lanes = length / elements;
+    let workgroup = shape.workgroup_size();
+    let tile = group * length;
+    let (group_slot, lane) = match shape.load {
+        Walk::AlongElements => (format!("thread / {lanes}u"), format!("thread % {lanes}u")),
+        Walk::AcrossTransforms => (format!("thread % {group}u"), format!("thread / {group}u")),
+    };
+    let mut body = String::new();
+    let mut sub_length = 1u32;
+    let stage_radices = radices(shape.log2_length);
+    for (stage, &radix) in stage_radices.iter().enumerate() {
+        body.push_str(&stage_glsl(elements, lanes, length, sub_length, radix));
+        sub_length *= radix;
+        if stage + 1 < stage_radices.len() {
+            body.push_str("        barrier();\n");
+            for (butterfly, slot, written) in stage_writes(elements, sub_length / radix, radix) {
+                body.push_str(&format!(
+                    "        {{ uint j = lane + {butterfly}u * {lanes}u; put(slot_base + (j / {ns}u) * {span}u + (j % {ns}u) + {written}u, v[{slot}]); }}\n",
+                    ns = sub_length / radix,
+                    span = sub_length,
+                ));
+            }
+            body.push_str("        barrier();\n");
+            for m in 0..elements {
+                body.push_str(&format!(
+                    "        v[{m}] = get(slot_base + lane + {offset}u);\n",
+                    offset = m * lanes
+                ));
+            }
+        }
+    }
+    let store = if shape.store == shape.load {
+        (0..elements)
+            .map(|m| {
+                format!(
+                    "        if (present) store_element(transform, lane + {offset}u, v[{m}]);\n",
+                    offset = m * lanes
+                )
+            })
+            .collect::<String>()
+    } else {
+        let (store_group, store_element) = match shape.store {
+            Walk::AlongElements => (format!("slot / {length}u"), format!("slot % {length}u")),
+            Walk::AcrossTransforms => (format!("slot % {group}u"), format!("slot / {group}u")),
+        };
+        let mut text = String::from("        barrier();\n");
+        for m in 0..elements {
+            text.push_str(&format!(
+                "        put(slot_base + lane + {offset}u, v[{m}]);\n",
+                offset = m * lanes
+            ));
+        }
+        text.push_str(&format!(
+            "        barrier();
+        for (uint slot = thread; slot < {tile}u; slot += {workgroup}u) {{
+            uint tile_transform = {store_group};
+            uint element = {store_element};
+            uint stored_transform = first + tile_transform;
+            if (stored_transform < push.transforms)
+                store_element(stored_transform, element, get(tile_transform * {length}u + element));
+        }}
+"
+        ));
+        text
+    };
     format!(
-        "{prelude}
+        "{prelude}{TWIDDLE_GLSL}{SMALL_DFT_GLSL}
 layout(push_constant, scalar) uniform Push {{
     uint64_t source;
     uint64_t destination;
     uint64_t twiddles;
     uint transforms;
-    uint log2_length;
     uint columns;
     uint in_outer;
     uint in_column;
@@ -128,88 +336,106 @@ layout(push_constant, scalar) uniform Push {{
     uint out_column;
     uint out_element;
     uint twiddle_step;
+    uint log2_fine;
     uint post_twiddle;
-    uint inverse;
+    uint conjugate_input;
+    uint conjugate_output;
     REAL scale;
 }} push;
 
-shared COMPLEX buffers[2][{BLOCK_CAPACITY}];
+shared REAL tile_real[{padded}];
+shared REAL tile_imaginary[{padded}];
 
-COMPLEX twiddle(uint exponent) {{
-    COMPLEX value = Complexes(push.twiddles + uint64_t(exponent) * COMPLEX_BYTES).v;
-    if (push.inverse != 0u) value.y = -value.y;
-    return value;
+uint padded_index(uint index) {{ return index + (index >> 5u); }}
+void put(uint index, COMPLEX value) {{
+    tile_real[padded_index(index)] = value.x;
+    tile_imaginary[padded_index(index)] = value.y;
+}}
+COMPLEX get(uint index) {{
+    return COMPLEX(tile_real[padded_index(index)], tile_imaginary[padded_index(index)]);
+}}
+COMPLEX stage_twiddle(uint exponent) {{
+    return twiddle(push.twiddles, push.log2_fine, exponent * push.twiddle_step);
 }}
 
-// Slot `slot` of a group of `group` transforms of `length`: (transform in group, element).
-uvec2 slot_position(uint slot, uint group, uint log2_length, bool element_fastest) {{
-    if (element_fastest) return uvec2(slot >> log2_length, slot & ((1u << log2_length) - 1u));
-    return uvec2(slot % group, slot / group);
+void store_element(uint transform, uint element, COMPLEX value) {{
+    uint outer = transform / push.columns;
+    uint column = transform - outer * push.columns;
+    if (push.post_twiddle != 0u) value = complex_multiply(value, twiddle(push.twiddles, push.log2_fine, column * element));
+    if (push.conjugate_output != 0u) value.y = -value.y;
+    uint64_t offset = uint64_t(outer) * uint64_t(push.out_outer) + uint64_t(column) * uint64_t(push.out_column)
+        + uint64_t(element) * uint64_t(push.out_element);
+    Complexes(push.destination + offset * COMPLEX_BYTES).v = value * push.scale;
 }}
 
 void main() {{
-    uint log2_length = push.log2_length;
-    uint length = 1u << log2_length;
-    uint group = {BLOCK_CAPACITY}u >> log2_length;
-    uint group_count = (push.transforms + group - 1u) / group;
-    uint slots = group * length;
-    for (uint work = gl_WorkGroupID.x; work < group_count; work += gl_NumWorkGroups.x) {{
-        uint first = work * group;
-        for (uint slot = gl_LocalInvocationID.x; slot < slots; slot += {FFT_WORKGROUP_SIZE}u) {{
-            uvec2 at = slot_position(slot, group, log2_length, push.in_element == 1u);
-            uint transform = first + at.x;
-            COMPLEX value = COMPLEX(REAL(0), REAL(0));
-            if (transform < push.transforms) {{
-                uint outer = transform / push.columns;
-                uint column = transform - outer * push.columns;
-                uint64_t element = uint64_t(outer) * uint64_t(push.in_outer)
-                    + uint64_t(column) * uint64_t(push.in_column)
-                    + uint64_t(at.y) * uint64_t(push.in_element);
-                value = Complexes(push.source + element * COMPLEX_BYTES).v;
-            }}
-            buffers[0][at.x * length + at.y] = value;
+    uint thread = gl_LocalInvocationID.x;
+    uint group_slot = {group_slot};
+    uint lane = {lane};
+    uint slot_base = group_slot * {length}u;
+    uint tiles = (push.transforms + {group}u - 1u) / {group}u;
+    for (uint work = gl_WorkGroupID.x; work < tiles; work += gl_NumWorkGroups.x) {{
+        uint first = work * {group}u;
+        uint transform = first + group_slot;
+        bool present = transform < push.transforms;
+        uint outer = transform / push.columns;
+        uint column = transform - outer * push.columns;
+        uint64_t base = uint64_t(outer) * uint64_t(push.in_outer) + uint64_t(column) * uint64_t(push.in_column);
+        COMPLEX v[{elements}];
+        for (uint m = 0u; m < {elements}u; m++) {{
+            v[m] = COMPLEX(REAL(0), REAL(0));
+            if (present) v[m] = Complexes(push.source + (base + uint64_t(lane + m * {lanes}u) * uint64_t(push.in_element)) * COMPLEX_BYTES).v;
+            if (push.conjugate_input != 0u) v[m].y = -v[m].y;
         }}
-        barrier();
-        uint current = 0u;
-        for (uint log2_stride = 0u; log2_stride < log2_length; log2_stride++) {{
-            uint stride = 1u << log2_stride;
-            uint span = (length >> 1u) >> log2_stride;
-            for (uint butterfly = gl_LocalInvocationID.x; butterfly < slots / 2u; butterfly += {FFT_WORKGROUP_SIZE}u) {{
-                uint base = (butterfly >> (log2_length - 1u)) * length;
-                uint j = butterfly & ((length >> 1u) - 1u);
-                uint p = j >> log2_stride;
-                uint q = j & (stride - 1u);
-                COMPLEX a = buffers[current][base + q + stride * p];
-                COMPLEX b = buffers[current][base + q + stride * (p + span)];
-                buffers[1u - current][base + q + stride * 2u * p] = a + b;
-                buffers[1u - current][base + q + stride * (2u * p + 1u)] =
-                    complex_multiply(a - b, twiddle(p * stride * push.twiddle_step));
-            }}
-            barrier();
-            current = 1u - current;
-        }}
-        for (uint slot = gl_LocalInvocationID.x; slot < slots; slot += {FFT_WORKGROUP_SIZE}u) {{
-            uvec2 at = slot_position(slot, group, log2_length, push.out_element == 1u);
-            uint transform = first + at.x;
-            if (transform < push.transforms) {{
-                uint outer = transform / push.columns;
-                uint column = transform - outer * push.columns;
-                COMPLEX value = buffers[current][at.x * length + at.y];
-                if (push.post_twiddle != 0u) value = complex_multiply(value, twiddle(column * at.y));
-                uint64_t element = uint64_t(outer) * uint64_t(push.out_outer)
-                    + uint64_t(column) * uint64_t(push.out_column)
-                    + uint64_t(at.y) * uint64_t(push.out_element);
-                Complexes(push.destination + element * COMPLEX_BYTES).v = value * push.scale;
-            }}
-        }}
-        barrier();
+{body}{store}        barrier();
     }}
 }}
 ",
-        prelude = precision.prelude(),
+        prelude = shape.precision.prelude(workgroup),
+        padded = tile + tile / 32,
     )
 }
 
+/// (butterfly, register, offset) of each write of a stage of `radix` over sub-transforms of
+/// `sub_length` (before the stage): butterfly `b` of the invocation is `j = lane + b lanes`,
+/// its `r`th output goes to `(j / sub_length) sub_length radix + j % sub_length + r
+/// sub_length`.
+fn stage_writes(elements: u32, sub_length: u32, radix: u32) -> Vec<(u32, u32, u32)> {
+    let butterflies = elements / radix;
+    (0..butterflies)
+        .flat_map(|butterfly| {
+            (0..radix).map(move |r| (butterfly, butterfly + r * butterflies, r * sub_length))
+        })
+        .collect()
+}
+
+/// One Stockham stage in registers: butterfly `b` of the invocation (`j = lane + b lanes`)
+/// holds registers `b + r (E / radix)`, the elements `j + r length / radix`; they are
+/// multiplied by `W_(sub_length radix)^(r (j % sub_length))` (none in the first stage) and
+/// transformed by a DFT of `radix` points.
+fn stage_glsl(elements: u32, lanes: u32, length: u32, sub_length: u32, radix: u32) -> String {
+    let butterflies = elements / radix;
+    let mut text = String::new();
+    for butterfly in 0..butterflies {
+        let registers: Vec<String> = (0..radix)
+            .map(|r| format!("v[{}]", butterfly + r * butterflies))
+            .collect();
+        if sub_length > 1 {
+            text.push_str(&format!(
+                "        {{ uint k = (lane + {butterfly}u * {lanes}u) % {sub_length}u;\n"
+            ));
+            for (r, register) in registers.iter().enumerate().skip(1) {
+                text.push_str(&format!(
+                    "          {register} = complex_multiply({register}, stage_twiddle({r}u * k * {stride}u));\n",
+                    stride = length / (sub_length * radix)
+                ));
+            }
+            text.push_str("        }\n");
+        }
+        text.push_str(&format!("        dft{radix}({});\n", registers.join(", ")));
+    }
+    text
+}
 /// How the load pass reads its input elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LoadInput {
@@ -272,7 +498,7 @@ void main() {{
     }}
 }}
 ",
-        prelude = precision.prelude(),
+        prelude = precision.prelude(FFT_WORKGROUP_SIZE),
         half = precision.complex_bytes() / 2,
     )
 }
@@ -297,7 +523,7 @@ void main() {{
     }}
 }}
 ",
-        prelude = precision.prelude(),
+        prelude = precision.prelude(FFT_WORKGROUP_SIZE),
     )
 }
 
@@ -330,6 +556,6 @@ void main() {{
     }}
 }}
 ",
-        prelude = precision.prelude(),
+        prelude = precision.prelude(FFT_WORKGROUP_SIZE),
     )
 }
