@@ -1,0 +1,365 @@
+//! The FFT's paths at and around their boundaries, against an f64 host DFT: power-of-two
+//! rows from 2 to 2^15 (one block pass up to 2048 c64 / 1,024 c128, the four-step pair of
+//! passes above, with every radix-8/4/2 stage mix), batches of rows, either axis, `length`
+//! padding and truncation, forward and inverse, c64 and c128; Bluestein lengths whose
+//! convolutions fall on either side of the four-step boundary; and null arms.
+//!
+//! Error bound: an FFT in precision `eps` has a root-mean-square error of about
+//! `eps log2(n)` times the root-mean-square of its result, and the largest element error is
+//! a few times that. Every element must be within
+//! `factor * eps * (log2(m) + 1) * rms(result)`, `rms` taken over each row, where `m` is the
+//! length of the power-of-two transforms that run: `n` itself, with [`POWER_OF_TWO_FACTOR`],
+//! or Bluestein's convolution length (`2n - 1` rounded up), with [`BLUESTEIN_FACTOR`] (its
+//! chirp products and two transforms of a longer row add error).
+
+mod common;
+
+use common::*;
+use nxvk_core::{Complex32, Complex64, DType, Tensor};
+use nxvk_kernels::fft::{self, Transform};
+use proptest::prelude::*;
+use std::f64::consts::PI;
+
+/// The allowed element error in units of `eps (log2(m) + 1) rms(result)`.
+const POWER_OF_TWO_FACTOR: f64 = 8.0;
+const BLUESTEIN_FACTOR: f64 = 24.0;
+
+/// The element error allowed in a transform of `length` whose result has root-mean-square
+/// `rms`.
+fn error_bound(dtype: DType, length: usize, rms: f64) -> f64 {
+    let (factor, transformed) = if length.is_power_of_two() {
+        (POWER_OF_TWO_FACTOR, length)
+    } else {
+        (BLUESTEIN_FACTOR, (2 * length - 1).next_power_of_two())
+    };
+    factor * precision_epsilon(dtype) * ((transformed as f64).log2() + 1.0) * rms
+        + f64::MIN_POSITIVE
+}
+
+/// f32's and f64's unit roundoff.
+fn precision_epsilon(dtype: DType) -> f64 {
+    match dtype {
+        DType::C64 => 2f64.powi(-24),
+        _ => 2f64.powi(-53),
+    }
+}
+
+/// The DFT of `values` (any length), in f64: each output a direct sum over a table of the
+/// roots of unity, `exp(-+2 pi i (n k mod N) / N)`, computed once.
+fn host_dft(values: &[Complex64], transform: Transform) -> Vec<Complex64> {
+    let length = values.len();
+    let sign = match transform {
+        Transform::Forward => -1.0,
+        Transform::Inverse => 1.0,
+    };
+    let roots: Vec<Complex64> = (0..length)
+        .map(|t| Complex64::from_polar(1.0, sign * 2.0 * PI * t as f64 / length as f64))
+        .collect();
+    (0..length)
+        .map(|k| {
+            values
+                .iter()
+                .enumerate()
+                .map(|(n, value)| value * roots[(n * k) % length])
+                .sum()
+        })
+        .collect()
+}
+
+/// The DFT of a power-of-two number of `values`, in f64, by the recursive radix-2 split
+/// (fast enough for rows of 2^15 in a debug build; `the_host_fft_is_the_dft` checks it).
+fn host_fft(values: &[Complex64], transform: Transform) -> Vec<Complex64> {
+    let length = values.len();
+    if length == 1 {
+        return values.to_vec();
+    }
+    let even: Vec<Complex64> = values.iter().step_by(2).copied().collect();
+    let odd: Vec<Complex64> = values.iter().skip(1).step_by(2).copied().collect();
+    let (even, odd) = (host_fft(&even, transform), host_fft(&odd, transform));
+    let sign = match transform {
+        Transform::Forward => -1.0,
+        Transform::Inverse => 1.0,
+    };
+    let mut result = vec![Complex64::new(0.0, 0.0); length];
+    for k in 0..length / 2 {
+        let twiddled =
+            odd[k] * Complex64::from_polar(1.0, sign * 2.0 * PI * k as f64 / length as f64);
+        result[k] = even[k] + twiddled;
+        result[k + length / 2] = even[k] - twiddled;
+    }
+    result
+}
+
+/// The expected rows: each row padded with zeros or truncated to `length`, transformed, and
+/// scaled by `1 / length` for an inverse.
+fn expected_rows(
+    rows: &[Vec<Complex64>],
+    length: usize,
+    transform: Transform,
+) -> Vec<Vec<Complex64>> {
+    rows.iter()
+        .map(|row| {
+            let mut padded: Vec<Complex64> = row.iter().copied().take(length).collect();
+            padded.resize(length, Complex64::new(0.0, 0.0));
+            let transformed = if length.is_power_of_two() {
+                host_fft(&padded, transform)
+            } else {
+                host_dft(&padded, transform)
+            };
+            let scale = match transform {
+                Transform::Forward => 1.0,
+                Transform::Inverse => 1.0 / length as f64,
+            };
+            transformed.into_iter().map(|value| value * scale).collect()
+        })
+        .collect()
+}
+
+/// Checks each row of `actual` against `expected` within the bound of the module doc.
+fn within_bound(
+    actual: &[Vec<Complex64>],
+    expected: &[Vec<Complex64>],
+    dtype: DType,
+) -> Result<(), String> {
+    if actual.len() != expected.len() {
+        return Err(format!(
+            "{} rows, expected {}",
+            actual.len(),
+            expected.len()
+        ));
+    }
+    for (row, (got, want)) in actual.iter().zip(expected).enumerate() {
+        if got.len() != want.len() {
+            return Err(format!(
+                "row {row}: {} elements, expected {}",
+                got.len(),
+                want.len()
+            ));
+        }
+        let rms =
+            (want.iter().map(|value| value.norm_sqr()).sum::<f64>() / want.len() as f64).sqrt();
+        let bound = error_bound(dtype, want.len(), rms);
+        for (index, (got, want)) in got.iter().zip(want).enumerate() {
+            let error = (got - want).norm();
+            if error.is_nan() || error > bound {
+                return Err(format!(
+                    "row {row} element {index}: got {got}, expected {want}, error {error:e} > bound {bound:e}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Random rows of `input_length` complex numbers in the unit square, as c64 or c128 (the c64
+/// values rounded to f32, so that the reference sees what the device sees).
+fn random_rows(
+    dtype: DType,
+    rows: usize,
+    input_length: usize,
+    rng: &mut SplitMix,
+) -> Vec<Vec<Complex64>> {
+    (0..rows)
+        .map(|_| {
+            (0..input_length)
+                .map(|_| {
+                    let (re, im) = (rng.unit() * 2.0 - 1.0, rng.unit() * 2.0 - 1.0);
+                    match dtype {
+                        DType::C64 => Complex64::new(re as f32 as f64, im as f32 as f64),
+                        _ => Complex64::new(re, im),
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A tensor of `dtype` holding `values` in `shape`.
+fn tensor(dtype: DType, shape: &[usize], values: &[Complex64]) -> Tensor {
+    match dtype {
+        DType::C64 => {
+            let narrow: Vec<Complex32> = values
+                .iter()
+                .map(|value| Complex32::new(value.re as f32, value.im as f32))
+                .collect();
+            Tensor::from_slice(&device(), shape, &narrow).unwrap()
+        }
+        _ => Tensor::from_slice(&device(), shape, values).unwrap(),
+    }
+}
+
+fn values_of(tensor: &Tensor) -> Vec<Complex64> {
+    match tensor.dtype() {
+        DType::C64 => tensor
+            .to_vec::<Complex32>()
+            .unwrap()
+            .into_iter()
+            .map(|value| Complex64::new(f64::from(value.re), f64::from(value.im)))
+            .collect(),
+        _ => tensor.to_vec::<Complex64>().unwrap(),
+    }
+}
+
+/// Transforms `rows` (all of `input_length`) to `length` along the last axis, or along the
+/// first axis of their transpose when `along_first_axis`, and returns the result's rows.
+fn device_rows(
+    dtype: DType,
+    rows: &[Vec<Complex64>],
+    length: usize,
+    transform: Transform,
+    along_first_axis: bool,
+) -> Result<Vec<Vec<Complex64>>, String> {
+    let (count, input_length) = (rows.len(), rows[0].len());
+    let explicit_length = (length != input_length).then_some(length);
+    if along_first_axis {
+        let columns: Vec<Complex64> = (0..input_length)
+            .flat_map(|element| rows.iter().map(move |row| row[element]))
+            .collect();
+        let input = tensor(dtype, &[input_length, count], &columns);
+        let output =
+            fft::fft(&input, transform, explicit_length, 0).map_err(|error| error.to_string())?;
+        let values = values_of(&output);
+        Ok((0..count)
+            .map(|row| (0..length).map(|k| values[k * count + row]).collect())
+            .collect())
+    } else {
+        let flat: Vec<Complex64> = rows.concat();
+        let input = tensor(dtype, &[count, input_length], &flat);
+        let output =
+            fft::fft(&input, transform, explicit_length, 1).map_err(|error| error.to_string())?;
+        Ok(values_of(&output)
+            .chunks(length)
+            .map(<[Complex64]>::to_vec)
+            .collect())
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check(
+    dtype: DType,
+    rows: usize,
+    input_length: usize,
+    length: usize,
+    transform: Transform,
+    along_first_axis: bool,
+    rng: &mut SplitMix,
+) -> Result<(), String> {
+    let what = format!(
+        "{dtype} {rows} rows of {input_length} to {length} {transform:?} first axis {along_first_axis}"
+    );
+    let input = random_rows(dtype, rows, input_length, rng);
+    let actual = device_rows(dtype, &input, length, transform, along_first_axis)
+        .map_err(|error| format!("{what}: {error}"))?;
+    within_bound(&actual, &expected_rows(&input, length, transform), dtype)
+        .map_err(|why| format!("{what}: {why}"))
+}
+
+fn direction(inverse: bool) -> Transform {
+    if inverse {
+        Transform::Inverse
+    } else {
+        Transform::Forward
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases_or(24), max_shrink_iters: 16, ..ProptestConfig::default() })]
+
+    /// Powers of two from 2 to 2^15, with an input of the same length or a padded or
+    /// truncated one (the load pass), in batches, on either axis.
+    #[test]
+    fn power_of_two_lengths_match_the_dft(
+        log2_length in 1u32..=15,
+        rows in 1usize..=3,
+        input_change in prop_oneof![Just(0i64), -3i64..=3],
+        double in any::<bool>(),
+        inverse in any::<bool>(),
+        along_first_axis in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let mut rng = SplitMix(seed);
+        let dtype = if double { DType::C128 } else { DType::C64 };
+        let length = 1usize << log2_length;
+        let input_length = (length as i64 + input_change).max(1) as usize;
+        let result = check(dtype, rows, input_length, length, direction(inverse), along_first_axis, &mut rng);
+        prop_assert!(result.is_ok(), "{}", result.unwrap_err());
+    }
+
+    /// Bluestein lengths: odd lengths whose convolutions of `2^ceil(log2(2n - 1))` run in one
+    /// block pass or as four-step passes, in both precisions.
+    #[test]
+    fn bluestein_lengths_match_the_dft(
+        half_length in 1usize..1100,
+        rows in 1usize..=2,
+        double in any::<bool>(),
+        inverse in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let mut rng = SplitMix(seed);
+        let dtype = if double { DType::C128 } else { DType::C64 };
+        let length = 2 * half_length + 1;
+        let result = check(dtype, rows, length, length, direction(inverse), false, &mut rng);
+        prop_assert!(result.is_ok(), "{}", result.unwrap_err());
+    }
+}
+
+/// Lengths at each boundary in both precisions: the largest single block pass, the first
+/// four-step lengths, and Bluestein lengths whose convolutions straddle the block limit.
+#[test]
+fn boundary_lengths_match_the_dft() {
+    let mut rng = SplitMix(41);
+    for (dtype, lengths) in [
+        (DType::C64, [1024, 2048, 4096, 8192, 1024, 1025]),
+        (DType::C128, [512, 1024, 2048, 4096, 512, 513]),
+    ] {
+        for length in lengths {
+            for transform in [Transform::Forward, Transform::Inverse] {
+                check(dtype, 2, length, length, transform, false, &mut rng).unwrap();
+            }
+        }
+    }
+}
+
+/// The reference itself: the recursive FFT agrees with the direct sum.
+#[test]
+fn the_host_fft_is_the_dft() {
+    let mut rng = SplitMix(7);
+    let row = random_rows(DType::C128, 1, 256, &mut rng).remove(0);
+    for transform in [Transform::Forward, Transform::Inverse] {
+        let fast = host_fft(&row, transform);
+        let direct = host_dft(&row, transform);
+        let worst = fast
+            .iter()
+            .zip(&direct)
+            .map(|(a, b)| (a - b).norm())
+            .fold(0.0, f64::max);
+        assert!(worst < 1e-11, "{transform:?}: {worst}");
+    }
+}
+
+/// Null arms: the bound rejects one element off by ten times the bound, a transform of the
+/// wrong direction, and a c64 result held to c128's bound.
+#[test]
+fn the_bound_rejects_wrong_results() {
+    let mut rng = SplitMix(9);
+    let input = random_rows(DType::C64, 2, 4096, &mut rng);
+    let expected = expected_rows(&input, 4096, Transform::Forward);
+    let actual = device_rows(DType::C64, &input, 4096, Transform::Forward, false).unwrap();
+    within_bound(&actual, &expected, DType::C64).unwrap();
+    let rms = (expected[1]
+        .iter()
+        .map(|value| value.norm_sqr())
+        .sum::<f64>()
+        / 4096.0)
+        .sqrt();
+    let bound = error_bound(DType::C64, 4096, rms);
+    let mut perturbed = actual.clone();
+    perturbed[1][777] += Complex64::new(10.0 * bound, 0.0);
+    assert!(within_bound(&perturbed, &expected, DType::C64).is_err());
+    let wrong_direction: Vec<Vec<Complex64>> = expected_rows(&input, 4096, Transform::Inverse)
+        .into_iter()
+        .map(|row| row.into_iter().map(|value| value * 4096.0).collect())
+        .collect();
+    assert!(within_bound(&actual, &wrong_direction, DType::C64).is_err());
+    assert!(within_bound(&actual, &expected, DType::C128).is_err());
+}
