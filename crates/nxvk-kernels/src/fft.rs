@@ -88,11 +88,11 @@ struct Strides {
     element: u32,
 }
 
-/// One block pass: `transforms` transforms of `2^log2_length` (`columns` per outer index),
-/// read from `source` (from byte `source_offset`) and written to `destination`.
+/// One block pass: `transforms` transforms of `2^log2_length` (`2^log2_columns` per outer
+/// index), read from `source` (from byte `source_offset`) and written to `destination`.
 struct BlockPass<'a> {
     transforms: usize,
-    columns: usize,
+    log2_columns: u32,
     log2_length: u32,
     source: (&'a DeviceBuffer, u64, Strides),
     destination: (&'a DeviceBuffer, Strides),
@@ -129,7 +129,7 @@ fn block_dispatch(
         ],
         &[
             pass.transforms as u32,
-            pass.columns as u32,
+            pass.log2_columns,
             source_strides.outer,
             source_strides.column,
             source_strides.element,
@@ -192,7 +192,7 @@ fn transform_power_of_two(
         };
         let pass = BlockPass {
             transforms: rows,
-            columns: 1,
+            log2_columns: 0,
             log2_length,
             source: (source, source_offset, row_strides),
             destination: (destination, row_strides),
@@ -214,7 +214,7 @@ fn transform_power_of_two(
         };
         let columns = BlockPass {
             transforms: rows * n2_count as usize,
-            columns: n2_count as usize,
+            log2_columns: log2_n2,
             log2_length: log2_length - log2_n2,
             source: (source, source_offset, column_strides),
             destination: (scratch, column_strides),
@@ -226,7 +226,7 @@ fn transform_power_of_two(
         block_dispatch(device, plan.precision, &table, columns)?;
         let rows_pass = BlockPass {
             transforms: rows * n1_count as usize,
-            columns: n1_count as usize,
+            log2_columns: log2_length - log2_n2,
             log2_length: log2_n2,
             source: (
                 scratch,

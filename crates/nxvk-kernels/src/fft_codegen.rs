@@ -247,11 +247,13 @@ void dft8(inout COMPLEX a0, inout COMPLEX a1, inout COMPLEX a2, inout COMPLEX a3
 /// four-step transform, which reads rows and writes columns.
 ///
 /// Addresses are strided (outer, column and element strides, in complex numbers, for each
-/// side: transform `t` is `outer = t / columns`, `column = t % columns`). Push flags
-/// conjugate the input (an inverse transform is the conjugate of the forward transform of the
-/// conjugate) and the output, and multiply element `k` of transform `t` by
+/// side: transform `t` is `outer = t >> log2_columns`, `column = t % 2^log2_columns`). Push
+/// flags conjugate the input (an inverse transform is the conjugate of the forward transform
+/// of the conjugate) and the output, and multiply element `k` of transform `t` by
 /// `W^(column * k)` (the twiddle between the two steps of a four-step transform) before the
-/// scale. Twiddles come from a two-level table for transforms of `twiddle_step * length`.
+/// scale. Twiddles come from a two-level table for transforms of `twiddle_step * length`; an
+/// invocation looks up one twiddle per butterfly and takes the others as its powers (at most
+/// three products deep), which keeps table reads to one per butterfly.
 pub(crate) fn block_shader(shape: BlockShape) -> String {
     let length = 1u32 << shape.log2_length;
     let group = 1u32 << shape.log2_group;
@@ -263,63 +265,67 @@ pub(crate) fn block_shader(shape: BlockShape) -> String {
         Walk::AlongElements => (format!("thread / {lanes}u"), format!("thread % {lanes}u")),
         Walk::AcrossTransforms => (format!("thread % {group}u"), format!("thread / {group}u")),
     };
-    let mut body = String::new();
+    let each_register = |line: &dyn Fn(u32, u32) -> String| -> String {
+        (0..elements).map(|m| line(m, m * lanes)).collect()
+    };
+    let load = each_register(&|m, offset| {
+        format!(
+            "            v[{m}] = Complexes(push.source + (base + uint64_t(lane + {offset}u) * uint64_t(push.in_element)) * COMPLEX_BYTES).v;\n"
+        )
+    });
+    let mut stages = String::new();
     let mut sub_length = 1u32;
     let stage_radices = radices(shape.log2_length);
     for (stage, &radix) in stage_radices.iter().enumerate() {
-        body.push_str(&stage_glsl(elements, lanes, length, sub_length, radix));
-        sub_length *= radix;
+        stages.push_str(&stage_glsl(elements, lanes, length, sub_length, radix));
         if stage + 1 < stage_radices.len() {
-            body.push_str("        barrier();\n");
-            for (butterfly, slot, written) in stage_writes(elements, sub_length / radix, radix) {
-                body.push_str(&format!(
-                    "        {{ uint j = lane + {butterfly}u * {lanes}u; put(slot_base + (j / {ns}u) * {span}u + (j % {ns}u) + {written}u, v[{slot}]); }}\n",
-                    ns = sub_length / radix,
-                    span = sub_length,
-                ));
-            }
-            body.push_str("        barrier();\n");
-            for m in 0..elements {
-                body.push_str(&format!(
-                    "        v[{m}] = get(slot_base + lane + {offset}u);\n",
-                    offset = m * lanes
-                ));
-            }
+            stages.push_str("        barrier();\n");
+            stages.push_str(&stage_writes_glsl(elements, lanes, sub_length, radix));
+            stages.push_str("        barrier();\n");
+            stages.push_str(&each_register(&|m, offset| {
+                format!("        v[{m}] = get(slot_base + lane + {offset}u);\n")
+            }));
         }
+        sub_length *= radix;
     }
+    let post_twiddle = format!(
+        "        if (push.post_twiddle != 0u) {{
+            COMPLEX p1 = twiddle(push.twiddles, push.log2_fine, column * {lanes}u);
+{powers}            COMPLEX first = twiddle(push.twiddles, push.log2_fine, column * lane);
+            v[0] = complex_multiply(v[0], first);
+{apply}        }}
+",
+        powers = powers_glsl("p", elements, "            "),
+        apply = (1..elements)
+            .map(|m| format!(
+                "            v[{m}] = complex_multiply(v[{m}], complex_multiply(first, p{m}));\n"
+            ))
+            .collect::<String>(),
+    );
     let store = if shape.store == shape.load {
-        (0..elements)
-            .map(|m| {
-                format!(
-                    "        if (present) store_element(transform, lane + {offset}u, v[{m}]);\n",
-                    offset = m * lanes
-                )
-            })
-            .collect::<String>()
+        each_register(&|m, offset| {
+            format!("        if (present) store_element(transform, lane + {offset}u, v[{m}]);\n")
+        })
     } else {
         let (store_group, store_element) = match shape.store {
             Walk::AlongElements => (format!("slot / {length}u"), format!("slot % {length}u")),
             Walk::AcrossTransforms => (format!("slot % {group}u"), format!("slot / {group}u")),
         };
-        let mut text = String::from("        barrier();\n");
-        for m in 0..elements {
-            text.push_str(&format!(
-                "        put(slot_base + lane + {offset}u, v[{m}]);\n",
-                offset = m * lanes
-            ));
-        }
-        text.push_str(&format!(
+        format!(
             "        barrier();
+{puts}        barrier();
         for (uint slot = thread; slot < {tile}u; slot += {workgroup}u) {{
             uint tile_transform = {store_group};
             uint element = {store_element};
-            uint stored_transform = first + tile_transform;
+            uint stored_transform = first_transform + tile_transform;
             if (stored_transform < push.transforms)
                 store_element(stored_transform, element, get(tile_transform * {length}u + element));
         }}
-"
-        ));
-        text
+",
+            puts = each_register(&|m, offset| format!(
+                "        put(slot_base + lane + {offset}u, v[{m}]);\n"
+            )),
+        )
     };
     format!(
         "{prelude}{TWIDDLE_GLSL}{SMALL_DFT_GLSL}
@@ -328,7 +334,7 @@ layout(push_constant, scalar) uniform Push {{
     uint64_t destination;
     uint64_t twiddles;
     uint transforms;
-    uint columns;
+    uint log2_columns;
     uint in_outer;
     uint in_column;
     uint in_element;
@@ -359,9 +365,8 @@ COMPLEX stage_twiddle(uint exponent) {{
 }}
 
 void store_element(uint transform, uint element, COMPLEX value) {{
-    uint outer = transform / push.columns;
-    uint column = transform - outer * push.columns;
-    if (push.post_twiddle != 0u) value = complex_multiply(value, twiddle(push.twiddles, push.log2_fine, column * element));
+    uint outer = transform >> push.log2_columns;
+    uint column = transform & ((1u << push.log2_columns) - 1u);
     if (push.conjugate_output != 0u) value.y = -value.y;
     uint64_t offset = uint64_t(outer) * uint64_t(push.out_outer) + uint64_t(column) * uint64_t(push.out_column)
         + uint64_t(element) * uint64_t(push.out_element);
@@ -375,19 +380,20 @@ void main() {{
     uint slot_base = group_slot * {length}u;
     uint tiles = (push.transforms + {group}u - 1u) / {group}u;
     for (uint work = gl_WorkGroupID.x; work < tiles; work += gl_NumWorkGroups.x) {{
-        uint first = work * {group}u;
-        uint transform = first + group_slot;
+        uint first_transform = work * {group}u;
+        uint transform = first_transform + group_slot;
         bool present = transform < push.transforms;
-        uint outer = transform / push.columns;
-        uint column = transform - outer * push.columns;
+        uint outer = transform >> push.log2_columns;
+        uint column = transform & ((1u << push.log2_columns) - 1u);
         uint64_t base = uint64_t(outer) * uint64_t(push.in_outer) + uint64_t(column) * uint64_t(push.in_column);
         COMPLEX v[{elements}];
-        for (uint m = 0u; m < {elements}u; m++) {{
-            v[m] = COMPLEX(REAL(0), REAL(0));
-            if (present) v[m] = Complexes(push.source + (base + uint64_t(lane + m * {lanes}u) * uint64_t(push.in_element)) * COMPLEX_BYTES).v;
-            if (push.conjugate_input != 0u) v[m].y = -v[m].y;
+        for (uint m = 0u; m < {elements}u; m++) v[m] = COMPLEX(REAL(0), REAL(0));
+        if (present) {{
+{load}        }}
+        if (push.conjugate_input != 0u) {{
+            for (uint m = 0u; m < {elements}u; m++) v[m].y = -v[m].y;
         }}
-{body}{store}        barrier();
+{stages}{post_twiddle}{store}        barrier();
     }}
 }}
 ",
@@ -396,23 +402,52 @@ void main() {{
     )
 }
 
-/// (butterfly, register, offset) of each write of a stage of `radix` over sub-transforms of
-/// `sub_length` (before the stage): butterfly `b` of the invocation is `j = lane + b lanes`,
-/// its `r`th output goes to `(j / sub_length) sub_length radix + j % sub_length + r
-/// sub_length`.
-fn stage_writes(elements: u32, sub_length: u32, radix: u32) -> Vec<(u32, u32, u32)> {
-    let butterflies = elements / radix;
-    (0..butterflies)
-        .flat_map(|butterfly| {
-            (0..radix).map(move |r| (butterfly, butterfly + r * butterflies, r * sub_length))
+/// GLSL declaring `{name}2` .. `{name}{count - 1}` as the powers of `{name}1`, each a product
+/// of two lower powers (at most three products deep for `count` up to 8).
+fn powers_glsl(name: &str, count: u32, indent: &str) -> String {
+    (2..count)
+        .map(|power| {
+            let high = 1u32 << (31 - power.leading_zeros());
+            let (left, right) = if high == power {
+                (power / 2, power / 2)
+            } else {
+                (high, power - high)
+            };
+            format!(
+                "{indent}COMPLEX {name}{power} = complex_multiply({name}{left}, {name}{right});\n"
+            )
         })
         .collect()
 }
 
+/// The shared-memory writes after a stage of `radix` over sub-transforms of `sub_length`
+/// (before the stage): butterfly `b` of the invocation is `j = lane + b lanes`, and its `r`th
+/// output (register `b + r E / radix`) goes to
+/// `(j / sub_length) sub_length radix + j % sub_length + r sub_length`.
+fn stage_writes_glsl(elements: u32, lanes: u32, sub_length: u32, radix: u32) -> String {
+    let butterflies = elements / radix;
+    let span = sub_length * radix;
+    let mut text = String::new();
+    for butterfly in 0..butterflies {
+        text.push_str(&format!(
+            "        {{ uint j = lane + {butterfly}u * {lanes}u;\n          uint at = slot_base + (j / {sub_length}u) * {span}u + (j % {sub_length}u);\n"
+        ));
+        for r in 0..radix {
+            text.push_str(&format!(
+                "          put(at + {offset}u, v[{register}]);\n",
+                offset = r * sub_length,
+                register = butterfly + r * butterflies
+            ));
+        }
+        text.push_str("        }\n");
+    }
+    text
+}
+
 /// One Stockham stage in registers: butterfly `b` of the invocation (`j = lane + b lanes`)
 /// holds registers `b + r (E / radix)`, the elements `j + r length / radix`; they are
-/// multiplied by `W_(sub_length radix)^(r (j % sub_length))` (none in the first stage) and
-/// transformed by a DFT of `radix` points.
+/// multiplied by `W_(sub_length radix)^(r (j % sub_length))` (none in the first stage: one
+/// table twiddle and its powers) and transformed by a DFT of `radix` points.
 fn stage_glsl(elements: u32, lanes: u32, length: u32, sub_length: u32, radix: u32) -> String {
     let butterflies = elements / radix;
     let mut text = String::new();
@@ -422,12 +457,13 @@ fn stage_glsl(elements: u32, lanes: u32, length: u32, sub_length: u32, radix: u3
             .collect();
         if sub_length > 1 {
             text.push_str(&format!(
-                "        {{ uint k = (lane + {butterfly}u * {lanes}u) % {sub_length}u;\n"
+                "        {{ uint k = (lane + {butterfly}u * {lanes}u) % {sub_length}u;\n          COMPLEX w1 = stage_twiddle(k * {stride}u);\n{powers}",
+                stride = length / (sub_length * radix),
+                powers = powers_glsl("w", radix, "          "),
             ));
             for (r, register) in registers.iter().enumerate().skip(1) {
                 text.push_str(&format!(
-                    "          {register} = complex_multiply({register}, stage_twiddle({r}u * k * {stride}u));\n",
-                    stride = length / (sub_length * radix)
+                    "          {register} = complex_multiply({register}, w{r});\n"
                 ));
             }
             text.push_str("        }\n");
@@ -436,6 +472,7 @@ fn stage_glsl(elements: u32, lanes: u32, length: u32, sub_length: u32, radix: u3
     }
     text
 }
+
 /// How the load pass reads its input elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LoadInput {
