@@ -2,22 +2,44 @@
 //! zeros or truncating), `fft2`/`ifft2` and `rfft`/`irfft`, on the GPU in c64 (f32
 //! arithmetic) and c128 (f64).
 //!
-//! Power-of-two lengths up to 1,024 run in one dispatch: each workgroup holds whole rows in
-//! shared memory and runs every radix-2 Stockham stage there. Lengths up to 2^20 use the
-//! four-step algorithm (the row as a matrix: transform the columns, multiply by twiddles,
-//! transform the rows and write them transposed), two such dispatches. Longer rows run one
-//! radix-2 Stockham dispatch per stage. Other lengths use Bluestein's algorithm: the
-//! transform becomes a circular convolution of length `M` (the power of two at least
-//! `2n - 1`) with a chirp, computed by two power-of-two transforms and a pointwise product
-//! with the chirp's spectrum. Twiddles, chirps and that spectrum are computed on the host in
-//! f64 (GLSL's trigonometry is 32-bit only) and uploaded per call.
+//! Paths, by transform length `n` (tile capacity `T`: 2048 for c64, 1,024 for c128, so that a
+//! tile takes 17 KiB of shared memory):
+//! - **powers of two up to `T`**: one block dispatch (`fft_codegen::block_shader`). Each
+//!   workgroup takes `T / n` whole rows; each invocation loads 8 elements straight into
+//!   registers (consecutive invocations at consecutive addresses), runs radix-8 (then 4 or 2)
+//!   Stockham stages in registers, exchanging through shared memory between stages (a
+//!   transform of 2^11 takes four stages, with 7 barriers, against eleven radix-2 stages),
+//!   and stores straight back.
+//! - **powers of two up to `T^2`**: the four-step algorithm in two block dispatches, the row
+//!   seen as a matrix of `n1` rows of `n2` (`n1 <= n2`, `n1 n2 = n`). Pass one transforms the
+//!   columns: each workgroup takes `T / n1` neighbouring columns (128 bytes of every matrix
+//!   row for `n = 2^14` in c64: 16 columns of 128), multiplies by the twiddle `W_n^(column k)`
+//!   on the way out and stores in the same layout. Pass two transforms `T / n2` rows of that
+//!   and writes them transposed through shared memory, so that its stores too are whole
+//!   128-byte segments of neighbouring rows. Each pass reads and writes the data once.
+//! - **longer powers of two**: one radix-2 Stockham dispatch per stage.
+//! - **other lengths**: Bluestein's algorithm: the transform becomes a circular convolution
+//!   of length `m` (the power of two at least `2n - 1`) with a chirp, computed by a load pass
+//!   (times the chirp), a forward power-of-two transform, a pointwise product with the
+//!   chirp's spectrum, an inverse transform and a store pass (times the chirp, scaled).
+//!
+//! An inverse transform is the conjugate of the forward transform of the conjugate: the
+//! block passes conjugate on load and store, so one set of forward twiddles serves both.
+//! Twiddles (a two-level table of about `2 sqrt(n)` entries, L1-resident), chirps and chirp
+//! spectra are computed on the host in f64 and kept on the device per (device, length,
+//! precision, and direction for spectra) by `fft_tables` through nxvk-core's resident tables:
+//! only the first call of a length uploads them. Inside a butterfly one twiddle is read from
+//! the table and the others are its powers.
+//!
+//! Known costs: real input, a `length` that pads or truncates, and irfft's Hermitian input
+//! go through a load pass first (one more read and write); Bluestein runs five dispatches
+//! over rows of `m`; lengths with small odd factors (3, 5, 7) have no mixed-radix path of
+//! their own and go through Bluestein; from rows of 2^19 on, a four-step side exceeds 512
+//! and its pass moves segments narrower than 32 bytes.
 //!
 //! Results follow Nx's types (`Nx.Type.to_complex`: f64 and c128 give c128, everything else
 //! c64). Integer, f16 and bf16 inputs are cast to f32 first. Nx's BinaryBackend rounds
 //! results within `eps` (1e-10) of zero to zero; these kernels do not (as EXLA does not).
-//!
-//! Next optimisations: radix-4/8 butterflies in registers inside the block kernel, caching
-//! the uploaded tables per length, and wider coalesced segments in the four-step passes.
 
 use crate::fft_codegen::{
     BlockShape, FFT_WORKGROUP_SIZE, LoadInput, Precision, Walk, block_shader, load_shader,
