@@ -141,6 +141,7 @@ fn block_dispatch(
         log2_group,
         load: Walk::for_stride(source_strides.element, log2_group),
         store: Walk::for_stride(destination_strides.element, log2_group),
+        post_twiddle: pass.post_twiddle,
     };
     let kernel = device.kernel_from_glsl(&shape.kernel_name(), &block_shader(shape), &[])?;
     let push = push_of(
@@ -160,7 +161,6 @@ fn block_dispatch(
             destination_strides.element,
             1 << (table.log2_length - pass.log2_length),
             table.log2_fine,
-            u32::from(pass.post_twiddle),
             u32::from(pass.conjugate_input),
             u32::from(pass.conjugate_output),
         ],

@@ -148,7 +148,9 @@ impl Walk {
 }
 
 /// What a block kernel is compiled for: transforms of `2^log2_length` elements,
-/// `2^log2_group` of them per workgroup, loaded and stored walking as given.
+/// `2^log2_group` of them per workgroup, loaded and stored walking as given, and whether the
+/// four-step twiddle multiplies the output (compiled in or out, so that the other passes do
+/// not hold its registers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BlockShape {
     pub precision: Precision,
@@ -156,17 +158,19 @@ pub(crate) struct BlockShape {
     pub log2_group: u32,
     pub load: Walk,
     pub store: Walk,
+    pub post_twiddle: bool,
 }
 
 impl BlockShape {
     pub(crate) fn kernel_name(self) -> String {
         format!(
-            "fft_block_{}_{}x{}_{}_{}",
+            "fft_block_{}_{}x{}_{}_{}{}",
             self.precision.name(),
             1u32 << self.log2_group,
             1u32 << self.log2_length,
             self.load.name(),
-            self.store.name()
+            self.store.name(),
+            if self.post_twiddle { "_twiddled" } else { "" }
         )
     }
 
@@ -249,9 +253,9 @@ void dft8(inout COMPLEX a0, inout COMPLEX a1, inout COMPLEX a2, inout COMPLEX a3
 /// Addresses are strided (outer, column and element strides, in complex numbers, for each
 /// side: transform `t` is `outer = t >> log2_columns`, `column = t % 2^log2_columns`). Push
 /// flags conjugate the input (an inverse transform is the conjugate of the forward transform
-/// of the conjugate) and the output, and multiply element `k` of transform `t` by
-/// `W^(column * k)` (the twiddle between the two steps of a four-step transform) before the
-/// scale. Twiddles come from a two-level table for transforms of `twiddle_step * length`; an
+/// of the conjugate) and the output; a `post_twiddle` shape multiplies element `k` of
+/// transform `t` by `W^(column * k)` (the twiddle between the two steps of a four-step
+/// transform) before the scale. Twiddles come from a two-level table for transforms of `twiddle_step * length`; an
 /// invocation looks up one twiddle per butterfly and takes the others as its powers (at most
 /// three products deep), which keeps table reads to one per butterfly.
 pub(crate) fn block_shader(shape: BlockShape) -> String {
@@ -288,8 +292,11 @@ pub(crate) fn block_shader(shape: BlockShape) -> String {
         }
         sub_length *= radix;
     }
-    let post_twiddle = format!(
-        "        if (push.post_twiddle != 0u) {{
+    let post_twiddle = if !shape.post_twiddle {
+        String::new()
+    } else {
+        format!(
+            "        {{
             COMPLEX p1 = twiddle(push.twiddles, push.log2_fine, column * {lanes}u);
 {powers}            COMPLEX first = twiddle(push.twiddles, push.log2_fine, column * lane);
             v[0] = complex_multiply(v[0], first);
@@ -301,7 +308,8 @@ pub(crate) fn block_shader(shape: BlockShape) -> String {
                 "            v[{m}] = complex_multiply(v[{m}], complex_multiply(first, p{m}));\n"
             ))
             .collect::<String>(),
-    );
+        )
+    };
     let store = if shape.store == shape.load {
         each_register(&|m, offset| {
             format!("        if (present) store_element(transform, lane + {offset}u, v[{m}]);\n")
@@ -343,7 +351,6 @@ layout(push_constant, scalar) uniform Push {{
     uint out_element;
     uint twiddle_step;
     uint log2_fine;
-    uint post_twiddle;
     uint conjugate_input;
     uint conjugate_output;
     REAL scale;
