@@ -2,7 +2,8 @@
 //! rows from 2 to 2^15 (one block pass up to 2048 c64 / 1,024 c128, the four-step pair of
 //! passes above, with every radix-8/4/2 stage mix), batches of rows, either axis, `length`
 //! padding and truncation, forward and inverse, c64 and c128; Bluestein lengths whose
-//! convolutions fall on either side of the four-step boundary; and null arms.
+//! convolutions fall on either side of the four-step boundary; a NaN kept in its row;
+//! empty and rank-0 inputs; and null arms.
 //!
 //! Error bound: an FFT in precision `eps` has a root-mean-square error of about
 //! `eps log2(n)` times the root-mean-square of its result, and the largest element error is
@@ -139,13 +140,18 @@ fn within_bound(
         let rms =
             (want.iter().map(|value| value.norm_sqr()).sum::<f64>() / want.len() as f64).sqrt();
         let bound = error_bound(dtype, want.len(), rms);
-        for (index, (got, want)) in got.iter().zip(want).enumerate() {
-            let error = (got - want).norm();
-            if error.is_nan() || error > bound {
-                return Err(format!(
-                    "row {row} element {index}: got {got}, expected {want}, error {error:e} > bound {bound:e}"
-                ));
-            }
+        // The worst element (a NaN ranks above every number).
+        let worst = got
+            .iter()
+            .zip(want)
+            .map(|(got, want)| (got - want).norm())
+            .enumerate()
+            .max_by(|(_, a), (_, b)| a.abs().total_cmp(&b.abs()));
+        if let Some((index, error)) = worst.filter(|&(_, error)| error.is_nan() || error > bound) {
+            return Err(format!(
+                "row {row} element {index}: got {}, expected {}, error {error:e} > bound {bound:e}",
+                got[index], want[index]
+            ));
         }
     }
     Ok(())
@@ -362,4 +368,58 @@ fn the_bound_rejects_wrong_results() {
         .collect();
     assert!(within_bound(&actual, &wrong_direction, DType::C64).is_err());
     assert!(within_bound(&actual, &expected, DType::C128).is_err());
+}
+
+/// A NaN stays in its row: every output of that row is NaN (each depends on every input),
+/// and the other rows of the batch still match the DFT, in a block pass, the four-step
+/// passes and Bluestein; the bound rejects a NaN result (null arm).
+#[test]
+fn nan_stays_in_its_row() {
+    let mut rng = SplitMix(13);
+    for (dtype, length) in [
+        (DType::C64, 256),
+        (DType::C64, 8192),
+        (DType::C128, 4096),
+        (DType::C64, 1000),
+    ] {
+        let mut input = random_rows(dtype, 3, length, &mut rng);
+        input[1][length / 3] = Complex64::new(f64::NAN, 0.0);
+        let actual = device_rows(dtype, &input, length, Transform::Forward, false).unwrap();
+        assert!(
+            actual[1]
+                .iter()
+                .all(|value| value.re.is_nan() || value.im.is_nan()),
+            "{dtype} {length}: a finite output in the NaN row"
+        );
+        let expected = expected_rows(&input, length, Transform::Forward);
+        for row in [0, 2] {
+            within_bound(&actual[row..=row], &expected[row..=row], dtype).unwrap();
+        }
+        assert!(within_bound(&actual[1..=1], &expected[0..=0], dtype).is_err());
+    }
+}
+
+/// Empty batches give empty results of the right shape and type; an empty axis padded to a
+/// length transforms zeros; a rank-0 tensor is an error, not a panic.
+#[test]
+fn empty_and_scalar_inputs() {
+    let device = device();
+    let no_rows = Tensor::zeros(&device, DType::C64, &[0, 4096]).unwrap();
+    let output = fft::fft(&no_rows, Transform::Forward, None, 1).unwrap();
+    assert_eq!(
+        (output.shape(), output.dtype()),
+        (&[0, 4096][..], DType::C64)
+    );
+    let empty_axis = Tensor::zeros(&device, DType::C128, &[2, 0]).unwrap();
+    let output = fft::fft(&empty_axis, Transform::Inverse, Some(8), 1).unwrap();
+    assert_eq!(output.shape(), &[2, 8]);
+    let values = values_of(&output);
+    assert!(
+        values
+            .iter()
+            .all(|value| *value == Complex64::new(0.0, 0.0)),
+        "{values:?}"
+    );
+    let scalar = Tensor::zeros(&device, DType::C64, &[]).unwrap();
+    assert!(fft::fft(&scalar, Transform::Forward, None, 0).is_err());
 }
