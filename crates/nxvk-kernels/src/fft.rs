@@ -3,7 +3,7 @@
 //! arithmetic) and c128 (f64).
 //!
 //! Paths, by transform length `n` (tile capacity `T`: 2048 for c64, 1,024 for c128, so that a
-//! tile takes 17 KiB of shared memory):
+//! tile takes 16 KiB of shared memory):
 //! - **powers of two up to `T`**: one block dispatch (`fft_codegen::block_shader`). Each
 //!   workgroup takes `T / n` whole rows; each invocation loads 8 elements straight into
 //!   registers (consecutive invocations at consecutive addresses), runs radix-8 (then 4 or 2)

@@ -109,7 +109,7 @@ void main() {{
 }
 
 /// Complex numbers in a block workgroup's tile: 2048 c64 or 1,024 c128, so that the tile (as
-/// separate real and imaginary arrays, padded) fits 17 KiB of shared memory, well within every
+/// separate real and imaginary arrays) takes 16 KiB of shared memory, well within every
 /// device's 32 KiB, and several workgroups share a multiprocessor.
 pub(crate) fn tile_capacity(precision: Precision) -> u32 {
     (16 << 10) / precision.complex_bytes() as u32
@@ -244,8 +244,8 @@ void dft8(inout COMPLEX a0, inout COMPLEX a1, inout COMPLEX a2, inout COMPLEX a3
 /// each invocation keeping `E = min(8, length)` elements in registers: elements
 /// `lane + m length / E` of its transform. The first stage reads them straight from global
 /// memory; each stage twiddles, runs its small DFTs in registers and exchanges through shared
-/// memory (real and imaginary parts in separate arrays, one padding slot per 32 against bank
-/// conflicts); after the last stage the invocation holds its elements in natural order and
+/// memory (real and imaginary parts in separate arrays, laid out by `shared_layout` against
+/// bank conflicts); after the last stage the invocation holds its elements in natural order and
 /// stores them straight to global memory when the store walks the tile as the load did, or
 /// through shared memory (a transpose) when it does not, as in the second pass of a
 /// four-step transform, which reads rows and writes columns.
@@ -269,6 +269,7 @@ pub(crate) fn block_shader(shape: BlockShape) -> String {
         Walk::AlongElements => (format!("thread / {lanes}u"), format!("thread % {lanes}u")),
         Walk::AcrossTransforms => (format!("thread % {group}u"), format!("thread / {group}u")),
     };
+    let layout = shared_layout(shape);
     let each_register = |line: &dyn Fn(u32, u32) -> String| -> String {
         (0..elements).map(|m| line(m, m * lanes)).collect()
     };
@@ -287,7 +288,7 @@ pub(crate) fn block_shader(shape: BlockShape) -> String {
             stages.push_str(&stage_writes_glsl(elements, lanes, sub_length, radix));
             stages.push_str("        barrier();\n");
             stages.push_str(&each_register(&|m, offset| {
-                format!("        v[{m}] = get(slot_base + lane + {offset}u);\n")
+                format!("        v[{m}] = get(group_slot, lane + {offset}u);\n")
             }));
         }
         sub_length *= radix;
@@ -327,11 +328,11 @@ pub(crate) fn block_shader(shape: BlockShape) -> String {
             uint element = {store_element};
             uint stored_transform = first_transform + tile_transform;
             if (stored_transform < push.transforms)
-                store_element(stored_transform, element, get(tile_transform * {length}u + element));
+                store_element(stored_transform, element, get(tile_transform, element));
         }}
 ",
             puts = each_register(&|m, offset| format!(
-                "        put(slot_base + lane + {offset}u, v[{m}]);\n"
+                "        put(group_slot, lane + {offset}u, v[{m}]);\n"
             )),
         )
     };
@@ -356,16 +357,23 @@ layout(push_constant, scalar) uniform Push {{
     REAL scale;
 }} push;
 
-shared REAL tile_real[{padded}];
-shared REAL tile_imaginary[{padded}];
+shared REAL tile_real[{tile}];
+shared REAL tile_imaginary[{tile}];
 
-uint padded_index(uint index) {{ return index + (index >> 5u); }}
-void put(uint index, COMPLEX value) {{
-    tile_real[padded_index(index)] = value.x;
-    tile_imaginary[padded_index(index)] = value.y;
+// Element `element` of transform `tile_transform` of the tile, laid out and swizzled within
+// each run of 32 slots against bank conflicts (`shared_layout`).
+uint tile_index(uint tile_transform, uint element) {{
+    uint index = {index};
+    return index ^ ({swizzle});
 }}
-COMPLEX get(uint index) {{
-    return COMPLEX(tile_real[padded_index(index)], tile_imaginary[padded_index(index)]);
+void put(uint tile_transform, uint element, COMPLEX value) {{
+    uint index = tile_index(tile_transform, element);
+    tile_real[index] = value.x;
+    tile_imaginary[index] = value.y;
+}}
+COMPLEX get(uint tile_transform, uint element) {{
+    uint index = tile_index(tile_transform, element);
+    return COMPLEX(tile_real[index], tile_imaginary[index]);
 }}
 COMPLEX stage_twiddle(uint exponent) {{
     return twiddle(push.twiddles, push.log2_fine, exponent * push.twiddle_step);
@@ -384,7 +392,6 @@ void main() {{
     uint thread = gl_LocalInvocationID.x;
     uint group_slot = {group_slot};
     uint lane = {lane};
-    uint slot_base = group_slot * {length}u;
     uint tiles = (push.transforms + {group}u - 1u) / {group}u;
     for (uint work = gl_WorkGroupID.x; work < tiles; work += gl_NumWorkGroups.x) {{
         uint first_transform = work * {group}u;
@@ -405,8 +412,48 @@ void main() {{
 }}
 ",
         prelude = shape.precision.prelude(workgroup),
-        padded = tile + tile / 32,
+        index = layout.index,
+        swizzle = layout.swizzle,
     )
+}
+
+/// Where the block kernel keeps a tile in shared memory, as GLSL expressions of
+/// `tile_transform` and `element`: the slot `index`, and the `swizzle` XORed into it (bits
+/// above the fifth pick a permutation of the 32 slots of their run, so it is a bijection on
+/// any tile of a multiple of 32 slots, needs no padding, and spreads an access over banks).
+struct SharedLayout {
+    index: String,
+    swizzle: &'static str,
+}
+
+/// The layout with the fewest bank conflicts for the shape's accesses, counted with a model
+/// (32 banks of 4 bytes, warps of 32) on tiles of transforms of 16 to 2048: walking along rows and
+/// storing directly, rows contiguous with `i ^ (i >> 3)`; walking across transforms,
+/// transforms contiguous with the same swizzle; walking along rows and storing across
+/// transforms (four-step's transposing pass), transforms contiguous with
+/// `i ^ (i >> 5) ^ (i >> 7)`, which halves the conflicts of the transposed reads. For the
+/// 128-point passes of 2^14 c64 that is 320, 256 and 640 shared-memory wavefronts per tile and
+/// array against 576, 640 and 832 with rows contiguous and one padding slot per 32.
+fn shared_layout(shape: BlockShape) -> SharedLayout {
+    let length = 1u32 << shape.log2_length;
+    let group = 1u32 << shape.log2_group;
+    let rows_contiguous = format!("tile_transform * {length}u + element");
+    let transforms_contiguous = format!("element * {group}u + tile_transform");
+    const SHIFT_THREE: &str = "(index >> 3u) & 31u";
+    match (shape.load, shape.store) {
+        (Walk::AlongElements, Walk::AlongElements) => SharedLayout {
+            index: rows_contiguous,
+            swizzle: SHIFT_THREE,
+        },
+        (Walk::AcrossTransforms, _) => SharedLayout {
+            index: transforms_contiguous,
+            swizzle: SHIFT_THREE,
+        },
+        (Walk::AlongElements, Walk::AcrossTransforms) => SharedLayout {
+            index: transforms_contiguous,
+            swizzle: "((index >> 5u) ^ (index >> 7u)) & 31u",
+        },
+    }
 }
 
 /// GLSL declaring `{name}2` .. `{name}{count - 1}` as the powers of `{name}1`, each a product
@@ -437,11 +484,11 @@ fn stage_writes_glsl(elements: u32, lanes: u32, sub_length: u32, radix: u32) -> 
     let mut text = String::new();
     for butterfly in 0..butterflies {
         text.push_str(&format!(
-            "        {{ uint j = lane + {butterfly}u * {lanes}u;\n          uint at = slot_base + (j / {sub_length}u) * {span}u + (j % {sub_length}u);\n"
+            "        {{ uint j = lane + {butterfly}u * {lanes}u;\n          uint at = (j / {sub_length}u) * {span}u + (j % {sub_length}u);\n"
         ));
         for r in 0..radix {
             text.push_str(&format!(
-                "          put(at + {offset}u, v[{register}]);\n",
+                "          put(group_slot, at + {offset}u, v[{register}]);\n",
                 offset = r * sub_length,
                 register = butterfly + r * butterflies
             ));
