@@ -31,8 +31,11 @@
 //! only the first call of a length uploads them. Inside a butterfly one twiddle is read from
 //! the table and the others are its powers.
 //!
-//! Known costs: real input, a `length` that pads or truncates, and irfft's Hermitian input
-//! go through a load pass first (one more read and write); Bluestein runs five dispatches
+//! The first block pass reads the rows as they are: real input is widened, and a `length`
+//! that pads or truncates is applied, on the way into registers.
+//!
+//! Known costs: irfft's Hermitian input, and any input of rows longer than `T^2` that is not
+//! packed complex rows, go through a load pass first (one more read and write); Bluestein runs five dispatches
 //! over rows of `m`; lengths with small odd factors (3, 5, 7) have no mixed-radix path of
 //! their own and go through Bluestein; from rows of 2^19 on, a four-step side exceeds 512
 //! and its pass moves segments narrower than 32 bytes.
@@ -110,13 +113,43 @@ struct Strides {
     element: u32,
 }
 
+/// The rows a transform reads: from `buffer` at byte `offset`, rows `row_stride` elements
+/// apart, real or complex; positions in a row from `limit` on read as zeros. The first block
+/// pass reads any such rows (padding, truncating and widening on the way in); the radix-2
+/// passes read only packed complex rows.
+#[derive(Clone, Copy)]
+struct RowSource<'a> {
+    buffer: &'a DeviceBuffer,
+    offset: u64,
+    row_stride: u32,
+    limit: u32,
+    input: LoadInput,
+}
+
+impl<'a> RowSource<'a> {
+    /// Complex rows of `length`, packed from byte 0 of `buffer`.
+    fn packed(buffer: &'a DeviceBuffer, length: u32) -> RowSource<'a> {
+        RowSource {
+            buffer,
+            offset: 0,
+            row_stride: length,
+            limit: length,
+            input: LoadInput::Complex,
+        }
+    }
+
+    fn is_packed_complex(&self, length: u32) -> bool {
+        self.input == LoadInput::Complex && self.row_stride == length && self.limit == length
+    }
+}
+
 /// One block pass: `transforms` transforms of `2^log2_length` (`2^log2_columns` per outer
-/// index), read from `source` (from byte `source_offset`) and written to `destination`.
+/// index), read from `source` and written to `destination`.
 struct BlockPass<'a> {
     transforms: usize,
     log2_columns: u32,
     log2_length: u32,
-    source: (&'a DeviceBuffer, u64, Strides),
+    source: (RowSource<'a>, Strides),
     destination: (&'a DeviceBuffer, Strides),
     /// Multiply element `k` of column `c` by `W^(c k)` on the way out (four-step's first pass).
     post_twiddle: bool,
@@ -133,7 +166,7 @@ fn block_dispatch(
     pass: BlockPass<'_>,
 ) -> Result<()> {
     let log2_group = tile_capacity(precision).trailing_zeros() - pass.log2_length;
-    let (source, source_offset, source_strides) = pass.source;
+    let (source, source_strides) = pass.source;
     let (destination, destination_strides) = pass.destination;
     let shape = BlockShape {
         precision,
@@ -142,17 +175,19 @@ fn block_dispatch(
         load: Walk::for_stride(source_strides.element, log2_group),
         store: Walk::for_stride(destination_strides.element, log2_group),
         post_twiddle: pass.post_twiddle,
+        input: source.input,
     };
     let kernel = device.kernel_from_glsl(&shape.kernel_name(), &block_shader(shape), &[])?;
     let push = push_of(
         &[
-            source.device_address() + source_offset,
+            source.buffer.device_address() + source.offset,
             destination.device_address(),
             table.buffer.device_address(),
         ],
         &[
             pass.transforms as u32,
             pass.log2_columns,
+            source.limit,
             source_strides.outer,
             source_strides.column,
             source_strides.element,
@@ -175,21 +210,27 @@ fn block_dispatch(
         [workgroups, 1, 1],
         &push,
         &[
-            BufferAccess::Read(source),
+            BufferAccess::Read(source.buffer),
             BufferAccess::Read(&table.buffer),
             BufferAccess::Write(destination),
         ],
     )
 }
 
-/// Transforms `rows` rows of `2^log2_length` (at least 2) from `source` (from byte
-/// `source_offset`) into `destination` (which may be the source), using `scratch` (as large
-/// as the rows):
+/// Whether rows of `2^log2_length` run as block passes (which read any [`RowSource`]).
+fn runs_in_block_passes(precision: Precision, log2_length: u32) -> bool {
+    log2_length <= 2 * tile_capacity(precision).trailing_zeros()
+}
+
+/// Transforms `rows` rows of `2^log2_length` (at least 2) from `source` into `destination`
+/// (which may be the source's buffer when the source is packed), using `scratch` (as large as
+/// the rows):
 /// - rows of at most [`tile_capacity`]: one block pass, every stage in one workgroup;
 /// - rows of up to its square: the four-step algorithm as two block passes (the row as a
 ///   matrix of `n1` rows of `n2`: the columns' transforms, twiddled on the way out, then the
 ///   rows' transforms written transposed);
-/// - longer rows: one radix-2 Stockham dispatch per stage.
+/// - longer rows: one radix-2 Stockham dispatch per stage, from packed complex rows only
+///   (the caller runs the load pass first for any other source).
 ///
 /// An inverse is the conjugate of the forward transform of the conjugate, so the block
 /// passes conjugate the input of the first pass and the output of the last.
@@ -198,7 +239,7 @@ fn transform_power_of_two(
     plan: Plan,
     rows: usize,
     log2_length: u32,
-    (source, source_offset): (&DeviceBuffer, u64),
+    source: RowSource<'_>,
     destination: &DeviceBuffer,
     scratch: &DeviceBuffer,
 ) -> Result<()> {
@@ -207,8 +248,8 @@ fn transform_power_of_two(
     let inverse = plan.transform == Transform::Inverse;
     let log2_capacity = tile_capacity(plan.precision).trailing_zeros();
     if log2_length <= log2_capacity {
-        let row_strides = Strides {
-            outer: length_word,
+        let row_strides = |outer| Strides {
+            outer,
             column: 0,
             element: 1,
         };
@@ -216,8 +257,8 @@ fn transform_power_of_two(
             transforms: rows,
             log2_columns: 0,
             log2_length,
-            source: (source, source_offset, row_strides),
-            destination: (destination, row_strides),
+            source: (source, row_strides(source.row_stride)),
+            destination: (destination, row_strides(length_word)),
             post_twiddle: false,
             conjugate_input: inverse,
             conjugate_output: inverse,
@@ -225,12 +266,12 @@ fn transform_power_of_two(
         };
         return block_dispatch(device, plan.precision, &table, pass);
     }
-    if log2_length <= 2 * log2_capacity {
+    if runs_in_block_passes(plan.precision, log2_length) {
         // The row as a matrix of n1 rows of n2: element n1_index * n2_count + n2_index.
         let log2_n2 = log2_length.div_ceil(2);
         let (n1_count, n2_count) = (1u32 << (log2_length - log2_n2), 1u32 << log2_n2);
-        let column_strides = Strides {
-            outer: length_word,
+        let column_strides = |outer| Strides {
+            outer,
             column: 1,
             element: n2_count,
         };
@@ -238,8 +279,8 @@ fn transform_power_of_two(
             transforms: rows * n2_count as usize,
             log2_columns: log2_n2,
             log2_length: log2_length - log2_n2,
-            source: (source, source_offset, column_strides),
-            destination: (scratch, column_strides),
+            source: (source, column_strides(source.row_stride)),
+            destination: (scratch, column_strides(length_word)),
             post_twiddle: true,
             conjugate_input: inverse,
             conjugate_output: false,
@@ -251,8 +292,7 @@ fn transform_power_of_two(
             log2_columns: log2_length - log2_n2,
             log2_length: log2_n2,
             source: (
-                scratch,
-                0,
+                RowSource::packed(scratch, length_word),
                 Strides {
                     outer: length_word,
                     column: n2_count,
@@ -274,11 +314,20 @@ fn transform_power_of_two(
         };
         return block_dispatch(device, plan.precision, &table, rows_pass);
     }
+    if !source.is_packed_complex(length_word) {
+        return Err(Error::Unsupported {
+            op: "fft",
+            dtype: plan.precision.dtype(),
+            detail: format!(
+                "rows of 2^{log2_length} run as radix-2 passes, which read packed complex rows only"
+            ),
+        });
+    }
     radix2_passes(
         device,
         plan,
         rows,
-        (source, source_offset),
+        (source.buffer, source.offset),
         destination,
         scratch,
         &table,
@@ -591,15 +640,29 @@ fn transform_rows(
             scale: final_scale,
         };
         let scratch = device.alloc(op, total as u64 * bytes)?;
-        if load_input == LoadInput::Complex && input_length == length && !hermitian {
-            // Complex rows of the right length: transform straight from the input.
-            let offset = source_address - rows_tensor.buffer().device_address();
+        // An empty input (rows of length 0 padded) has no address and reads nothing.
+        let offset = rows_tensor
+            .device_address()
+            .map_or(0, |address| address - rows_tensor.buffer().device_address());
+        let rows_source = RowSource {
+            buffer: rows_tensor.buffer(),
+            offset,
+            row_stride: input_length as u32,
+            limit: input_length.min(length) as u32,
+            input: load_input,
+        };
+        // Block passes read the rows as they are (padding, truncating and widening on the
+        // way in); the radix-2 passes and irfft's mirrored input need the load pass first.
+        if !hermitian
+            && (runs_in_block_passes(precision, log2_padded)
+                || rows_source.is_packed_complex(length as u32))
+        {
             return transform_power_of_two(
                 device,
                 plan,
                 rows,
                 log2_padded,
-                (rows_tensor.buffer(), offset),
+                rows_source,
                 output.buffer(),
                 &scratch,
             );
@@ -610,7 +673,7 @@ fn transform_rows(
             plan,
             rows,
             log2_padded,
-            (output.buffer(), 0),
+            RowSource::packed(output.buffer(), length as u32),
             output.buffer(),
             &scratch,
         );
@@ -630,7 +693,7 @@ fn transform_rows(
         },
         rows,
         log2_padded,
-        (&work, 0),
+        RowSource::packed(&work, padded as u32),
         &work,
         &scratch,
     )?;
@@ -658,7 +721,7 @@ fn transform_rows(
         },
         rows,
         log2_padded,
-        (&work, 0),
+        RowSource::packed(&work, padded as u32),
         &work,
         &scratch,
     )?;

@@ -10,6 +10,8 @@
 //! computes in f64 (`fft_tables.rs`), because GLSL's trigonometry is 32-bit only (and coarse on
 //! some GPUs) and c128 must be accurate to f64.
 
+use nxvk_core::DType;
+
 /// Invocations per workgroup of the FFT kernels.
 pub(crate) const FFT_WORKGROUP_SIZE: u32 = 256;
 
@@ -25,6 +27,14 @@ impl Precision {
         match self {
             Precision::Single => "c64",
             Precision::Double => "c128",
+        }
+    }
+
+    /// The complex type of results in this precision.
+    pub(crate) fn dtype(self) -> DType {
+        match self {
+            Precision::Single => DType::C64,
+            Precision::Double => DType::C128,
         }
     }
 
@@ -159,13 +169,16 @@ pub(crate) struct BlockShape {
     pub load: Walk,
     pub store: Walk,
     pub post_twiddle: bool,
+    /// What the first stage reads (real input is widened on the way in).
+    pub input: LoadInput,
 }
 
 impl BlockShape {
     pub(crate) fn kernel_name(self) -> String {
         format!(
-            "fft_block_{}_{}x{}_{}_{}{}",
+            "fft_block_{}_{}_{}x{}_{}_{}{}",
             self.precision.name(),
+            self.input.name(),
             1u32 << self.log2_group,
             1u32 << self.log2_length,
             self.load.name(),
@@ -250,8 +263,11 @@ void dft8(inout COMPLEX a0, inout COMPLEX a1, inout COMPLEX a2, inout COMPLEX a3
 /// through shared memory (a transpose) when it does not, as in the second pass of a
 /// four-step transform, which reads rows and writes columns.
 ///
-/// Addresses are strided (outer, column and element strides, in complex numbers, for each
-/// side: transform `t` is `outer = t >> log2_columns`, `column = t % 2^log2_columns`). Push
+/// Addresses are strided (outer, column and element strides, in elements, for each side:
+/// transform `t` is `outer = t >> log2_columns`, `column = t % 2^log2_columns`); input
+/// elements at a position within their row (`column * in_column + element * in_element`) of
+/// `input_limit` or more read as zeros, so that the first pass pads, truncates (with a row
+/// stride longer than the transform) and widens real input itself. Push
 /// flags conjugate the input (an inverse transform is the conjugate of the forward transform
 /// of the conjugate) and the output; a `post_twiddle` shape multiplies element `k` of
 /// transform `t` by `W^(column * k)` (the twiddle between the two steps of a four-step
@@ -273,9 +289,12 @@ pub(crate) fn block_shader(shape: BlockShape) -> String {
     let each_register = |line: &dyn Fn(u32, u32) -> String| -> String {
         (0..elements).map(|m| line(m, m * lanes)).collect()
     };
+    let read = shape.input.read_glsl();
     let load = each_register(&|m, offset| {
         format!(
-            "            v[{m}] = Complexes(push.source + (base + uint64_t(lane + {offset}u) * uint64_t(push.in_element)) * COMPLEX_BYTES).v;\n"
+            "            {{ uint position = in_row + (lane + {offset}u) * push.in_element;
+              uint64_t element = base + uint64_t(position);
+              if (position < push.input_limit) v[{m}] = {read}; }}\n"
         )
     });
     let mut stages = String::new();
@@ -337,13 +356,14 @@ pub(crate) fn block_shader(shape: BlockShape) -> String {
         )
     };
     format!(
-        "{prelude}{TWIDDLE_GLSL}{SMALL_DFT_GLSL}
+        "{prelude}{reals}{TWIDDLE_GLSL}{SMALL_DFT_GLSL}
 layout(push_constant, scalar) uniform Push {{
     uint64_t source;
     uint64_t destination;
     uint64_t twiddles;
     uint transforms;
     uint log2_columns;
+    uint input_limit;
     uint in_outer;
     uint in_column;
     uint in_element;
@@ -399,7 +419,9 @@ void main() {{
         bool present = transform < push.transforms;
         uint outer = transform >> push.log2_columns;
         uint column = transform & ((1u << push.log2_columns) - 1u);
-        uint64_t base = uint64_t(outer) * uint64_t(push.in_outer) + uint64_t(column) * uint64_t(push.in_column);
+        // Positions within a row at or past `input_limit` read as zeros (padding).
+        uint64_t base = uint64_t(outer) * uint64_t(push.in_outer);
+        uint in_row = column * push.in_column;
         COMPLEX v[{elements}];
         for (uint m = 0u; m < {elements}u; m++) v[m] = COMPLEX(REAL(0), REAL(0));
         if (present) {{
@@ -414,6 +436,7 @@ void main() {{
         prelude = shape.precision.prelude(workgroup),
         index = layout.index,
         swizzle = layout.swizzle,
+        reals = reals_glsl(shape.precision),
     )
 }
 
@@ -527,7 +550,7 @@ fn stage_glsl(elements: u32, lanes: u32, length: u32, sub_length: u32, radix: u3
     text
 }
 
-/// How the load pass reads its input elements.
+/// How the load pass and the block kernel's first pass read their input elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LoadInput {
     /// Real numbers of the transform's precision (imaginary parts zero).
@@ -536,20 +559,42 @@ pub(crate) enum LoadInput {
     Complex,
 }
 
+impl LoadInput {
+    fn name(self) -> &'static str {
+        match self {
+            LoadInput::Real => "real",
+            LoadInput::Complex => "complex",
+        }
+    }
+
+    /// GLSL reading element `element` (a `uint64_t` index) at `push.source` as a complex
+    /// number (after [`reals_glsl`]).
+    fn read_glsl(self) -> &'static str {
+        match self {
+            LoadInput::Real => {
+                "COMPLEX(Reals(push.source + element * (COMPLEX_BYTES / 2ul)).v, REAL(0))"
+            }
+            LoadInput::Complex => "Complexes(push.source + element * COMPLEX_BYTES).v",
+        }
+    }
+}
+
+/// The buffer reference of real input elements of the precision, aligned to themselves.
+fn reals_glsl(precision: Precision) -> String {
+    format!(
+        "layout(buffer_reference, scalar, buffer_reference_align = {}) readonly buffer Reals {{ REAL v; }};\n",
+        precision.complex_bytes() / 2
+    )
+}
+
 /// The load pass: row `r` of the output (length `2^log2_padded`) takes the first
 /// `min(input_length, length)` elements of input row `r`, each times `chirp[k]` when a chirp
 /// table is given (conjugated for an inverse transform), and zeros after them. A Hermitian
 /// load (irfft) reads only the first `length / 2 + 1` and mirrors them, conjugated.
 pub(crate) fn load_shader(precision: Precision, input: LoadInput) -> String {
-    let read = match input {
-        LoadInput::Real => {
-            "COMPLEX(Reals(push.source + element * (COMPLEX_BYTES / 2ul)).v, REAL(0))".to_owned()
-        }
-        LoadInput::Complex => "Complexes(push.source + element * COMPLEX_BYTES).v".to_owned(),
-    };
+    let read = input.read_glsl();
     format!(
-        "{prelude}
-layout(buffer_reference, scalar, buffer_reference_align = {half}) readonly buffer Reals {{ REAL v; }};
+        "{prelude}{reals}
 layout(push_constant, scalar) uniform Push {{
     uint64_t source;
     uint64_t destination;
@@ -590,7 +635,7 @@ void main() {{
 }}
 ",
         prelude = precision.prelude(FFT_WORKGROUP_SIZE),
-        half = precision.complex_bytes() / 2,
+        reals = reals_glsl(precision),
     )
 }
 

@@ -1,5 +1,5 @@
 //! The FFT's paths at and around their boundaries, against an f64 host DFT: power-of-two
-//! rows from 2 to 2^15 (one block pass up to 2048 c64 / 1,024 c128, the four-step pair of
+//! rows (complex or real) from 2 to 2^15 (one block pass up to 2048 c64 / 1,024 c128, the four-step pair of
 //! passes above, with every radix-8/4/2 stage mix), batches of rows, either axis, `length`
 //! padding and truncation, forward and inverse, c64 and c128; Bluestein lengths whose
 //! convolutions fall on either side of the four-step boundary; a NaN kept in its row;
@@ -37,10 +37,11 @@ fn error_bound(dtype: DType, length: usize, rms: f64) -> f64 {
         + f64::MIN_POSITIVE
 }
 
-/// f32's and f64's unit roundoff.
+/// The unit roundoff of the arithmetic a transform of `dtype` input runs in: f32 for c64
+/// and f32, f64 for c128 and f64.
 fn precision_epsilon(dtype: DType) -> f64 {
     match dtype {
-        DType::C64 => 2f64.powi(-24),
+        DType::C64 | DType::F32 => 2f64.powi(-24),
         _ => 2f64.powi(-53),
     }
 }
@@ -157,8 +158,9 @@ fn within_bound(
     Ok(())
 }
 
-/// Random rows of `input_length` complex numbers in the unit square, as c64 or c128 (the c64
-/// values rounded to f32, so that the reference sees what the device sees).
+/// Random rows of `input_length` numbers of `dtype` (c64, c128, f32 or f64) in the unit square
+/// or interval, as complex numbers (f32 parts rounded to f32, so that the reference sees
+/// what the device sees).
 fn random_rows(
     dtype: DType,
     rows: usize,
@@ -172,6 +174,8 @@ fn random_rows(
                     let (re, im) = (rng.unit() * 2.0 - 1.0, rng.unit() * 2.0 - 1.0);
                     match dtype {
                         DType::C64 => Complex64::new(re as f32 as f64, im as f32 as f64),
+                        DType::F32 => Complex64::new(re as f32 as f64, 0.0),
+                        DType::F64 => Complex64::new(re, 0.0),
                         _ => Complex64::new(re, im),
                     }
                 })
@@ -180,9 +184,17 @@ fn random_rows(
         .collect()
 }
 
-/// A tensor of `dtype` holding `values` in `shape`.
+/// A tensor of `dtype` holding `values` in `shape` (real types keep the real parts).
 fn tensor(dtype: DType, shape: &[usize], values: &[Complex64]) -> Tensor {
+    let real_parts = values.iter().map(|value| value.re);
     match dtype {
+        DType::F32 => {
+            let narrow: Vec<f32> = real_parts.map(|value| value as f32).collect();
+            Tensor::from_slice(&device(), shape, &narrow).unwrap()
+        }
+        DType::F64 => {
+            Tensor::from_slice(&device(), shape, &real_parts.collect::<Vec<_>>()).unwrap()
+        }
         DType::C64 => {
             let narrow: Vec<Complex32> = values
                 .iter()
@@ -271,20 +283,19 @@ fn direction(inverse: bool) -> Transform {
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases_or(24), max_shrink_iters: 16, ..ProptestConfig::default() })]
 
-    /// Powers of two from 2 to 2^15, with an input of the same length or a padded or
-    /// truncated one (the load pass), in batches, on either axis.
+    /// Powers of two from 2 to 2^15, complex or real input of the same length or a padded
+    /// or truncated one (read so by the first pass), in batches, on either axis.
     #[test]
     fn power_of_two_lengths_match_the_dft(
         log2_length in 1u32..=15,
         rows in 1usize..=3,
         input_change in prop_oneof![Just(0i64), -3i64..=3],
-        double in any::<bool>(),
+        dtype in prop::sample::select(vec![DType::C64, DType::C128, DType::F32, DType::F64]),
         inverse in any::<bool>(),
         along_first_axis in any::<bool>(),
         seed in any::<u64>(),
     ) {
         let mut rng = SplitMix(seed);
-        let dtype = if double { DType::C128 } else { DType::C64 };
         let length = 1usize << log2_length;
         let input_length = (length as i64 + input_change).max(1) as usize;
         let result = check(dtype, rows, input_length, length, direction(inverse), along_first_axis, &mut rng);
