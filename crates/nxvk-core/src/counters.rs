@@ -1,6 +1,6 @@
 //! Counters of what the device layer did: dispatches, submits, bytes moved, pool traffic,
-//! pipeline builds, resident tables and host fallbacks by (op, dtype). Shared by every device generation of a
-//! context, so a rebuild after a lost device does not reset them.
+//! pipeline builds, resident tables and host fallbacks by (op, dtype). Shared by every device
+//! generation of a context, so a rebuild after a lost device does not reset them.
 
 use crate::DType;
 use parking_lot::Mutex;

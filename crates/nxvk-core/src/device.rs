@@ -209,9 +209,9 @@ impl Device {
         })
     }
 
-    /// The device-resident table under `key` (see the `resident` module for the policy): on the first
-    /// request, `build` makes its bytes on the host and they are uploaded; later requests
-    /// upload nothing. The key must name everything the bytes depend on.
+    /// The device-resident table under `key` (see the `resident` module for the policy): on
+    /// the first request, `build` makes its bytes on the host and they are uploaded; later
+    /// requests upload nothing. The key must name everything the bytes depend on.
     pub fn resident_table(
         self: &Arc<Self>,
         op: &'static str,

@@ -35,10 +35,10 @@
 //! that pads or truncates is applied, on the way into registers.
 //!
 //! Known costs: irfft's Hermitian input, and any input of rows longer than `T^2` that is not
-//! packed complex rows, go through a load pass first (one more read and write); Bluestein runs five dispatches
-//! over rows of `m`; lengths with small odd factors (3, 5, 7) have no mixed-radix path of
-//! their own and go through Bluestein; from rows of 2^19 on, a four-step side exceeds 512
-//! and its pass moves segments narrower than 32 bytes.
+//! packed complex rows, go through a load pass first (one more read and write); Bluestein
+//! runs five dispatches over rows of `m`; lengths with small odd factors (3, 5, 7) have no
+//! mixed-radix path of their own and go through Bluestein; from rows of 2^19 on, a four-step
+//! side exceeds 512 and its pass moves segments narrower than 32 bytes.
 //!
 //! Results follow Nx's types (`Nx.Type.to_complex`: f64 and c128 give c128, everything else
 //! c64). Integer, f16 and bf16 inputs are cast to f32 first. Nx's BinaryBackend rounds

@@ -271,9 +271,10 @@ void dft8(inout COMPLEX a0, inout COMPLEX a1, inout COMPLEX a2, inout COMPLEX a3
 /// flags conjugate the input (an inverse transform is the conjugate of the forward transform
 /// of the conjugate) and the output; a `post_twiddle` shape multiplies element `k` of
 /// transform `t` by `W^(column * k)` (the twiddle between the two steps of a four-step
-/// transform) before the scale. Twiddles come from a two-level table for transforms of `twiddle_step * length`; an
-/// invocation looks up one twiddle per butterfly and takes the others as its powers (at most
-/// three products deep), which keeps table reads to one per butterfly.
+/// transform) before the scale. Twiddles come from a two-level table for transforms of
+/// `twiddle_step * length`; an invocation looks up one twiddle per butterfly and takes the
+/// others as its powers (at most three products deep), which keeps table reads to one per
+/// butterfly.
 pub(crate) fn block_shader(shape: BlockShape) -> String {
     let length = 1u32 << shape.log2_length;
     let group = 1u32 << shape.log2_group;
