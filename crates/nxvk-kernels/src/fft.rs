@@ -19,9 +19,12 @@
 //!   128-byte segments of neighbouring rows. Each pass reads and writes the data once.
 //! - **longer powers of two**: one radix-2 Stockham dispatch per stage.
 //! - **other lengths**: Bluestein's algorithm: the transform becomes a circular convolution
-//!   of length `m` (the power of two at least `2n - 1`) with a chirp, computed by a load pass
-//!   (times the chirp), a forward power-of-two transform, a pointwise product with the
-//!   chirp's spectrum, an inverse transform and a store pass (times the chirp, scaled).
+//!   of length `m` (the power of two at least `2n - 1`) with a chirp: the input times the
+//!   chirp, a forward power-of-two transform, a product with the chirp's spectrum, an inverse
+//!   transform, and the first `n` elements times the chirp, scaled. Where `m` runs as block
+//!   passes, the products, the padding to `m` and the truncation to `n` happen on the way
+//!   into and out of the passes (two or four dispatches in all); longer convolutions run
+//!   separate load, pointwise and store passes around the radix-2 passes.
 //!
 //! An inverse transform is the conjugate of the forward transform of the conjugate: the
 //! block passes conjugate on load and store, so one set of forward twiddles serves both.
@@ -36,7 +39,7 @@
 //!
 //! Known costs: irfft's Hermitian input, and any input of rows longer than `T^2` that is not
 //! packed complex rows, go through a load pass first (one more read and write); Bluestein
-//! runs five dispatches over rows of `m`; lengths with small odd factors (3, 5, 7) have no
+//! moves rows of `m`, about twice `n`, through two transforms; lengths with small odd factors (3, 5, 7) have no
 //! mixed-radix path of their own and go through Bluestein; from rows of 2^19 on, a four-step
 //! side exceeds 512 and its pass moves segments narrower than 32 bytes.
 //!
@@ -104,19 +107,27 @@ struct Plan {
     scale: f64,
 }
 
-/// Addressing of one side of a block dispatch, in complex numbers: outer, column and element
-/// strides.
+/// Addressing within the rows of one side of a block dispatch, in elements: transform `t` of
+/// a row is column `t % 2^log2_columns`, and its element `k` sits at position
+/// `column * column_stride + k * element_stride` of the row.
 #[derive(Debug, Clone, Copy)]
 struct Strides {
-    outer: u32,
     column: u32,
     element: u32,
 }
 
+/// Per-position factors a pass multiplies by: a table of complex numbers, conjugated or not.
+#[derive(Clone, Copy)]
+struct Factors<'a> {
+    table: &'a DeviceBuffer,
+    conjugate: bool,
+}
+
 /// The rows a transform reads: from `buffer` at byte `offset`, rows `row_stride` elements
-/// apart, real or complex; positions in a row from `limit` on read as zeros. The first block
-/// pass reads any such rows (padding, truncating and widening on the way in); the radix-2
-/// passes read only packed complex rows.
+/// apart, real or complex; positions in a row from `limit` on read as zeros, and the others
+/// may be multiplied by `factors`. The first block pass reads any such rows (padding,
+/// truncating, widening and multiplying on the way in); the radix-2 passes read only packed
+/// complex rows.
 #[derive(Clone, Copy)]
 struct RowSource<'a> {
     buffer: &'a DeviceBuffer,
@@ -124,6 +135,7 @@ struct RowSource<'a> {
     row_stride: u32,
     limit: u32,
     input: LoadInput,
+    factors: Option<Factors<'a>>,
 }
 
 impl<'a> RowSource<'a> {
@@ -135,22 +147,54 @@ impl<'a> RowSource<'a> {
             row_stride: length,
             limit: length,
             input: LoadInput::Complex,
+            factors: None,
         }
     }
 
-    fn is_packed_complex(&self, length: u32) -> bool {
-        self.input == LoadInput::Complex && self.row_stride == length && self.limit == length
+    fn is_packed(&self, length: u32) -> bool {
+        self.input == LoadInput::Complex
+            && self.row_stride == length
+            && self.limit == length
+            && self.factors.is_none()
     }
 }
 
-/// One block pass: `transforms` transforms of `2^log2_length` (`2^log2_columns` per outer
-/// index), read from `source` and written to `destination`.
+/// The rows a transform writes: complex rows `row_stride` elements apart in `buffer`, of
+/// which positions from `limit` on are dropped and the others may be multiplied by
+/// `factors` (the last block pass does both on the way out; the radix-2 passes write only
+/// packed rows).
+#[derive(Clone, Copy)]
+struct RowDestination<'a> {
+    buffer: &'a DeviceBuffer,
+    row_stride: u32,
+    limit: u32,
+    factors: Option<Factors<'a>>,
+}
+
+impl<'a> RowDestination<'a> {
+    /// Complex rows of `length`, packed from byte 0 of `buffer`.
+    fn packed(buffer: &'a DeviceBuffer, length: u32) -> RowDestination<'a> {
+        RowDestination {
+            buffer,
+            row_stride: length,
+            limit: length,
+            factors: None,
+        }
+    }
+
+    fn is_packed(&self, length: u32) -> bool {
+        self.row_stride == length && self.limit == length && self.factors.is_none()
+    }
+}
+
+/// One block pass: `transforms` transforms of `2^log2_length` (`2^log2_columns` per row),
+/// read from `source` and written to `destination`.
 struct BlockPass<'a> {
     transforms: usize,
     log2_columns: u32,
     log2_length: u32,
     source: (RowSource<'a>, Strides),
-    destination: (&'a DeviceBuffer, Strides),
+    destination: (RowDestination<'a>, Strides),
     /// Multiply element `k` of column `c` by `W^(c k)` on the way out (four-step's first pass).
     post_twiddle: bool,
     conjugate_input: bool,
@@ -176,28 +220,39 @@ fn block_dispatch(
         store: Walk::for_stride(destination_strides.element, log2_group),
         post_twiddle: pass.post_twiddle,
         input: source.input,
+        input_factors: source.factors.is_some(),
+        output_factors: destination.factors.is_some(),
     };
     let kernel = device.kernel_from_glsl(&shape.kernel_name(), &block_shader(shape), &[])?;
+    let factors_address =
+        |factors: Option<Factors<'_>>| factors.map_or(0, |factors| factors.table.device_address());
+    let conjugated =
+        |factors: Option<Factors<'_>>| u32::from(factors.is_some_and(|factors| factors.conjugate));
     let push = push_of(
         &[
             source.buffer.device_address() + source.offset,
-            destination.device_address(),
+            destination.buffer.device_address(),
             table.buffer.device_address(),
+            factors_address(source.factors),
+            factors_address(destination.factors),
         ],
         &[
             pass.transforms as u32,
             pass.log2_columns,
             source.limit,
-            source_strides.outer,
+            destination.limit,
+            source.row_stride,
             source_strides.column,
             source_strides.element,
-            destination_strides.outer,
+            destination.row_stride,
             destination_strides.column,
             destination_strides.element,
             1 << (table.log2_length - pass.log2_length),
             table.log2_fine,
             u32::from(pass.conjugate_input),
             u32::from(pass.conjugate_output),
+            conjugated(source.factors),
+            conjugated(destination.factors),
         ],
         Some((precision, pass.scale)),
     );
@@ -205,32 +260,36 @@ fn block_dispatch(
     let workgroups = (pass.transforms as u64)
         .div_ceil(1 << log2_group)
         .clamp(1, u64::from(max_groups)) as u32;
-    device.dispatch(
-        &kernel,
-        [workgroups, 1, 1],
-        &push,
-        &[
-            BufferAccess::Read(source.buffer),
-            BufferAccess::Read(&table.buffer),
-            BufferAccess::Write(destination),
-        ],
-    )
+    let mut accesses = vec![
+        BufferAccess::Read(source.buffer),
+        BufferAccess::Read(&table.buffer),
+        BufferAccess::Write(destination.buffer),
+    ];
+    accesses.extend(
+        [source.factors, destination.factors]
+            .into_iter()
+            .flatten()
+            .map(|factors| BufferAccess::Read(factors.table)),
+    );
+    device.dispatch(&kernel, [workgroups, 1, 1], &push, &accesses)
 }
 
-/// Whether rows of `2^log2_length` run as block passes (which read any [`RowSource`]).
+/// Whether rows of `2^log2_length` run as block passes (which read any [`RowSource`] and
+/// write any [`RowDestination`]).
 fn runs_in_block_passes(precision: Precision, log2_length: u32) -> bool {
     log2_length <= 2 * tile_capacity(precision).trailing_zeros()
 }
 
 /// Transforms `rows` rows of `2^log2_length` (at least 2) from `source` into `destination`
-/// (which may be the source's buffer when the source is packed), using `scratch` (as large as
-/// the rows):
+/// (which may be the source's buffer when both are packed), using `scratch` (as large as the
+/// rows):
 /// - rows of at most [`tile_capacity`]: one block pass, every stage in one workgroup;
 /// - rows of up to its square: the four-step algorithm as two block passes (the row as a
 ///   matrix of `n1` rows of `n2`: the columns' transforms, twiddled on the way out, then the
 ///   rows' transforms written transposed);
-/// - longer rows: one radix-2 Stockham dispatch per stage, from packed complex rows only
-///   (the caller runs the load pass first for any other source).
+/// - longer rows: one radix-2 Stockham dispatch per stage, between packed complex rows only
+///   (the caller runs the load pass first for any other source, and the pointwise or store
+///   pass after).
 ///
 /// An inverse is the conjugate of the forward transform of the conjugate, so the block
 /// passes conjugate the input of the first pass and the output of the last.
@@ -240,7 +299,7 @@ fn transform_power_of_two(
     rows: usize,
     log2_length: u32,
     source: RowSource<'_>,
-    destination: &DeviceBuffer,
+    destination: RowDestination<'_>,
     scratch: &DeviceBuffer,
 ) -> Result<()> {
     let table = twiddle_table(device, plan.precision, log2_length)?;
@@ -248,8 +307,7 @@ fn transform_power_of_two(
     let inverse = plan.transform == Transform::Inverse;
     let log2_capacity = tile_capacity(plan.precision).trailing_zeros();
     if log2_length <= log2_capacity {
-        let row_strides = |outer| Strides {
-            outer,
+        let row_strides = Strides {
             column: 0,
             element: 1,
         };
@@ -257,8 +315,8 @@ fn transform_power_of_two(
             transforms: rows,
             log2_columns: 0,
             log2_length,
-            source: (source, row_strides(source.row_stride)),
-            destination: (destination, row_strides(length_word)),
+            source: (source, row_strides),
+            destination: (destination, row_strides),
             post_twiddle: false,
             conjugate_input: inverse,
             conjugate_output: inverse,
@@ -270,8 +328,7 @@ fn transform_power_of_two(
         // The row as a matrix of n1 rows of n2: element n1_index * n2_count + n2_index.
         let log2_n2 = log2_length.div_ceil(2);
         let (n1_count, n2_count) = (1u32 << (log2_length - log2_n2), 1u32 << log2_n2);
-        let column_strides = |outer| Strides {
-            outer,
+        let column_strides = Strides {
             column: 1,
             element: n2_count,
         };
@@ -279,8 +336,8 @@ fn transform_power_of_two(
             transforms: rows * n2_count as usize,
             log2_columns: log2_n2,
             log2_length: log2_length - log2_n2,
-            source: (source, column_strides(source.row_stride)),
-            destination: (scratch, column_strides(length_word)),
+            source: (source, column_strides),
+            destination: (RowDestination::packed(scratch, length_word), column_strides),
             post_twiddle: true,
             conjugate_input: inverse,
             conjugate_output: false,
@@ -294,7 +351,6 @@ fn transform_power_of_two(
             source: (
                 RowSource::packed(scratch, length_word),
                 Strides {
-                    outer: length_word,
                     column: n2_count,
                     element: 1,
                 },
@@ -302,7 +358,6 @@ fn transform_power_of_two(
             destination: (
                 destination,
                 Strides {
-                    outer: length_word,
                     column: 1,
                     element: n1_count,
                 },
@@ -314,12 +369,13 @@ fn transform_power_of_two(
         };
         return block_dispatch(device, plan.precision, &table, rows_pass);
     }
-    if !source.is_packed_complex(length_word) {
+    if !source.is_packed(length_word) || !destination.is_packed(length_word) {
         return Err(Error::Unsupported {
             op: "fft",
             dtype: plan.precision.dtype(),
             detail: format!(
-                "rows of 2^{log2_length} run as radix-2 passes, which read packed complex rows only"
+                "rows of 2^{log2_length} run as radix-2 passes, which read and write packed \
+                 complex rows only"
             ),
         });
     }
@@ -328,7 +384,7 @@ fn transform_power_of_two(
         plan,
         rows,
         (source.buffer, source.offset),
-        destination,
+        destination.buffer,
         scratch,
         &table,
     )
@@ -629,6 +685,18 @@ fn transform_rows(
             &accesses,
         )
     };
+    // An empty input (rows of length 0 padded) has no address and reads nothing.
+    let offset = rows_tensor
+        .device_address()
+        .map_or(0, |address| address - rows_tensor.buffer().device_address());
+    let rows_source = RowSource {
+        buffer: rows_tensor.buffer(),
+        offset,
+        row_stride: input_length as u32,
+        limit: input_length.min(length) as u32,
+        input: load_input,
+        factors: None,
+    };
     if padded == length {
         if log2_padded == 0 {
             // Length 1: the transform is the (padded or truncated) input itself.
@@ -640,22 +708,12 @@ fn transform_rows(
             scale: final_scale,
         };
         let scratch = device.alloc(op, total as u64 * bytes)?;
-        // An empty input (rows of length 0 padded) has no address and reads nothing.
-        let offset = rows_tensor
-            .device_address()
-            .map_or(0, |address| address - rows_tensor.buffer().device_address());
-        let rows_source = RowSource {
-            buffer: rows_tensor.buffer(),
-            offset,
-            row_stride: input_length as u32,
-            limit: input_length.min(length) as u32,
-            input: load_input,
-        };
+        let output_rows = RowDestination::packed(output.buffer(), length as u32);
         // Block passes read the rows as they are (padding, truncating and widening on the
         // way in); the radix-2 passes and irfft's mirrored input need the load pass first.
         if !hermitian
             && (runs_in_block_passes(precision, log2_padded)
-                || rows_source.is_packed_complex(length as u32))
+                || rows_source.is_packed(length as u32))
         {
             return transform_power_of_two(
                 device,
@@ -663,7 +721,7 @@ fn transform_rows(
                 rows,
                 log2_padded,
                 rows_source,
-                output.buffer(),
+                output_rows,
                 &scratch,
             );
         }
@@ -674,58 +732,110 @@ fn transform_rows(
             rows,
             log2_padded,
             RowSource::packed(output.buffer(), length as u32),
-            output.buffer(),
+            output_rows,
             &scratch,
         );
     }
-    // Bluestein.
+    // Bluestein: the input times the chirp, transformed, times the kernel's spectrum, back,
+    // and times the chirp again. Where the convolution runs as block passes, each product
+    // happens on the way into or out of a pass; longer ones (and irfft's mirrored input) run
+    // the load, pointwise and store passes around the radix-2 passes.
     let tables = bluestein_tables(device, precision, transform, length, padded)?;
-    let (chirp_table, spectrum) = (&tables.chirp, &tables.spectrum);
+    let chirp = Factors {
+        table: &tables.chirp,
+        conjugate: transform == Transform::Inverse,
+    };
+    let spectrum = Factors {
+        table: &tables.spectrum,
+        conjugate: false,
+    };
+    let fused = runs_in_block_passes(precision, log2_padded);
+    let padded_word = padded as u32;
     let work = device.alloc(op, total as u64 * bytes)?;
     let scratch = device.alloc(op, total as u64 * bytes)?;
-    load(&work, Some(chirp_table))?;
+    let chirped_input = if fused && !hermitian {
+        RowSource {
+            factors: Some(chirp),
+            ..rows_source
+        }
+    } else {
+        load(&work, Some(chirp.table))?;
+        RowSource::packed(&work, padded_word)
+    };
+    let forward = Plan {
+        precision,
+        transform: Transform::Forward,
+        scale: 1.0,
+    };
+    let spectrum_product = RowDestination {
+        factors: fused.then_some(spectrum),
+        ..RowDestination::packed(&work, padded_word)
+    };
     transform_power_of_two(
         device,
-        Plan {
-            precision,
-            transform: Transform::Forward,
-            scale: 1.0,
-        },
+        forward,
         rows,
         log2_padded,
-        RowSource::packed(&work, padded as u32),
-        &work,
+        chirped_input,
+        spectrum_product,
         &scratch,
     )?;
-    let pointwise = device.kernel_from_glsl(
-        &format!("fft_pointwise_{}", precision.name()),
-        &pointwise_shader(precision),
-        &[],
-    )?;
-    device.dispatch(
-        &pointwise,
-        [groups(device, total as u64), 1, 1],
-        &push_of(
-            &[work.device_address(), spectrum.device_address()],
-            &[total as u32, log2_padded],
-            None,
-        ),
-        &[BufferAccess::Write(&work), BufferAccess::Read(spectrum)],
-    )?;
+    if !fused {
+        let pointwise = device.kernel_from_glsl(
+            &format!("fft_pointwise_{}", precision.name()),
+            &pointwise_shader(precision),
+            &[],
+        )?;
+        device.dispatch(
+            &pointwise,
+            [groups(device, total as u64), 1, 1],
+            &push_of(
+                &[work.device_address(), spectrum.table.device_address()],
+                &[total as u32, log2_padded],
+                None,
+            ),
+            &[
+                BufferAccess::Write(&work),
+                BufferAccess::Read(spectrum.table),
+            ],
+        )?;
+    }
+    let backward = Plan {
+        precision,
+        transform: Transform::Inverse,
+        scale: if fused {
+            final_scale / padded as f64
+        } else {
+            1.0 / padded as f64
+        },
+    };
+    let convolution = RowSource::packed(&work, padded_word);
+    if fused {
+        let chirped_output = RowDestination {
+            buffer: output.buffer(),
+            row_stride: length as u32,
+            limit: length as u32,
+            factors: Some(chirp),
+        };
+        return transform_power_of_two(
+            device,
+            backward,
+            rows,
+            log2_padded,
+            convolution,
+            chirped_output,
+            &scratch,
+        );
+    }
     transform_power_of_two(
         device,
-        Plan {
-            precision,
-            transform: Transform::Inverse,
-            scale: 1.0 / padded as f64,
-        },
+        backward,
         rows,
         log2_padded,
-        RowSource::packed(&work, padded as u32),
-        &work,
+        convolution,
+        RowDestination::packed(&work, padded_word),
         &scratch,
     )?;
-    let convolution = &work;
     let store = device.kernel_from_glsl(
         &format!("fft_store_{}", precision.name()),
         &store_shader(precision),
@@ -737,16 +847,16 @@ fn transform_rows(
         [groups(device, u64::from(count)), 1, 1],
         &push_of(
             &[
-                convolution.device_address(),
+                work.device_address(),
                 output.device_address().unwrap_or_default(),
-                chirp_table.device_address(),
+                chirp.table.device_address(),
             ],
             &[count, log2_padded, length as u32, inverse],
             Some((precision, final_scale)),
         ),
         &[
-            BufferAccess::Read(convolution),
-            BufferAccess::Read(chirp_table),
+            BufferAccess::Read(&work),
+            BufferAccess::Read(chirp.table),
             BufferAccess::Write(output.buffer()),
         ],
     )

@@ -171,19 +171,35 @@ pub(crate) struct BlockShape {
     pub post_twiddle: bool,
     /// What the first stage reads (real input is widened on the way in).
     pub input: LoadInput,
+    /// Input elements are multiplied by a table at their position in the row (Bluestein's
+    /// chirp), before any conjugation.
+    pub input_factors: bool,
+    /// Output elements are multiplied by a table at their position in the row (Bluestein's
+    /// spectrum or chirp), after any conjugation and before the scale.
+    pub output_factors: bool,
 }
 
 impl BlockShape {
     pub(crate) fn kernel_name(self) -> String {
         format!(
-            "fft_block_{}_{}_{}x{}_{}_{}{}",
+            "fft_block_{}_{}_{}x{}_{}_{}{}{}{}",
             self.precision.name(),
             self.input.name(),
             1u32 << self.log2_group,
             1u32 << self.log2_length,
             self.load.name(),
             self.store.name(),
-            if self.post_twiddle { "_twiddled" } else { "" }
+            if self.post_twiddle { "_twiddled" } else { "" },
+            if self.input_factors {
+                "_input_factors"
+            } else {
+                ""
+            },
+            if self.output_factors {
+                "_output_factors"
+            } else {
+                ""
+            },
         )
     }
 
@@ -267,7 +283,10 @@ void dft8(inout COMPLEX a0, inout COMPLEX a1, inout COMPLEX a2, inout COMPLEX a3
 /// transform `t` is `outer = t >> log2_columns`, `column = t % 2^log2_columns`); input
 /// elements at a position within their row (`column * in_column + element * in_element`) of
 /// `input_limit` or more read as zeros, so that the first pass pads, truncates (with a row
-/// stride longer than the transform) and widens real input itself. Push
+/// stride longer than the transform) and widens real input itself; output elements at a
+/// position of `output_limit` or more are dropped. Shapes with input or output factors
+/// multiply each element by a table entry at its position in the row (Bluestein's chirp on
+/// the way in; its spectrum, or the chirp again, on the way out). Push
 /// flags conjugate the input (an inverse transform is the conjugate of the forward transform
 /// of the conjugate) and the output; a `post_twiddle` shape multiplies element `k` of
 /// transform `t` by `W^(column * k)` (the twiddle between the two steps of a four-step
@@ -291,11 +310,19 @@ pub(crate) fn block_shader(shape: BlockShape) -> String {
         (0..elements).map(|m| line(m, m * lanes)).collect()
     };
     let read = shape.input.read_glsl();
+
     let load = each_register(&|m, offset| {
+        let input_factor = if shape.input_factors {
+            format!(
+                " v[{m}] = complex_multiply(v[{m}], factor(push.input_factors, position, push.conjugate_input_factors));"
+            )
+        } else {
+            String::new()
+        };
         format!(
             "            {{ uint position = in_row + (lane + {offset}u) * push.in_element;
               uint64_t element = base + uint64_t(position);
-              if (position < push.input_limit) v[{m}] = {read}; }}\n"
+              if (position < push.input_limit) {{ v[{m}] = {read};{input_factor} }} }}\n"
         )
     });
     let mut stages = String::new();
@@ -362,9 +389,12 @@ layout(push_constant, scalar) uniform Push {{
     uint64_t source;
     uint64_t destination;
     uint64_t twiddles;
+    uint64_t input_factors;
+    uint64_t output_factors;
     uint transforms;
     uint log2_columns;
     uint input_limit;
+    uint output_limit;
     uint in_outer;
     uint in_column;
     uint in_element;
@@ -375,6 +405,8 @@ layout(push_constant, scalar) uniform Push {{
     uint log2_fine;
     uint conjugate_input;
     uint conjugate_output;
+    uint conjugate_input_factors;
+    uint conjugate_output_factors;
     REAL scale;
 }} push;
 
@@ -400,12 +432,21 @@ COMPLEX stage_twiddle(uint exponent) {{
     return twiddle(push.twiddles, push.log2_fine, exponent * push.twiddle_step);
 }}
 
+COMPLEX factor(uint64_t table, uint position, uint conjugate) {{
+    COMPLEX value = Complexes(table + uint64_t(position) * COMPLEX_BYTES).v;
+    if (conjugate != 0u) value.y = -value.y;
+    return value;
+}}
+
+// Stores element `element` of `transform` at its position in its row; positions at or past
+// `output_limit` are dropped (truncation).
 void store_element(uint transform, uint element, COMPLEX value) {{
     uint outer = transform >> push.log2_columns;
     uint column = transform & ((1u << push.log2_columns) - 1u);
+    uint position = column * push.out_column + element * push.out_element;
+    if (position >= push.output_limit) return;
     if (push.conjugate_output != 0u) value.y = -value.y;
-    uint64_t offset = uint64_t(outer) * uint64_t(push.out_outer) + uint64_t(column) * uint64_t(push.out_column)
-        + uint64_t(element) * uint64_t(push.out_element);
+{output_factor}    uint64_t offset = uint64_t(outer) * uint64_t(push.out_outer) + uint64_t(position);
     Complexes(push.destination + offset * COMPLEX_BYTES).v = value * push.scale;
 }}
 
@@ -438,6 +479,11 @@ void main() {{
         index = layout.index,
         swizzle = layout.swizzle,
         reals = reals_glsl(shape.precision),
+        output_factor = if shape.output_factors {
+            "    value = complex_multiply(value, factor(push.output_factors, position, push.conjugate_output_factors));\n"
+        } else {
+            ""
+        },
     )
 }
 
