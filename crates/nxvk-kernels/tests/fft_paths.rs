@@ -434,3 +434,40 @@ fn empty_and_scalar_inputs() {
     let scalar = Tensor::zeros(&device, DType::C64, &[]).unwrap();
     assert!(fft::fft(&scalar, Transform::Forward, None, 0).is_err());
 }
+
+/// Bluestein beyond two block passes (c128 of 2^19 + 1: a convolution of 2^21, run as the
+/// load, radix-2, pointwise and store passes, the radix-2 passes in place with an odd pass
+/// count, which once ended in the scratch buffer): a complex exponential of frequency `f`
+/// transforms to `n` at bin `f` and zero elsewhere, an impulse at `a` to
+/// `exp(-2 pi i a k / n)`; the null arm moves the frequency by one bin.
+#[test]
+fn huge_bluestein_rows_transform() {
+    let length = (1usize << 19) + 1;
+    let (frequency, position) = (4321usize, 99usize);
+    let angle = |a: usize, b: usize, sign: f64| {
+        sign * 2.0 * PI * ((a as u128 * b as u128) % length as u128) as f64 / length as f64
+    };
+    let values: Vec<Complex64> = (0..length)
+        .map(|n| {
+            Complex64::from_polar(1.0, angle(frequency, n, 1.0))
+                + if n == position { 1.0 } else { 0.0 }
+        })
+        .collect();
+    let input = tensor(DType::C128, &[length], &values);
+    let output = values_of(&fft::fft(&input, Transform::Forward, None, 0).unwrap());
+    let expected = |k: usize, frequency: usize| {
+        Complex64::from_polar(1.0, angle(position, k, -1.0))
+            + if k == frequency { length as f64 } else { 0.0 }
+    };
+    let worst = |frequency: usize| {
+        (0..length)
+            .map(|k| (output[k] - expected(k, frequency)).norm())
+            .fold(0.0, f64::max)
+    };
+    assert!(
+        worst(frequency) < 1e-7,
+        "largest error {}",
+        worst(frequency)
+    );
+    assert!(worst(frequency + 1) > 1.0);
+}
