@@ -123,67 +123,57 @@ struct Factors<'a> {
     conjugate: bool,
 }
 
-/// The rows a transform reads: from `buffer` at byte `offset`, rows `row_stride` elements
-/// apart, real or complex; positions in a row from `limit` on read as zeros, and the others
-/// may be multiplied by `factors`. The first block pass reads any such rows (padding,
-/// truncating, widening and multiplying on the way in); the radix-2 passes read only packed
-/// complex rows.
+/// Rows of a transform's input or output in `buffer` from byte `offset`: rows `row_stride`
+/// elements apart, of which positions from `limit` on are absent (read as zeros, or not
+/// written) and the others may be multiplied by `factors`. Block passes read and write any
+/// such rows (padding, truncating and multiplying on the way in or out); the radix-2 passes
+/// only packed ones.
 #[derive(Clone, Copy)]
-struct RowSource<'a> {
+struct Rows<'a> {
     buffer: &'a DeviceBuffer,
     offset: u64,
     row_stride: u32,
     limit: u32,
-    input: LoadInput,
     factors: Option<Factors<'a>>,
+}
+
+impl<'a> Rows<'a> {
+    /// Rows of `length`, packed from byte 0 of `buffer`.
+    fn packed(buffer: &'a DeviceBuffer, length: u32) -> Rows<'a> {
+        Rows {
+            buffer,
+            offset: 0,
+            row_stride: length,
+            limit: length,
+            factors: None,
+        }
+    }
+
+    /// Rows of `length` with nothing to pad, drop or multiply (wherever they start).
+    fn is_packed(&self, length: u32) -> bool {
+        self.row_stride == length && self.limit == length && self.factors.is_none()
+    }
+}
+
+/// The rows a transform reads, and whether they hold real or complex numbers (the first
+/// block pass widens real ones).
+#[derive(Clone, Copy)]
+struct RowSource<'a> {
+    rows: Rows<'a>,
+    input: LoadInput,
 }
 
 impl<'a> RowSource<'a> {
     /// Complex rows of `length`, packed from byte 0 of `buffer`.
     fn packed(buffer: &'a DeviceBuffer, length: u32) -> RowSource<'a> {
         RowSource {
-            buffer,
-            offset: 0,
-            row_stride: length,
-            limit: length,
+            rows: Rows::packed(buffer, length),
             input: LoadInput::Complex,
-            factors: None,
         }
     }
 
     fn is_packed(&self, length: u32) -> bool {
-        self.input == LoadInput::Complex
-            && self.row_stride == length
-            && self.limit == length
-            && self.factors.is_none()
-    }
-}
-
-/// The rows a transform writes: complex rows `row_stride` elements apart in `buffer`, of
-/// which positions from `limit` on are dropped and the others may be multiplied by
-/// `factors` (the last block pass does both on the way out; the radix-2 passes write only
-/// packed rows).
-#[derive(Clone, Copy)]
-struct RowDestination<'a> {
-    buffer: &'a DeviceBuffer,
-    row_stride: u32,
-    limit: u32,
-    factors: Option<Factors<'a>>,
-}
-
-impl<'a> RowDestination<'a> {
-    /// Complex rows of `length`, packed from byte 0 of `buffer`.
-    fn packed(buffer: &'a DeviceBuffer, length: u32) -> RowDestination<'a> {
-        RowDestination {
-            buffer,
-            row_stride: length,
-            limit: length,
-            factors: None,
-        }
-    }
-
-    fn is_packed(&self, length: u32) -> bool {
-        self.row_stride == length && self.limit == length && self.factors.is_none()
+        self.input == LoadInput::Complex && self.rows.is_packed(length)
     }
 }
 
@@ -194,7 +184,7 @@ struct BlockPass<'a> {
     log2_columns: u32,
     log2_length: u32,
     source: (RowSource<'a>, Strides),
-    destination: (RowDestination<'a>, Strides),
+    destination: (Rows<'a>, Strides),
     /// Multiply element `k` of column `c` by `W^(c k)` on the way out (four-step's first pass).
     post_twiddle: bool,
     conjugate_input: bool,
@@ -210,7 +200,13 @@ fn block_dispatch(
     pass: BlockPass<'_>,
 ) -> Result<()> {
     let log2_group = tile_capacity(precision).trailing_zeros() - pass.log2_length;
-    let (source, source_strides) = pass.source;
+    let (
+        RowSource {
+            rows: source,
+            input,
+        },
+        source_strides,
+    ) = pass.source;
     let (destination, destination_strides) = pass.destination;
     let shape = BlockShape {
         precision,
@@ -219,7 +215,7 @@ fn block_dispatch(
         load: Walk::for_stride(source_strides.element, log2_group),
         store: Walk::for_stride(destination_strides.element, log2_group),
         post_twiddle: pass.post_twiddle,
-        input: source.input,
+        input,
         input_factors: source.factors.is_some(),
         output_factors: destination.factors.is_some(),
     };
@@ -231,7 +227,7 @@ fn block_dispatch(
     let push = push_of(
         &[
             source.buffer.device_address() + source.offset,
-            destination.buffer.device_address(),
+            destination.buffer.device_address() + destination.offset,
             table.buffer.device_address(),
             factors_address(source.factors),
             factors_address(destination.factors),
@@ -274,8 +270,8 @@ fn block_dispatch(
     device.dispatch(&kernel, [workgroups, 1, 1], &push, &accesses)
 }
 
-/// Whether rows of `2^log2_length` run as block passes (which read any [`RowSource`] and
-/// write any [`RowDestination`]).
+/// Whether rows of `2^log2_length` run as block passes (which read and write any
+/// [`Rows`]).
 fn runs_in_block_passes(precision: Precision, log2_length: u32) -> bool {
     log2_length <= 2 * tile_capacity(precision).trailing_zeros()
 }
@@ -299,7 +295,7 @@ fn transform_power_of_two(
     rows: usize,
     log2_length: u32,
     source: RowSource<'_>,
-    destination: RowDestination<'_>,
+    destination: Rows<'_>,
     scratch: &DeviceBuffer,
 ) -> Result<()> {
     let table = twiddle_table(device, plan.precision, log2_length)?;
@@ -337,7 +333,7 @@ fn transform_power_of_two(
             log2_columns: log2_n2,
             log2_length: log2_length - log2_n2,
             source: (source, column_strides),
-            destination: (RowDestination::packed(scratch, length_word), column_strides),
+            destination: (Rows::packed(scratch, length_word), column_strides),
             post_twiddle: true,
             conjugate_input: inverse,
             conjugate_output: false,
@@ -369,7 +365,10 @@ fn transform_power_of_two(
         };
         return block_dispatch(device, plan.precision, &table, rows_pass);
     }
-    if !source.is_packed(length_word) || !destination.is_packed(length_word) {
+    if !source.is_packed(length_word)
+        || !destination.is_packed(length_word)
+        || destination.offset != 0
+    {
         return Err(Error::Unsupported {
             op: "fft",
             dtype: plan.precision.dtype(),
@@ -383,7 +382,7 @@ fn transform_power_of_two(
         device,
         plan,
         rows,
-        (source.buffer, source.offset),
+        (source.rows.buffer, source.rows.offset),
         destination.buffer,
         scratch,
         &table,
@@ -684,12 +683,14 @@ fn transform_rows(
         .device_address()
         .map_or(0, |address| address - rows_tensor.buffer().device_address());
     let rows_source = RowSource {
-        buffer: rows_tensor.buffer(),
-        offset,
-        row_stride: input_length as u32,
-        limit: input_length.min(length) as u32,
+        rows: Rows {
+            buffer: rows_tensor.buffer(),
+            offset,
+            row_stride: input_length as u32,
+            limit: input_length.min(length) as u32,
+            factors: None,
+        },
         input: load_input,
-        factors: None,
     };
     if padded == length {
         if log2_padded == 0 {
@@ -702,7 +703,7 @@ fn transform_rows(
             scale: final_scale,
         };
         let scratch = device.alloc(op, total as u64 * bytes)?;
-        let output_rows = RowDestination::packed(output.buffer(), length as u32);
+        let output_rows = Rows::packed(output.buffer(), length as u32);
         // Block passes read the rows as they are (padding, truncating and widening on the
         // way in); the radix-2 passes and irfft's mirrored input need the load pass first.
         if !hermitian
@@ -749,7 +750,10 @@ fn transform_rows(
     let scratch = device.alloc(op, total as u64 * bytes)?;
     let chirped_input = if fused && !hermitian {
         RowSource {
-            factors: Some(chirp),
+            rows: Rows {
+                factors: Some(chirp),
+                ..rows_source.rows
+            },
             ..rows_source
         }
     } else {
@@ -761,9 +765,9 @@ fn transform_rows(
         transform: Transform::Forward,
         scale: 1.0,
     };
-    let spectrum_product = RowDestination {
+    let spectrum_product = Rows {
         factors: fused.then_some(spectrum),
-        ..RowDestination::packed(&work, padded_word)
+        ..Rows::packed(&work, padded_word)
     };
     transform_power_of_two(
         device,
@@ -805,8 +809,9 @@ fn transform_rows(
     };
     let convolution = RowSource::packed(&work, padded_word);
     if fused {
-        let chirped_output = RowDestination {
+        let chirped_output = Rows {
             buffer: output.buffer(),
+            offset: 0,
             row_stride: length as u32,
             limit: length as u32,
             factors: Some(chirp),
@@ -827,7 +832,7 @@ fn transform_rows(
         rows,
         log2_padded,
         convolution,
-        RowDestination::packed(&work, padded_word),
+        Rows::packed(&work, padded_word),
         &scratch,
     )?;
     let store = device.kernel_from_glsl(
