@@ -5,7 +5,8 @@
 //! Paths, by transform length `n` (tile capacity `T`: 2048 for c64, 1,024 for c128, so that a
 //! tile takes 16 KiB of shared memory):
 //! - **powers of two up to `T`**: one block dispatch (`fft_codegen::block_shader`). Each
-//!   workgroup takes `T / n` whole rows; each invocation loads 8 elements straight into
+//!   workgroup takes `T / n` whole rows (fewer for rows under 8, so that it stays at 256
+//!   invocations); each invocation loads 8 elements straight into
 //!   registers (consecutive invocations at consecutive addresses), runs radix-8 (then 4 or 2)
 //!   Stockham stages in registers, exchanging through shared memory between stages (a
 //!   transform of 2^11 takes four stages, with 7 barriers, against eleven radix-2 stages),
@@ -49,7 +50,7 @@
 
 use crate::fft_codegen::{
     BlockShape, FFT_WORKGROUP_SIZE, LoadInput, Precision, Walk, block_shader, load_shader,
-    pointwise_shader, radix2_shader, store_shader, tile_capacity,
+    log2_group, pointwise_shader, radix2_shader, store_shader, tile_capacity,
 };
 use crate::fft_tables::{TwiddleTable, bluestein_tables, twiddle_table};
 use crate::launch::poison_output;
@@ -199,7 +200,7 @@ fn block_dispatch(
     table: &TwiddleTable,
     pass: BlockPass<'_>,
 ) -> Result<()> {
-    let log2_group = tile_capacity(precision).trailing_zeros() - pass.log2_length;
+    let log2_group = log2_group(precision, pass.log2_length);
     let (
         RowSource {
             rows: source,

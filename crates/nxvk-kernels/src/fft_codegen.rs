@@ -128,6 +128,15 @@ pub(crate) fn tile_capacity(precision: Precision) -> u32 {
 /// Complex numbers each invocation of the block kernel keeps in registers.
 const REGISTER_ELEMENTS: u32 = 8;
 
+/// Transforms of `2^log2_length` per block workgroup, as a power of two: a whole tile, but no
+/// more than [`FFT_WORKGROUP_SIZE`] invocations (transforms shorter than 8 hold fewer elements
+/// per invocation, and a whole tile of them would need up to 1,024).
+pub(crate) fn log2_group(precision: Precision, log2_length: u32) -> u32 {
+    let log2_tile = tile_capacity(precision).trailing_zeros();
+    let log2_elements = log2_length.min(REGISTER_ELEMENTS.trailing_zeros());
+    (log2_tile - log2_length).min(FFT_WORKGROUP_SIZE.trailing_zeros() + log2_elements - log2_length)
+}
+
 /// Which way a block workgroup's invocations walk its tile in global memory: along each
 /// transform's elements (rows contiguous in memory) or across its transforms (strided
 /// columns, whose neighbouring transforms are contiguous). Consecutive invocations touch
