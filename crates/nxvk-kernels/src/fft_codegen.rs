@@ -334,6 +334,8 @@ pub(crate) fn block_shader(shape: BlockShape) -> String {
               if (position < push.input_limit) {{ v[{m}] = {read};{input_factor} }} }}\n"
         )
     });
+    let zeros = each_register(&|m, _| format!("        v[{m}] = COMPLEX(REAL(0), REAL(0));\n"));
+    let conjugates = each_register(&|m, _| format!("            v[{m}].y = -v[{m}].y;\n"));
     let mut stages = String::new();
     let mut sub_length = 1u32;
     let stage_radices = radices(shape.log2_length);
@@ -473,13 +475,13 @@ void main() {{
         // Positions within a row at or past `input_limit` read as zeros (padding).
         uint64_t base = uint64_t(outer) * uint64_t(push.in_outer);
         uint in_row = column * push.in_column;
+        // Registers are indexed by constants only (unrolled here), so that they stay
+        // registers.
         COMPLEX v[{elements}];
-        for (uint m = 0u; m < {elements}u; m++) v[m] = COMPLEX(REAL(0), REAL(0));
-        if (present) {{
+{zeros}        if (present) {{
 {load}        }}
         if (push.conjugate_input != 0u) {{
-            for (uint m = 0u; m < {elements}u; m++) v[m].y = -v[m].y;
-        }}
+{conjugates}        }}
 {stages}{post_twiddle}{store}        barrier();
     }}
 }}
