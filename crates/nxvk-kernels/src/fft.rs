@@ -6,11 +6,10 @@
 //! tile takes 16 KiB of shared memory):
 //! - **powers of two up to `T`**: one block dispatch (`fft_codegen::block_shader`). Each
 //!   workgroup takes `T / n` whole rows (fewer for rows under 8, so that it stays at 256
-//!   invocations); each invocation loads 8 elements straight into
-//!   registers (consecutive invocations at consecutive addresses), runs radix-8 (then 4 or 2)
-//!   Stockham stages in registers, exchanging through shared memory between stages (a
-//!   transform of 2^11 takes four stages, with 7 barriers, against eleven radix-2 stages),
-//!   and stores straight back.
+//!   invocations); each invocation loads 8 elements straight into registers (consecutive
+//!   invocations at consecutive addresses), runs radix-8 (then 4 or 2) Stockham stages in
+//!   registers, exchanging through shared memory between stages (a transform of 2^11 takes
+//!   four stages, with 7 barriers, against eleven radix-2 stages), and stores straight back.
 //! - **powers of two up to `T^2`**: the four-step algorithm in two block dispatches, the row
 //!   seen as a matrix of `n1` rows of `n2` (`n1 <= n2`, `n1 n2 = n`). Pass one transforms the
 //!   columns: each workgroup takes `T / n1` neighbouring columns (128 bytes of every matrix
@@ -40,9 +39,10 @@
 //!
 //! Known costs: irfft's Hermitian input, and any input of rows longer than `T^2` that is not
 //! packed complex rows, go through a load pass first (one more read and write); Bluestein
-//! moves rows of `m`, about twice `n`, through two transforms; lengths with small odd factors (3, 5, 7) have no
-//! mixed-radix path of their own and go through Bluestein; from rows of 2^19 on, a four-step
-//! side exceeds 512 and its pass moves segments narrower than 32 bytes.
+//! moves rows of `m`, about twice `n`, through two transforms; lengths with small odd
+//! factors (3, 5, 7) have no mixed-radix path of their own and go through Bluestein; from
+//! rows of 2^19 on, a four-step side exceeds 512 and its pass moves segments narrower than 32
+//! bytes.
 //!
 //! Results follow Nx's types (`Nx.Type.to_complex`: f64 and c128 give c128, everything else
 //! c64). Integer, f16 and bf16 inputs are cast to f32 first. Nx's BinaryBackend rounds

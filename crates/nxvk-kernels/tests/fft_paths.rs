@@ -1,9 +1,10 @@
 //! The FFT's paths at and around their boundaries, against an f64 host DFT: power-of-two
-//! rows (complex or real) from 2 to 2^15 (one block pass up to 2048 c64 / 1,024 c128, the four-step pair of
-//! passes above, with every radix-8/4/2 stage mix), batches of rows, either axis, `length`
-//! padding and truncation, forward and inverse, c64 and c128; Bluestein lengths whose
-//! convolutions fall on either side of the four-step boundary; a NaN kept in its row;
-//! empty and rank-0 inputs; and null arms.
+//! rows (complex or real) from 2 to 2^15 (one block pass up to 2048 c64 / 1,024 c128, the
+//! four-step pair of passes above, with every radix-8/4/2 stage mix), batches of rows,
+//! either axis, `length` padding and truncation, forward and inverse, c64 and c128;
+//! Bluestein lengths whose convolutions fall on either side of the four-step boundary, and
+//! one beyond two block passes; a NaN kept in its row; empty and rank-0 inputs; and null
+//! arms.
 //!
 //! Error bound: an FFT in precision `eps` has a root-mean-square error of about
 //! `eps log2(n)` times the root-mean-square of its result, and the largest element error is
