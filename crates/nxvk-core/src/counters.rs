@@ -1,6 +1,6 @@
 //! Counters of what the device layer did: dispatches, submits, bytes moved, pool traffic,
-//! pipeline builds and host fallbacks by (op, dtype). Shared by every device generation of a
-//! context, so a rebuild after a lost device does not reset them.
+//! pipeline builds, resident tables and host fallbacks by (op, dtype). Shared by every device
+//! generation of a context, so a rebuild after a lost device does not reset them.
 
 use crate::DType;
 use parking_lot::Mutex;
@@ -22,6 +22,8 @@ pub struct Counters {
     pub(crate) shader_compiles: AtomicU64,
     pub(crate) device_rebuilds: AtomicU64,
     pub(crate) device_bytes_live: AtomicU64,
+    pub(crate) resident_table_builds: AtomicU64,
+    pub(crate) resident_table_hits: AtomicU64,
     host_fallbacks: Mutex<BTreeMap<(String, DType), u64>>,
 }
 
@@ -42,6 +44,9 @@ pub struct CounterSnapshot {
     pub device_rebuilds: u64,
     /// Bytes of device-local buffers that exist now, in use or cached in the pool.
     pub device_bytes_live: u64,
+    /// Resident tables built and uploaded, and requests served by one already on the device.
+    pub resident_table_builds: u64,
+    pub resident_table_hits: u64,
     /// Host fallbacks taken, by (op, dtype).
     pub host_fallbacks: BTreeMap<(String, DType), u64>,
 }
@@ -75,6 +80,8 @@ impl Counters {
             shader_compiles: read(&self.shader_compiles),
             device_rebuilds: read(&self.device_rebuilds),
             device_bytes_live: read(&self.device_bytes_live),
+            resident_table_builds: read(&self.resident_table_builds),
+            resident_table_hits: read(&self.resident_table_hits),
             host_fallbacks: self.host_fallbacks.lock().clone(),
         }
     }

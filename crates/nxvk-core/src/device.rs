@@ -12,6 +12,7 @@ use crate::dispatch_profile::{self, DispatchProfile, PROFILED_DISPATCHES};
 use crate::kernel::{Kernel, KernelKey, SpecValue, kernel_key};
 use crate::memory::{BufferPool, MemoryKind, RawBuffer};
 use crate::pipeline_cache_file::{self, PipelineCacheLoad};
+use crate::resident::ResidentTables;
 use crate::shader_store::ShaderStore;
 use crate::stream::{Access, Stream};
 use crate::strict::{Strict, strict};
@@ -49,6 +50,7 @@ pub struct Device {
     warned_fallbacks: Mutex<HashSet<(String, DType)>>,
     /// Set while `profile_dispatches` runs.
     dispatch_profile: Mutex<Option<dispatch_profile::Recorder>>,
+    resident_tables: Mutex<ResidentTables>,
 }
 
 impl std::fmt::Debug for Device {
@@ -150,6 +152,7 @@ impl Device {
             failed: AtomicBool::new(false),
             warned_fallbacks: Mutex::new(HashSet::new()),
             dispatch_profile: Mutex::new(None),
+            resident_tables: Mutex::new(ResidentTables::default()),
         }))
     }
 
@@ -206,7 +209,38 @@ impl Device {
         Ok(DeviceBuffer {
             raw: Some(raw),
             device: self.clone(),
+            pooled: true,
         })
+    }
+
+    /// The device-resident table under `key` (see the `resident` module for the policy): on
+    /// the first request, `build` makes its bytes on the host and they are uploaded; later
+    /// requests upload nothing. The key must name everything the bytes depend on.
+    pub fn resident_table(
+        self: &Arc<Self>,
+        op: &'static str,
+        key: &str,
+        build: impl FnOnce() -> Vec<u8>,
+    ) -> Result<DeviceBuffer> {
+        self.usable(op)?;
+        if let Some(raw) = self.resident_tables.lock().get(key) {
+            Counters::add(&self.counters.resident_table_hits, 1);
+            return Ok(DeviceBuffer {
+                raw: Some(raw),
+                device: self.clone(),
+                pooled: false,
+            });
+        }
+        let bytes = build();
+        let mut buffer = self.alloc(op, bytes.len().max(1) as u64)?;
+        self.upload(&buffer, 0, &bytes)?;
+        // From here on the table belongs to the cache, never to the pool.
+        buffer.pooled = false;
+        self.resident_tables
+            .lock()
+            .insert(key.to_owned(), buffer.raw().clone());
+        Counters::add(&self.counters.resident_table_builds, 1);
+        Ok(buffer)
     }
 
     /// Bytes the pool holds for reuse now.
@@ -715,6 +749,8 @@ fn check_range(op: &'static str, raw: &RawBuffer, offset: u64, length: u64) -> R
 pub struct DeviceBuffer {
     raw: Option<Arc<RawBuffer>>,
     device: Arc<Device>,
+    /// False for a handle of a resident table, whose memory the device's table cache owns.
+    pooled: bool,
 }
 
 impl DeviceBuffer {
@@ -739,7 +775,9 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        if let Some(raw) = self.raw.take() {
+        if let Some(raw) = self.raw.take()
+            && self.pooled
+        {
             self.device.pool.release(raw);
         }
     }

@@ -27,6 +27,7 @@ mod knob;
 mod layout;
 mod memory;
 mod pipeline_cache_file;
+mod resident;
 mod shader_store;
 mod stream;
 mod strict;
@@ -48,6 +49,7 @@ pub use knob::Knobs;
 pub use layout::{Layout, contiguous_strides};
 pub use memory::size_class;
 pub use pipeline_cache_file::PipelineCacheLoad;
+pub use resident::RESIDENT_TABLE_BYTES;
 pub use strict::{Strict, set_strict, strict};
 pub use tensor::Tensor;
 

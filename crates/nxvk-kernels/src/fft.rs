@@ -2,32 +2,61 @@
 //! zeros or truncating), `fft2`/`ifft2` and `rfft`/`irfft`, on the GPU in c64 (f32
 //! arithmetic) and c128 (f64).
 //!
-//! Power-of-two lengths up to 1,024 run in one dispatch: each workgroup holds whole rows in
-//! shared memory and runs every radix-2 Stockham stage there. Lengths up to 2^20 use the
-//! four-step algorithm (the row as a matrix: transform the columns, multiply by twiddles,
-//! transform the rows and write them transposed), two such dispatches. Longer rows run one
-//! radix-2 Stockham dispatch per stage. Other lengths use Bluestein's algorithm: the
-//! transform becomes a circular convolution of length `M` (the power of two at least
-//! `2n - 1`) with a chirp, computed by two power-of-two transforms and a pointwise product
-//! with the chirp's spectrum. Twiddles, chirps and that spectrum are computed on the host in
-//! f64 (GLSL's trigonometry is 32-bit only) and uploaded per call.
+//! Paths, by transform length `n` (tile capacity `T`: 2048 for c64, 1,024 for c128, so that a
+//! tile takes 16 KiB of shared memory):
+//! - **powers of two up to `T`**: one block dispatch (`fft_codegen::block_shader`). Each
+//!   workgroup takes `T / n` whole rows (fewer for rows under 8, so that it stays at 256
+//!   invocations); each invocation loads 8 elements straight into registers (consecutive
+//!   invocations at consecutive addresses), runs radix-8 (then 4 or 2) Stockham stages in
+//!   registers, exchanging through shared memory between stages (a transform of 2^11 takes
+//!   four stages, with 7 barriers, against eleven radix-2 stages), and stores straight back.
+//! - **powers of two up to `T^2`**: the four-step algorithm in two block dispatches, the row
+//!   seen as a matrix of `n1` rows of `n2` (`n1 <= n2`, `n1 n2 = n`). Pass one transforms the
+//!   columns: each workgroup takes `T / n1` neighbouring columns (128 bytes of every matrix
+//!   row for `n = 2^14` in c64: 16 columns of 128), multiplies by the twiddle `W_n^(column k)`
+//!   on the way out and stores in the same layout. Pass two transforms `T / n2` rows of that
+//!   and writes them transposed through shared memory, so that its stores too are whole
+//!   128-byte segments of neighbouring rows. Each pass reads and writes the data once.
+//! - **longer powers of two**: one radix-2 Stockham dispatch per stage.
+//! - **other lengths**: Bluestein's algorithm: the transform becomes a circular convolution
+//!   of length `m` (the power of two at least `2n - 1`) with a chirp: the input times the
+//!   chirp, a forward power-of-two transform, a product with the chirp's spectrum, an inverse
+//!   transform, and the first `n` elements times the chirp, scaled. Where `m` runs as block
+//!   passes, the products, the padding to `m` and the truncation to `n` happen on the way
+//!   into and out of the passes (two or four dispatches in all); longer convolutions run
+//!   separate load, pointwise and store passes around the radix-2 passes.
+//!
+//! An inverse transform is the conjugate of the forward transform of the conjugate: the
+//! block passes conjugate on load and store, so one set of forward twiddles serves both.
+//! Twiddles (a two-level table of about `2 sqrt(n)` entries, L1-resident), chirps and chirp
+//! spectra are computed on the host in f64 and kept on the device per (device, length,
+//! precision, and direction for spectra) by `fft_tables` through nxvk-core's resident tables:
+//! only the first call of a length uploads them. Inside a butterfly one twiddle is read from
+//! the table and the others are its powers.
+//!
+//! The first block pass reads the rows as they are: real input is widened, and a `length`
+//! that pads or truncates is applied, on the way into registers.
+//!
+//! Known costs: irfft's Hermitian input, and any input of rows longer than `T^2` that is not
+//! packed complex rows, go through a load pass first (one more read and write); Bluestein
+//! moves rows of `m`, about twice `n`, through two transforms; lengths with small odd
+//! factors (3, 5, 7) have no mixed-radix path of their own and go through Bluestein; from
+//! rows of 2^19 on, a four-step side exceeds 512 and its pass moves segments narrower than 32
+//! bytes.
 //!
 //! Results follow Nx's types (`Nx.Type.to_complex`: f64 and c128 give c128, everything else
 //! c64). Integer, f16 and bf16 inputs are cast to f32 first. Nx's BinaryBackend rounds
 //! results within `eps` (1e-10) of zero to zero; these kernels do not (as EXLA does not).
-//!
-//! Next optimisations: radix-4/8 butterflies in registers inside the block kernel, caching
-//! the uploaded tables per length, and wider coalesced segments in the four-step passes.
 
 use crate::fft_codegen::{
-    BLOCK_CAPACITY, FFT_WORKGROUP_SIZE, LoadInput, Precision, block_shader, load_shader,
-    pointwise_shader, radix2_shader, store_shader,
+    BlockShape, FFT_WORKGROUP_SIZE, LoadInput, Precision, Walk, block_shader, load_shader,
+    log2_group, pointwise_shader, radix2_shader, store_shader, tile_capacity,
 };
+use crate::fft_tables::{TwiddleTable, bluestein_tables, twiddle_table};
 use crate::launch::poison_output;
 use crate::operand_errors::bad_operands;
 use crate::{movement, ops, types};
-use nxvk_core::{BufferAccess, Complex64, DType, Device, DeviceBuffer, Error, Result, Tensor};
-use std::f64::consts::PI;
+use nxvk_core::{BufferAccess, DType, Device, DeviceBuffer, Error, Result, Tensor};
 use std::sync::Arc;
 
 /// Which transform.
@@ -49,7 +78,8 @@ fn groups(device: &Device, invocations: u64) -> u32 {
         .clamp(1, u64::from(max_groups)) as u32
 }
 
-/// Push-constant bytes: addresses, then 32-bit words, then the scale in the precision.
+/// Push-constant bytes: addresses, then 32-bit words, then the scale in the precision (at
+/// its alignment).
 fn push_of(addresses: &[u64], words: &[u32], scale: Option<(Precision, f64)>) -> Vec<u8> {
     let mut push = Vec::with_capacity(64);
     for address in addresses {
@@ -60,92 +90,14 @@ fn push_of(addresses: &[u64], words: &[u32], scale: Option<(Precision, f64)>) ->
     }
     match scale {
         Some((Precision::Single, scale)) => push.extend_from_slice(&(scale as f32).to_le_bytes()),
-        Some((Precision::Double, scale)) => push.extend_from_slice(&scale.to_le_bytes()),
+        Some((Precision::Double, scale)) => {
+            // The scalar block layout aligns a double to 8 bytes.
+            push.resize(push.len().next_multiple_of(8), 0);
+            push.extend_from_slice(&scale.to_le_bytes());
+        }
         None => {}
     }
     push
-}
-
-/// Complex numbers as interleaved bytes of the precision.
-fn complex_bytes(precision: Precision, values: &[Complex64]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(values.len() * precision.complex_bytes() as usize);
-    for value in values {
-        match precision {
-            Precision::Single => {
-                bytes.extend_from_slice(&(value.re as f32).to_le_bytes());
-                bytes.extend_from_slice(&(value.im as f32).to_le_bytes());
-            }
-            Precision::Double => {
-                bytes.extend_from_slice(&value.re.to_le_bytes());
-                bytes.extend_from_slice(&value.im.to_le_bytes());
-            }
-        }
-    }
-    bytes
-}
-
-/// A device buffer holding `values` (at least one element, so it has an address).
-fn upload_table(
-    device: &Arc<Device>,
-    precision: Precision,
-    values: &[Complex64],
-) -> Result<DeviceBuffer> {
-    let bytes = complex_bytes(precision, values);
-    let buffer = device.alloc("fft", bytes.len().max(16) as u64)?;
-    if !bytes.is_empty() {
-        device.upload(&buffer, 0, &bytes)?;
-    }
-    Ok(buffer)
-}
-
-/// `exp(-2 pi i t / length)` for `t` below `length`.
-fn twiddles(length: usize) -> Vec<Complex64> {
-    (0..length)
-        .map(|t| Complex64::from_polar(1.0, -2.0 * PI * t as f64 / length as f64))
-        .collect()
-}
-
-/// Bluestein's chirp `w_k = exp(-pi i k^2 / n)`, with `k^2` reduced modulo `2n` exactly.
-fn chirp(length: usize) -> Vec<Complex64> {
-    let modulus = 2 * length as u128;
-    (0..length)
-        .map(|k| {
-            let square = (k as u128 * k as u128) % modulus;
-            Complex64::from_polar(1.0, -PI * square as f64 / length as f64)
-        })
-        .collect()
-}
-
-/// An in-place iterative radix-2 FFT on the host (f64), for Bluestein's chirp spectrum.
-fn host_fft(values: &mut [Complex64]) {
-    let length = values.len();
-    let bits = length.trailing_zeros();
-    if length <= 1 {
-        return;
-    }
-    for index in 0..length {
-        let reversed = index.reverse_bits() >> (usize::BITS - bits);
-        if reversed > index {
-            values.swap(index, reversed);
-        }
-    }
-    let mut size = 2;
-    while size <= length {
-        for start in (0..length).step_by(size) {
-            for offset in 0..size / 2 {
-                let twiddle = if offset == 0 {
-                    Complex64::new(1.0, 0.0)
-                } else {
-                    Complex64::from_polar(1.0, -2.0 * PI * offset as f64 / size as f64)
-                };
-                let a = values[start + offset];
-                let b = values[start + offset + size / 2] * twiddle;
-                values[start + offset] = a + b;
-                values[start + offset + size / 2] = a - b;
-            }
-        }
-        size *= 2;
-    }
 }
 
 /// How a power-of-two transform runs: its precision, direction and final scale.
@@ -156,165 +108,283 @@ struct Plan {
     scale: f64,
 }
 
-/// Addressing of one side of a block dispatch, in complex numbers: outer, column and element
-/// strides.
+/// Addressing within the rows of one side of a block dispatch, in elements: transform `t` of
+/// a row is column `t % 2^log2_columns`, and its element `k` sits at position
+/// `column * column_stride + k * element_stride` of the row.
 #[derive(Debug, Clone, Copy)]
 struct Strides {
-    outer: u32,
     column: u32,
     element: u32,
 }
 
-/// One block dispatch: `transforms` transforms of `2^log2_length` (`columns` per outer index)
-/// with a twiddle table for a transform of `table_length`.
-#[allow(clippy::too_many_arguments)]
-fn block_dispatch(
-    device: &Arc<Device>,
-    plan: Plan,
-    (transforms, columns, log2_length): (usize, usize, u32),
-    (source, source_offset, source_strides): (&DeviceBuffer, u64, Strides),
-    (destination, destination_strides): (&DeviceBuffer, Strides),
-    (table, table_length): (&DeviceBuffer, usize),
-    post_twiddle: bool,
-    scale: f64,
-) -> Result<()> {
-    let kernel = device.kernel_from_glsl(
-        &format!("fft_block_{}", plan.precision.name()),
-        &block_shader(plan.precision),
-        &[],
-    )?;
-    let group = (BLOCK_CAPACITY >> log2_length).max(1) as u64;
-    let push = push_of(
-        &[
-            source.device_address() + source_offset,
-            destination.device_address(),
-            table.device_address(),
-        ],
-        &[
-            transforms as u32,
-            log2_length,
-            columns as u32,
-            source_strides.outer,
-            source_strides.column,
-            source_strides.element,
-            destination_strides.outer,
-            destination_strides.column,
-            destination_strides.element,
-            (table_length >> log2_length) as u32,
-            u32::from(post_twiddle),
-            u32::from(plan.transform == Transform::Inverse),
-        ],
-        Some((plan.precision, scale)),
-    );
-    let max_groups = device.capabilities().max_workgroup_count[0];
-    let workgroups = (transforms as u64)
-        .div_ceil(group)
-        .clamp(1, u64::from(max_groups)) as u32;
-    device.dispatch(
-        &kernel,
-        [workgroups, 1, 1],
-        &push,
-        &[
-            BufferAccess::Read(source),
-            BufferAccess::Read(table),
-            BufferAccess::Write(destination),
-        ],
-    )
+/// Per-position factors a pass multiplies by: a table of complex numbers, conjugated or not.
+#[derive(Clone, Copy)]
+struct Factors<'a> {
+    table: &'a DeviceBuffer,
+    conjugate: bool,
 }
 
-/// Transforms `rows` rows of `2^log2_length` from `source` (from byte `source_offset`) into
-/// `destination` (which may be the source), using `scratch` (as large as the rows):
-/// - rows of at most `BLOCK_CAPACITY`: one block dispatch, all stages in shared memory;
-/// - rows of up to `BLOCK_CAPACITY^2`: the four-step algorithm, two block dispatches (columns
-///   of the row seen as a matrix with the twiddle between them, then rows written
-///   transposed);
-/// - longer rows: one radix-2 Stockham dispatch per stage.
+/// Rows of a transform's input or output in `buffer` from byte `offset`: rows `row_stride`
+/// elements apart, of which positions from `limit` on are absent (read as zeros, or not
+/// written) and the others may be multiplied by `factors`. Block passes read and write any
+/// such rows (padding, truncating and multiplying on the way in or out); the radix-2 passes
+/// only packed ones.
+#[derive(Clone, Copy)]
+struct Rows<'a> {
+    buffer: &'a DeviceBuffer,
+    offset: u64,
+    row_stride: u32,
+    limit: u32,
+    factors: Option<Factors<'a>>,
+}
+
+impl<'a> Rows<'a> {
+    /// Rows of `length`, packed from byte 0 of `buffer`.
+    fn packed(buffer: &'a DeviceBuffer, length: u32) -> Rows<'a> {
+        Rows {
+            buffer,
+            offset: 0,
+            row_stride: length,
+            limit: length,
+            factors: None,
+        }
+    }
+
+    /// Rows of `length` with nothing to pad, drop or multiply (wherever they start).
+    fn is_packed(&self, length: u32) -> bool {
+        self.row_stride == length && self.limit == length && self.factors.is_none()
+    }
+}
+
+/// The rows a transform reads, and whether they hold real or complex numbers (the first
+/// block pass widens real ones).
+#[derive(Clone, Copy)]
+struct RowSource<'a> {
+    rows: Rows<'a>,
+    input: LoadInput,
+}
+
+impl<'a> RowSource<'a> {
+    /// Complex rows of `length`, packed from byte 0 of `buffer`.
+    fn packed(buffer: &'a DeviceBuffer, length: u32) -> RowSource<'a> {
+        RowSource {
+            rows: Rows::packed(buffer, length),
+            input: LoadInput::Complex,
+        }
+    }
+
+    fn is_packed(&self, length: u32) -> bool {
+        self.input == LoadInput::Complex && self.rows.is_packed(length)
+    }
+}
+
+/// One block pass: `transforms` transforms of `2^log2_length` (`2^log2_columns` per row),
+/// read from `source` and written to `destination`.
+struct BlockPass<'a> {
+    transforms: usize,
+    log2_columns: u32,
+    log2_length: u32,
+    source: (RowSource<'a>, Strides),
+    destination: (Rows<'a>, Strides),
+    /// Multiply element `k` of column `c` by `W^(c k)` on the way out (four-step's first pass).
+    post_twiddle: bool,
+    conjugate_input: bool,
+    conjugate_output: bool,
+    scale: f64,
+}
+
+/// Dispatches one block pass (see `fft_codegen::block_shader`) with twiddles from `table`.
+fn block_dispatch(
+    device: &Arc<Device>,
+    precision: Precision,
+    table: &TwiddleTable,
+    pass: BlockPass<'_>,
+) -> Result<()> {
+    let log2_group = log2_group(precision, pass.log2_length);
+    let (
+        RowSource {
+            rows: source,
+            input,
+        },
+        source_strides,
+    ) = pass.source;
+    let (destination, destination_strides) = pass.destination;
+    let shape = BlockShape {
+        precision,
+        log2_length: pass.log2_length,
+        log2_group,
+        load: Walk::for_stride(source_strides.element, log2_group),
+        store: Walk::for_stride(destination_strides.element, log2_group),
+        post_twiddle: pass.post_twiddle,
+        input,
+        input_factors: source.factors.is_some(),
+        output_factors: destination.factors.is_some(),
+    };
+    let kernel = device.kernel_from_glsl(&shape.kernel_name(), &block_shader(shape), &[])?;
+    let factors_address =
+        |factors: Option<Factors<'_>>| factors.map_or(0, |factors| factors.table.device_address());
+    let conjugated =
+        |factors: Option<Factors<'_>>| u32::from(factors.is_some_and(|factors| factors.conjugate));
+    let push = push_of(
+        &[
+            source.buffer.device_address() + source.offset,
+            destination.buffer.device_address() + destination.offset,
+            table.buffer.device_address(),
+            factors_address(source.factors),
+            factors_address(destination.factors),
+        ],
+        &[
+            pass.transforms as u32,
+            pass.log2_columns,
+            source.limit,
+            destination.limit,
+            source.row_stride,
+            source_strides.column,
+            source_strides.element,
+            destination.row_stride,
+            destination_strides.column,
+            destination_strides.element,
+            1 << (table.log2_length - pass.log2_length),
+            table.log2_fine,
+            u32::from(pass.conjugate_input),
+            u32::from(pass.conjugate_output),
+            conjugated(source.factors),
+            conjugated(destination.factors),
+        ],
+        Some((precision, pass.scale)),
+    );
+    let max_groups = device.capabilities().max_workgroup_count[0];
+    let workgroups = (pass.transforms as u64)
+        .div_ceil(1 << log2_group)
+        .clamp(1, u64::from(max_groups)) as u32;
+    let mut accesses = vec![
+        BufferAccess::Read(source.buffer),
+        BufferAccess::Read(&table.buffer),
+        BufferAccess::Write(destination.buffer),
+    ];
+    accesses.extend(
+        [source.factors, destination.factors]
+            .into_iter()
+            .flatten()
+            .map(|factors| BufferAccess::Read(factors.table)),
+    );
+    device.dispatch(&kernel, [workgroups, 1, 1], &push, &accesses)
+}
+
+/// Whether rows of `2^log2_length` run as block passes (which read and write any
+/// [`Rows`]).
+fn runs_in_block_passes(precision: Precision, log2_length: u32) -> bool {
+    log2_length <= 2 * tile_capacity(precision).trailing_zeros()
+}
+
+/// Transforms `rows` rows of `2^log2_length` (at least 2) from `source` into `destination`
+/// (which may be the source's buffer when both are packed), using `scratch` (as large as the
+/// rows):
+/// - rows of at most [`tile_capacity`]: one block pass, every stage in one workgroup;
+/// - rows of up to its square: the four-step algorithm as two block passes (the row as a
+///   matrix of `n1` rows of `n2`: the columns' transforms, twiddled on the way out, then the
+///   rows' transforms written transposed);
+/// - longer rows: one radix-2 Stockham dispatch per stage, between packed complex rows only
+///   (the caller runs the load pass first for any other source, and the pointwise or store
+///   pass after).
+///
+/// An inverse is the conjugate of the forward transform of the conjugate, so the block
+/// passes conjugate the input of the first pass and the output of the last.
 fn transform_power_of_two(
     device: &Arc<Device>,
     plan: Plan,
     rows: usize,
     log2_length: u32,
-    (source, source_offset): (&DeviceBuffer, u64),
-    destination: &DeviceBuffer,
+    source: RowSource<'_>,
+    destination: Rows<'_>,
     scratch: &DeviceBuffer,
 ) -> Result<()> {
-    let length = 1usize << log2_length;
-    let table = upload_table(device, plan.precision, &twiddles(length))?;
-    let length_word = length as u32;
-    let log2_capacity = BLOCK_CAPACITY.trailing_zeros();
+    let table = twiddle_table(device, plan.precision, log2_length)?;
+    let length_word = 1u32 << log2_length;
+    let inverse = plan.transform == Transform::Inverse;
+    let log2_capacity = tile_capacity(plan.precision).trailing_zeros();
     if log2_length <= log2_capacity {
         let row_strides = Strides {
-            outer: length_word,
             column: 0,
             element: 1,
         };
-        return block_dispatch(
-            device,
-            plan,
-            (rows, 1, log2_length),
-            (source, source_offset, row_strides),
-            (destination, row_strides),
-            (&table, length),
-            false,
-            plan.scale,
-        );
+        let pass = BlockPass {
+            transforms: rows,
+            log2_columns: 0,
+            log2_length,
+            source: (source, row_strides),
+            destination: (destination, row_strides),
+            post_twiddle: false,
+            conjugate_input: inverse,
+            conjugate_output: inverse,
+            scale: plan.scale,
+        };
+        return block_dispatch(device, plan.precision, &table, pass);
     }
-    if log2_length <= 2 * log2_capacity {
-        // The row as a matrix of n1 rows of n2: element n1 * n2_count + n2.
-        let log2_columns = log2_length.div_ceil(2);
-        let (n1_count, n2_count) = (1u32 << (log2_length - log2_columns), 1u32 << log2_columns);
+    if runs_in_block_passes(plan.precision, log2_length) {
+        // The row as a matrix of n1 rows of n2: element n1_index * n2_count + n2_index.
+        let log2_n2 = log2_length.div_ceil(2);
+        let (n1_count, n2_count) = (1u32 << (log2_length - log2_n2), 1u32 << log2_n2);
         let column_strides = Strides {
-            outer: length_word,
             column: 1,
             element: n2_count,
         };
-        block_dispatch(
-            device,
-            plan,
-            (
-                rows * n2_count as usize,
-                n2_count as usize,
-                log2_length - log2_columns,
-            ),
-            (source, source_offset, column_strides),
-            (scratch, column_strides),
-            (&table, length),
-            true,
-            1.0,
-        )?;
-        return block_dispatch(
-            device,
-            plan,
-            (rows * n1_count as usize, n1_count as usize, log2_columns),
-            (
-                scratch,
-                0,
+        let columns = BlockPass {
+            transforms: rows * n2_count as usize,
+            log2_columns: log2_n2,
+            log2_length: log2_length - log2_n2,
+            source: (source, column_strides),
+            destination: (Rows::packed(scratch, length_word), column_strides),
+            post_twiddle: true,
+            conjugate_input: inverse,
+            conjugate_output: false,
+            scale: 1.0,
+        };
+        block_dispatch(device, plan.precision, &table, columns)?;
+        let rows_pass = BlockPass {
+            transforms: rows * n1_count as usize,
+            log2_columns: log2_length - log2_n2,
+            log2_length: log2_n2,
+            source: (
+                RowSource::packed(scratch, length_word),
                 Strides {
-                    outer: length_word,
                     column: n2_count,
                     element: 1,
                 },
             ),
-            (
+            destination: (
                 destination,
                 Strides {
-                    outer: length_word,
                     column: 1,
                     element: n1_count,
                 },
             ),
-            (&table, length),
-            false,
-            plan.scale,
-        );
+            post_twiddle: false,
+            conjugate_input: false,
+            conjugate_output: inverse,
+            scale: plan.scale,
+        };
+        return block_dispatch(device, plan.precision, &table, rows_pass);
+    }
+    if !source.is_packed(length_word)
+        || !destination.is_packed(length_word)
+        || destination.offset != 0
+    {
+        return Err(Error::Unsupported {
+            op: "fft",
+            dtype: plan.precision.dtype(),
+            detail: format!(
+                "rows of 2^{log2_length} run as radix-2 passes, which read and write packed \
+                 complex rows only"
+            ),
+        });
     }
     radix2_passes(
         device,
         plan,
         rows,
-        log2_length,
-        (source, source_offset),
-        destination,
+        (source.rows.buffer, source.rows.offset),
+        destination.buffer,
         scratch,
         &table,
     )
@@ -324,17 +394,16 @@ fn transform_power_of_two(
 /// between `destination` and `scratch` so that no pass reads what it writes; when the
 /// source is the destination and the pass count is odd, the first pass goes to a third
 /// buffer.
-#[allow(clippy::too_many_arguments)]
 fn radix2_passes(
     device: &Arc<Device>,
     plan: Plan,
     rows: usize,
-    log2_length: u32,
     (source, source_offset): (&DeviceBuffer, u64),
     destination: &DeviceBuffer,
     scratch: &DeviceBuffer,
-    table: &DeviceBuffer,
+    table: &TwiddleTable,
 ) -> Result<()> {
+    let log2_length = table.log2_length;
     let length = 1usize << log2_length;
     let kernel = device.kernel_from_glsl(
         &format!("fft_radix2_{}", plan.precision.name()),
@@ -353,15 +422,9 @@ fn radix2_passes(
         })
         .collect();
     if std::ptr::eq(source, destination) && std::ptr::eq(targets[0], destination) {
+        // The second pass reads the third buffer and writes `scratch`, as it would have.
         extra = device.alloc("fft", scratch.size())?;
         targets[0] = &extra;
-        for target in targets.iter_mut().skip(1) {
-            *target = if std::ptr::eq(*target, destination) {
-                scratch
-            } else {
-                destination
-            };
-        }
     }
     let pairs = (rows * length / 2) as u32;
     let mut from = (source, source_offset);
@@ -372,12 +435,13 @@ fn radix2_passes(
             &[
                 from.0.device_address() + from.1,
                 to.device_address(),
-                table.device_address(),
+                table.buffer.device_address(),
             ],
             &[
                 pairs,
                 log2_length,
                 pass,
+                table.log2_fine,
                 u32::from(plan.transform == Transform::Inverse),
             ],
             Some((plan.precision, pass_scale)),
@@ -388,7 +452,7 @@ fn radix2_passes(
             &push,
             &[
                 BufferAccess::Read(from.0),
-                BufferAccess::Read(table),
+                BufferAccess::Read(&table.buffer),
                 BufferAccess::Write(to),
             ],
         )?;
@@ -615,6 +679,20 @@ fn transform_rows(
             &accesses,
         )
     };
+    // An empty input (rows of length 0 padded) has no address and reads nothing.
+    let offset = rows_tensor
+        .device_address()
+        .map_or(0, |address| address - rows_tensor.buffer().device_address());
+    let rows_source = RowSource {
+        rows: Rows {
+            buffer: rows_tensor.buffer(),
+            offset,
+            row_stride: input_length as u32,
+            limit: input_length.min(length) as u32,
+            factors: None,
+        },
+        input: load_input,
+    };
     if padded == length {
         if log2_padded == 0 {
             // Length 1: the transform is the (padded or truncated) input itself.
@@ -626,16 +704,20 @@ fn transform_rows(
             scale: final_scale,
         };
         let scratch = device.alloc(op, total as u64 * bytes)?;
-        if load_input == LoadInput::Complex && input_length == length && !hermitian {
-            // Complex rows of the right length: transform straight from the input.
-            let offset = source_address - rows_tensor.buffer().device_address();
+        let output_rows = Rows::packed(output.buffer(), length as u32);
+        // Block passes read the rows as they are (padding, truncating and widening on the
+        // way in); the radix-2 passes and irfft's mirrored input need the load pass first.
+        if !hermitian
+            && (runs_in_block_passes(precision, log2_padded)
+                || rows_source.is_packed(length as u32))
+        {
             return transform_power_of_two(
                 device,
                 plan,
                 rows,
                 log2_padded,
-                (rows_tensor.buffer(), offset),
-                output.buffer(),
+                rows_source,
+                output_rows,
                 &scratch,
             );
         }
@@ -645,72 +727,115 @@ fn transform_rows(
             plan,
             rows,
             log2_padded,
-            (output.buffer(), 0),
-            output.buffer(),
+            RowSource::packed(output.buffer(), length as u32),
+            output_rows,
             &scratch,
         );
     }
-    // Bluestein.
-    let chirp_values = chirp(length);
-    let mut kernel_values = vec![Complex64::new(0.0, 0.0); padded];
-    for (k, value) in chirp_values.iter().enumerate() {
-        let conjugate = match transform {
-            Transform::Forward => value.conj(),
-            Transform::Inverse => *value,
-        };
-        kernel_values[k] = conjugate;
-        if k > 0 {
-            kernel_values[padded - k] = conjugate;
-        }
-    }
-    host_fft(&mut kernel_values);
-    let chirp_table = upload_table(device, precision, &chirp_values)?;
-    let spectrum = upload_table(device, precision, &kernel_values)?;
+    // Bluestein: the input times the chirp, transformed, times the kernel's spectrum, back,
+    // and times the chirp again. Where the convolution runs as block passes, each product
+    // happens on the way into or out of a pass; longer ones (and irfft's mirrored input) run
+    // the load, pointwise and store passes around the radix-2 passes.
+    let tables = bluestein_tables(device, precision, transform, length, padded)?;
+    let chirp = Factors {
+        table: &tables.chirp,
+        conjugate: transform == Transform::Inverse,
+    };
+    let spectrum = Factors {
+        table: &tables.spectrum,
+        conjugate: false,
+    };
+    let fused = runs_in_block_passes(precision, log2_padded);
+    let padded_word = padded as u32;
     let work = device.alloc(op, total as u64 * bytes)?;
     let scratch = device.alloc(op, total as u64 * bytes)?;
-    load(&work, Some(&chirp_table))?;
+    let chirped_input = if fused && !hermitian {
+        RowSource {
+            rows: Rows {
+                factors: Some(chirp),
+                ..rows_source.rows
+            },
+            ..rows_source
+        }
+    } else {
+        load(&work, Some(chirp.table))?;
+        RowSource::packed(&work, padded_word)
+    };
+    let forward = Plan {
+        precision,
+        transform: Transform::Forward,
+        scale: 1.0,
+    };
+    let spectrum_product = Rows {
+        factors: fused.then_some(spectrum),
+        ..Rows::packed(&work, padded_word)
+    };
     transform_power_of_two(
         device,
-        Plan {
-            precision,
-            transform: Transform::Forward,
-            scale: 1.0,
-        },
+        forward,
         rows,
         log2_padded,
-        (&work, 0),
-        &work,
+        chirped_input,
+        spectrum_product,
         &scratch,
     )?;
-    let pointwise = device.kernel_from_glsl(
-        &format!("fft_pointwise_{}", precision.name()),
-        &pointwise_shader(precision),
-        &[],
-    )?;
-    device.dispatch(
-        &pointwise,
-        [groups(device, total as u64), 1, 1],
-        &push_of(
-            &[work.device_address(), spectrum.device_address()],
-            &[total as u32, log2_padded],
-            None,
-        ),
-        &[BufferAccess::Write(&work), BufferAccess::Read(&spectrum)],
-    )?;
+    if !fused {
+        let pointwise = device.kernel_from_glsl(
+            &format!("fft_pointwise_{}", precision.name()),
+            &pointwise_shader(precision),
+            &[],
+        )?;
+        device.dispatch(
+            &pointwise,
+            [groups(device, total as u64), 1, 1],
+            &push_of(
+                &[work.device_address(), spectrum.table.device_address()],
+                &[total as u32, log2_padded],
+                None,
+            ),
+            &[
+                BufferAccess::Write(&work),
+                BufferAccess::Read(spectrum.table),
+            ],
+        )?;
+    }
+    let backward = Plan {
+        precision,
+        transform: Transform::Inverse,
+        scale: if fused {
+            final_scale / padded as f64
+        } else {
+            1.0 / padded as f64
+        },
+    };
+    let convolution = RowSource::packed(&work, padded_word);
+    if fused {
+        let chirped_output = Rows {
+            buffer: output.buffer(),
+            offset: 0,
+            row_stride: length as u32,
+            limit: length as u32,
+            factors: Some(chirp),
+        };
+        return transform_power_of_two(
+            device,
+            backward,
+            rows,
+            log2_padded,
+            convolution,
+            chirped_output,
+            &scratch,
+        );
+    }
     transform_power_of_two(
         device,
-        Plan {
-            precision,
-            transform: Transform::Inverse,
-            scale: 1.0 / padded as f64,
-        },
+        backward,
         rows,
         log2_padded,
-        (&work, 0),
-        &work,
+        convolution,
+        Rows::packed(&work, padded_word),
         &scratch,
     )?;
-    let convolution = &work;
     let store = device.kernel_from_glsl(
         &format!("fft_store_{}", precision.name()),
         &store_shader(precision),
@@ -722,16 +847,16 @@ fn transform_rows(
         [groups(device, u64::from(count)), 1, 1],
         &push_of(
             &[
-                convolution.device_address(),
+                work.device_address(),
                 output.device_address().unwrap_or_default(),
-                chirp_table.device_address(),
+                chirp.table.device_address(),
             ],
             &[count, log2_padded, length as u32, inverse],
             Some((precision, final_scale)),
         ),
         &[
-            BufferAccess::Read(convolution),
-            BufferAccess::Read(&chirp_table),
+            BufferAccess::Read(&work),
+            BufferAccess::Read(chirp.table),
             BufferAccess::Write(output.buffer()),
         ],
     )

@@ -56,6 +56,7 @@ pub mod dot_cooperative;
 mod fallback;
 pub mod fft;
 mod fft_codegen;
+mod fft_tables;
 mod grid;
 pub mod index;
 mod index_codegen;
