@@ -33,6 +33,7 @@ mod graph;
 mod plan;
 mod plan_cache;
 mod reducer;
+mod row_program;
 mod view;
 
 pub use autodiff::{STOP_GRAD, gradients};
@@ -45,4 +46,5 @@ pub use graph::{
 pub use plan::{FusedKernel, Plan, PlanOptions, Stage};
 pub use plan_cache::{FusionCounters, PlanCache};
 pub use reducer::ReducerKernel;
+pub use row_program::RowProgramKernel;
 pub use view::{ViewPath, ViewStep};
