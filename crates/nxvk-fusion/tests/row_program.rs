@@ -241,7 +241,7 @@ fn a_max_row_program_is_bit_exact() {
 fn softmax_log_softmax_and_layer_norm_in_every_float_dtype() {
     let _serial = serial();
     for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
-        for (rows, columns) in [(3, 17), (5, 256), (2, 2050)] {
+        for (rows, columns) in [(3, 17), (2, 2050)] {
             let graphs = [
                 softmax(dtype, rows, columns, false),
                 log_softmax(dtype, rows, columns),
@@ -388,7 +388,7 @@ fn random_row_program(seed: u64, dtype: DType, rows: usize, length: usize) -> Gr
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 10, ..ProptestConfig::default() })]
 
     /// Random row programs over row lengths 1..5000 and odd row counts, every float dtype:
     /// one dispatch, equal to eager to the dtype's sum tolerance.

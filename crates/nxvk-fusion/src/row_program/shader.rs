@@ -88,7 +88,8 @@ pub(crate) fn row_program_shader(source: &RowProgramSource<'_>) -> String {
         packet_path,
     } = *source;
     let stored: BTreeSet<Elem> = outputs.iter().copied().collect();
-    let mut shader = expression.declarations(&stored);
+    let mut shader = String::from("#extension GL_EXT_control_flow_attributes : require\n");
+    shader.push_str(&expression.declarations(&stored));
     // The reductions' results, read by `nx_element`.
     for (k, reduction) in reductions.iter().enumerate() {
         let _ = writeln!(shader, "{} reduced{k};", storage_type(reduction.result));
@@ -132,15 +133,19 @@ layout(local_size_x = {WORKGROUP_SIZE}) in;
             phases,
             "#define V {value_type}
         {{
-            V value = nxr{k}_identity();
-            for (uint held = 0u; held < NX_PACKETS_PER_LANE; held++) {{
-                for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
+            // One accumulator per packet lane: four independent chains of folds.
+            V lanes[{PACKET_ELEMENTS}];
+            [[unroll]] for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) lanes[lane_of_packet] = nxr{k}_identity();
+            [[unroll]] for (uint held = 0u; held < NX_PACKETS_PER_LANE; held++) {{
+                [[unroll]] for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
                     uint column = (lane + held * NX_TEAM_SIZE) * {PACKET_ELEMENTS}u + lane_of_packet;
-                    if (!row_active || column >= NX_ROW_LENGTH) break;
-                    {call}
-                    value = nxr{k}_fold(value, {element});
+                    if (row_active && column < NX_ROW_LENGTH) {{
+                        {call}
+                        lanes[lane_of_packet] = nxr{k}_fold(lanes[lane_of_packet], {element});
+                    }}
                 }}
             }}
+            V value = nxr{k}_fold(nxr{k}_fold(lanes[0], lanes[1]), nxr{k}_fold(lanes[2], lanes[3]));
             value = nxr{k}_team_fold(value);
             reduced{k} = {stored};
         }}
@@ -182,37 +187,40 @@ layout(local_size_x = {WORKGROUP_SIZE}) in;
     let _ = write!(
         shader,
         "void main() {{
-{preamble}{packet_preamble}    uint lane = gl_LocalInvocationID.x % NX_TEAM_SIZE;
+{preamble}{packet_preamble}    // Vector loads and stores (the executor decides per run: `push.rank`).
+    bool packets = NX_PACKET_PATH != 0 && push.rank == PACKET_RANK;
+    uint lane = gl_LocalInvocationID.x % NX_TEAM_SIZE;
     uint rows_per_group = WORKGROUP_SIZE / NX_TEAM_SIZE;
     for (uint first_row = gl_WorkGroupID.x * rows_per_group; first_row < push.count; first_row += gl_NumWorkGroups.x * rows_per_group) {{
         uint row = first_row + gl_LocalInvocationID.x / NX_TEAM_SIZE;
         bool row_active = row < push.count;
-{held}        for (uint held = 0u; held < NX_PACKETS_PER_LANE; held++) {{
+{held}        [[unroll]] for (uint held = 0u; held < NX_PACKETS_PER_LANE; held++) {{
             uint column = (lane + held * NX_TEAM_SIZE) * {PACKET_ELEMENTS}u;
-            if (!row_active || column >= NX_ROW_LENGTH) break;
-#if NX_PACKET_PATH
-            if (push.rank == PACKET_RANK) {{
-{packet_loads}                continue;
+            if (!row_active || column >= NX_ROW_LENGTH) {{
+            }} else if (packets) {{
+{packet_loads}            }} else {{
+                [[unroll]] for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
+                    if (column + lane_of_packet < NX_ROW_LENGTH) {{
+                        uint index = row * NX_ROW_LENGTH + column + lane_of_packet;
+{indices}{generic_loads}                    }}
+                }}
             }}
-#endif
-            for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u && column + lane_of_packet < NX_ROW_LENGTH; lane_of_packet++) {{
-                uint index = row * NX_ROW_LENGTH + column + lane_of_packet;
-{indices}{generic_loads}            }}
         }}
-{phases}        for (uint held = 0u; held < NX_PACKETS_PER_LANE; held++) {{
+{phases}        [[unroll]] for (uint held = 0u; held < NX_PACKETS_PER_LANE; held++) {{
             uint column = (lane + held * NX_TEAM_SIZE) * {PACKET_ELEMENTS}u;
-            if (!row_active || column >= NX_ROW_LENGTH) break;
-            uint64_t element = uint64_t(row) * uint64_t(NX_ROW_LENGTH) + uint64_t(column);
-{output_arrays}            for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
-                {call}
-{output_values}            }}
-#if NX_PACKET_PATH
-            if (push.rank == PACKET_RANK) {{
-{packet_stores}                continue;
+            if (row_active && column < NX_ROW_LENGTH) {{
+                uint64_t element = uint64_t(row) * uint64_t(NX_ROW_LENGTH) + uint64_t(column);
+{output_arrays}                [[unroll]] for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
+                    {call}
+{output_values}                }}
+                if (packets) {{
+{packet_stores}                }} else {{
+                    [[unroll]] for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
+                        if (column + lane_of_packet < NX_ROW_LENGTH) {{
+{scalar_stores}                        }}
+                    }}
+                }}
             }}
-#endif
-            for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u && column + lane_of_packet < NX_ROW_LENGTH; lane_of_packet++) {{
-{scalar_stores}            }}
         }}
     }}
 }}
