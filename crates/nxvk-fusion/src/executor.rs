@@ -205,6 +205,21 @@ impl GeneratedLaunch<'_> {
     }
 }
 
+/// Fresh tensors for the values of `roots`, which a generated kernel writes.
+pub(crate) fn empty_outputs(
+    device: &Arc<Device>,
+    graph: &Graph,
+    roots: &[NodeId],
+) -> Result<Vec<Tensor>> {
+    roots
+        .iter()
+        .map(|&root| {
+            let ty = graph.tensor_type(root);
+            Tensor::empty(device, ty.dtype, &ty.shape)
+        })
+        .collect()
+}
+
 fn absent(op: &'static str, node: NodeId) -> Error {
     Error::BadOperands {
         op,
@@ -246,14 +261,7 @@ impl Run<'_> {
         const OP: &str = "fused kernel";
         let device = self.cache.device();
         let graph = self.graph();
-        let outputs = fused
-            .roots
-            .iter()
-            .map(|&root| {
-                let ty = graph.tensor_type(root);
-                Tensor::empty(device, ty.dtype, &ty.shape)
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let outputs = empty_outputs(device, graph, &fused.roots)?;
         let n_elements: usize = fused.loop_shape.iter().product();
         if n_elements == 0 {
             return Ok(outputs);

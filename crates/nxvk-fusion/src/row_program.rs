@@ -31,7 +31,7 @@
 mod shader;
 
 use crate::codegen::{Expression, LeafAccess};
-use crate::executor::{GeneratedLaunch, MAX_REDUCE_GROUPS, packet_words};
+use crate::executor::{GeneratedLaunch, MAX_REDUCE_GROUPS, empty_outputs, packet_words};
 use crate::graph::{Graph, NodeId, Op};
 use crate::plan::{MAX_PACKET_STATEMENTS, PlanOptions, compile, native_on};
 use crate::view::ViewPath;
@@ -571,14 +571,7 @@ impl RowProgramKernel {
         graph: &Graph,
         leaves: &[Tensor],
     ) -> Result<(Vec<Tensor>, bool)> {
-        let outputs = self
-            .roots
-            .iter()
-            .map(|&root| {
-                let ty = graph.tensor_type(root);
-                Tensor::empty(device, ty.dtype, &ty.shape)
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let outputs = empty_outputs(device, graph, &self.roots)?;
         let row_length = self.loop_shape.last().copied().unwrap_or(1);
         let n_elements: usize = self.loop_shape.iter().product();
         if n_elements == 0 {

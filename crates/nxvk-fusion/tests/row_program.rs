@@ -28,18 +28,27 @@ fn row_fold(builder: &mut GraphBuilder, op: ReduceOp, x: NodeId) -> NodeId {
         .unwrap()
 }
 
-/// Softmax over the last axis of `dtype[rows, columns]`; with `log`, log_softmax as a second
-/// output sharing the row maximum.
-fn softmax(dtype: DType, rows: usize, columns: usize, log: bool) -> Graph {
+/// Softmax over the last axis of `dtype[rows, columns]` (`normalised`), log_softmax
+/// (`logarithm`: x - max - log(sum(exp(x - max)))), or both as two outputs sharing the row
+/// maximum and sum.
+fn softmax_outputs(
+    dtype: DType,
+    rows: usize,
+    columns: usize,
+    normalised: bool,
+    logarithm: bool,
+) -> Graph {
     let mut builder = GraphBuilder::new();
     let x = builder.parameter(dtype, &[rows, columns]).unwrap();
     let max = row_fold(&mut builder, ReduceOp::ReduceMax, x);
     let shifted = builder.binary(BinaryOp::Subtract, x, max).unwrap();
     let exp = builder.unary(UnaryOp::Exp, shifted).unwrap();
     let sum = row_fold(&mut builder, ReduceOp::Sum, exp);
-    let out = builder.binary(BinaryOp::Divide, exp, sum).unwrap();
-    let mut outputs = vec![out];
-    if log {
+    let mut outputs = Vec::new();
+    if normalised {
+        outputs.push(builder.binary(BinaryOp::Divide, exp, sum).unwrap());
+    }
+    if logarithm {
         let log_sum = builder.unary(UnaryOp::Log, sum).unwrap();
         outputs.push(
             builder
@@ -50,19 +59,8 @@ fn softmax(dtype: DType, rows: usize, columns: usize, log: bool) -> Graph {
     builder.finish(&outputs).unwrap()
 }
 
-/// log_softmax alone: x - max - log(sum(exp(x - max))).
-fn log_softmax(dtype: DType, rows: usize, columns: usize) -> Graph {
-    let mut builder = GraphBuilder::new();
-    let x = builder.parameter(dtype, &[rows, columns]).unwrap();
-    let max = row_fold(&mut builder, ReduceOp::ReduceMax, x);
-    let shifted = builder.binary(BinaryOp::Subtract, x, max).unwrap();
-    let exp = builder.unary(UnaryOp::Exp, shifted).unwrap();
-    let sum = row_fold(&mut builder, ReduceOp::Sum, exp);
-    let log_sum = builder.unary(UnaryOp::Log, sum).unwrap();
-    let out = builder
-        .binary(BinaryOp::Subtract, shifted, log_sum)
-        .unwrap();
-    builder.finish(&[out]).unwrap()
+fn softmax(dtype: DType, rows: usize, columns: usize) -> Graph {
+    softmax_outputs(dtype, rows, columns, true, false)
 }
 
 /// Layer norm over the last axis with per-column gamma and beta, as Nx writes it: mean, then
@@ -167,7 +165,7 @@ fn softmax_is_one_dispatch_that_agrees_with_eager() {
         (2, 8192),
     ];
     for (rows, columns) in shapes {
-        let graph = softmax(DType::F32, rows, columns, false);
+        let graph = softmax(DType::F32, rows, columns);
         let plan = PlanCache::new(&device()).plan(&graph).unwrap();
         assert_eq!(
             (plan.stages().len(), plan.row_programs()),
@@ -189,7 +187,7 @@ fn softmax_is_one_dispatch_that_agrees_with_eager() {
 fn the_knob_off_and_rows_past_the_cap_keep_the_multi_dispatch_plan() {
     let _serial = serial();
     for (rows, columns) in [(3, 64), (2, 8200)] {
-        let graph = softmax(DType::F32, rows, columns, false);
+        let graph = softmax(DType::F32, rows, columns);
         let inputs = inputs_for(&graph, columns as u64);
         let inputs: Vec<&Tensor> = inputs.iter().collect();
         let (off, used_off, _, _) = run_counted(&graph, &inputs, without_row_programs());
@@ -243,8 +241,8 @@ fn softmax_log_softmax_and_layer_norm_in_every_float_dtype() {
     for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
         for (rows, columns) in [(3, 17), (2, 2050)] {
             let graphs = [
-                softmax(dtype, rows, columns, false),
-                log_softmax(dtype, rows, columns),
+                softmax(dtype, rows, columns),
+                softmax_outputs(dtype, rows, columns, false, true),
                 layer_norm(dtype, rows, columns),
             ];
             for graph in graphs {
@@ -263,7 +261,7 @@ fn softmax_log_softmax_and_layer_norm_in_every_float_dtype() {
 #[test]
 fn two_outputs_share_one_program_on_either_fold() {
     let _serial = serial();
-    let graph = softmax(DType::F32, 9, 300, true);
+    let graph = softmax_outputs(DType::F32, 9, 300, true, true);
     let inputs = inputs_for(&graph, 9);
     let inputs: Vec<&Tensor> = inputs.iter().collect();
     let shared_memory = PlanOptions {
@@ -328,7 +326,7 @@ fn a_cached_row_program_is_reused() {
 #[test]
 fn the_comparison_rejects_a_wrong_row_program() {
     let _serial = serial();
-    let graph = softmax(DType::F32, 4, 40, false);
+    let graph = softmax(DType::F32, 4, 40);
     let mut builder = GraphBuilder::new();
     let x = builder.parameter(DType::F32, &[4, 40]).unwrap();
     let max = row_fold(&mut builder, ReduceOp::ReduceMax, x);
