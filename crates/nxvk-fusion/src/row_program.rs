@@ -108,19 +108,17 @@ pub(crate) struct TeamShape {
 /// The team for rows of `row_length` elements whose leaves take `leaf_bytes` per element: the
 /// narrowest power of two, from a subgroup (or the row's packets, if fewer: short rows are not
 /// folded serially), whose invocations each hold their share of the row within the register
-/// limits; the whole workgroup on devices without subgroup shuffles. `None` when the row does
-/// not fit.
+/// limits; the whole workgroup when the team folds without subgroup shuffles
+/// (`subgroup_fold` false). `None` when the row does not fit.
 fn team_shape(
-    capabilities: &Capabilities,
+    subgroup_fold: bool,
+    subgroup_size: u32,
     row_length: usize,
     leaf_bytes: usize,
-    options: PlanOptions,
 ) -> Option<TeamShape> {
     let packets = row_length.div_ceil(PACKET_ELEMENTS as usize);
-    let operations = capabilities.subgroup_operations;
-    let subgroup_fold = operations.basic && operations.shuffle && options.subgroup_row_folds;
     let workgroup = WORKGROUP_SIZE as usize;
-    let subgroup = (capabilities.subgroup_size.max(1) as usize).next_power_of_two();
+    let subgroup = (subgroup_size.max(1) as usize).next_power_of_two();
     let narrowest = if subgroup_fold {
         subgroup.min(packets.next_power_of_two()).min(workgroup)
     } else {
@@ -464,7 +462,11 @@ impl Finder<'_> {
             && natively_stored
             && expression.statement_count() <= MAX_PACKET_STATEMENTS
             && shared_bytes <= self.capabilities.max_shared_memory_bytes as usize;
-        fits.then(|| team_shape(self.capabilities, row_length, leaf_bytes, self.options))
+        let operations = self.capabilities.subgroup_operations;
+        let subgroup_fold =
+            operations.basic && operations.shuffle && self.options.subgroup_row_folds;
+        let subgroup_size = self.capabilities.subgroup_size;
+        fits.then(|| team_shape(subgroup_fold, subgroup_size, row_length, leaf_bytes))
             .flatten()
     }
 }
@@ -595,5 +597,38 @@ impl RowProgramKernel {
         }
         .dispatch(device)?;
         Ok((outputs, packet.is_some()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn team(
+        subgroup_fold: bool,
+        subgroup_size: u32,
+        row: usize,
+        bytes: usize,
+    ) -> Option<(usize, usize)> {
+        team_shape(subgroup_fold, subgroup_size, row, bytes)
+            .map(|team| (team.size, team.packets_per_lane))
+    }
+
+    #[test]
+    fn rows_up_to_the_register_cap_get_a_team() {
+        // H200: subgroups of 32. An 8K f32 row fills a 256-wide workgroup, eight packets each.
+        assert_eq!(team(true, 32, 8192, 4), Some((256, 8)));
+        // Null arm: one element more does not fit.
+        assert_eq!(team(true, 32, 8193, 4), None);
+        // Layer norm's three f32 leaves fill the 384 bytes; a fourth leaf does not fit.
+        assert_eq!(team(true, 32, 8192, 12), Some((256, 8)));
+        assert_eq!(team(true, 32, 8192, 16), None);
+        // Short rows: a team narrower than a subgroup, several rows per workgroup.
+        assert_eq!(team(true, 32, 64, 4), Some((16, 1)));
+        assert_eq!(team(true, 32, 1, 8), Some((1, 1)));
+        // lavapipe: subgroups of 8; a team widens until each invocation holds its share.
+        assert_eq!(team(true, 8, 300, 4), Some((16, 5)));
+        // Without shuffles the whole workgroup folds one row through shared memory.
+        assert_eq!(team(false, 32, 64, 4), Some((256, 1)));
     }
 }
