@@ -17,6 +17,11 @@
 //!   ones (or all) take that expression as a fused prologue: the reduction kernel computes it
 //!   while it reads, so the expression is never written. Other nodes (reductions in general,
 //!   dot, literals, structural kinds) run one by one through the eager API of nxvk-kernels.
+//! - Reductions over the last axis whose results (and what is computed from them) only
+//!   elementwise roots of the rows' shape read are absorbed into those roots' kernel, a *row
+//!   program* (`row_program.rs`, [`PlanOptions::row_programs`]): softmax is one kernel that
+//!   never writes its maxima and sums. The planner asks it for groups once materialisation is
+//!   known and gives each group one stage at its last root.
 //! - A fused reduction's rows are folded by one subgroup each when they are at most
 //!   [`SUBGROUP_ROW_WIDTHS`] subgroups wide (several rows per workgroup), else by a workgroup,
 //!   both through subgroup shuffles; devices without them fold through shared memory. Whether a
