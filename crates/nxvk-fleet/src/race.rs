@@ -65,6 +65,17 @@ pub const KNOBS: &[Knob] = &[
         workloads: &["softmax_f32_8Kx8K"],
         about: "fused row reductions fold by subgroup shuffles or by a shared-memory tree",
     },
+    Knob {
+        name: "row_program",
+        arm_a: "on",
+        arm_b: "off",
+        workloads: &[
+            "softmax_f32_8Kx8K",
+            "log_softmax_f32_8Kx8K",
+            "layer_norm_f32_8Kx8K",
+        ],
+        about: "row reductions and the elementwise outputs that read them in one kernel per row",
+    },
 ];
 
 /// Looks a knob up by name.

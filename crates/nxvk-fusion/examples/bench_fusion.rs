@@ -5,8 +5,15 @@
 //! - `chain_f32_256M`: sigmoid(x * a + 1.5) over 2^28 f32 as one plan (one fused kernel);
 //!   `a` is a full tensor like x, as in the torch peer (`torch_peer.py`'s `w_chain`), so both
 //!   sides move the same three streams.
-//! - `softmax_f32_8Kx8K`: softmax over the last axis of f32[8192, 8192] as one plan (a max
-//!   reduction, a sum reduction with the exp as its prologue, an elementwise divide).
+//! - `softmax_f32_8Kx8K`: softmax over the last axis of f32[8192, 8192] as one plan: one row
+//!   program (`row_program.rs`: the max, the sum of exp(x - max) and the divide on chip), or
+//!   with `NXVK_KNOB_ROW_PROGRAM=off` a max reduction, a sum reduction with the exp as its
+//!   prologue and an elementwise divide.
+//! - `log_softmax_f32_8Kx8K`: x - max - log(sum(exp(x - max))) over the last axis of
+//!   f32[8192, 8192], the same plans.
+//! - `layer_norm_f32_8Kx8K`: layer norm over the last axis of f32[8192, 8192] with per-column
+//!   gamma and beta (mean, variance of the centred row, `(x - mean) * rsqrt(var + 1e-5) *
+//!   gamma + beta`): one row program, or two fused row reductions and an elementwise stage.
 //! - `mlp_step_f32_b256`: one SGD step (forward, softmax cross-entropy, gradients by
 //!   `nxvk_fusion::gradients`, update) of an MLP 784-1024-1024-10 with ReLU on a batch of 256,
 //!   as one plan (the demo's model code), GPU time; like the torch peer's `w_mlp`.
@@ -76,6 +83,14 @@ fn main() {
         (
             "softmax_f32_8Kx8K".into(),
             Box::new(move |b| b.softmax(softmax_side)),
+        ),
+        (
+            "log_softmax_f32_8Kx8K".into(),
+            Box::new(move |b| b.log_softmax(softmax_side)),
+        ),
+        (
+            "layer_norm_f32_8Kx8K".into(),
+            Box::new(move |b| b.layer_norm(softmax_side)),
         ),
         (
             "mlp_step_f32_b256".into(),
@@ -187,17 +202,61 @@ impl Bench {
         Ok(Record::milliseconds(self.plan_median(&graph, &[&x])?))
     }
 
-    fn softmax(&self, side: usize) -> Result<Record> {
+    /// Softmax (or log_softmax) over the last axis of f32[side, side].
+    fn softmax_graph(side: usize, log: bool) -> Result<Graph> {
         let mut builder = GraphBuilder::new();
         let x = builder.parameter(DType::F32, &[side, side])?;
         let max = builder.reduce(ReduceOp::ReduceMax, x, Some(&[1]), true, TieBreak::Low)?;
         let shifted = builder.binary(BinaryOp::Subtract, x, max)?;
         let exp = builder.unary(UnaryOp::Exp, shifted)?;
         let sum = builder.reduce(ReduceOp::Sum, exp, Some(&[1]), true, TieBreak::Low)?;
-        let out = builder.binary(BinaryOp::Divide, exp, sum)?;
-        let graph = builder.finish(&[out])?;
+        let out = if log {
+            let log_sum = builder.unary(UnaryOp::Log, sum)?;
+            builder.binary(BinaryOp::Subtract, shifted, log_sum)?
+        } else {
+            builder.binary(BinaryOp::Divide, exp, sum)?
+        };
+        builder.finish(&[out])
+    }
+
+    fn softmax(&self, side: usize) -> Result<Record> {
+        let graph = Self::softmax_graph(side, false)?;
         let x = self.tensor(&[side, side], 3)?;
         Ok(Record::milliseconds(self.plan_median(&graph, &[&x])?))
+    }
+
+    fn log_softmax(&self, side: usize) -> Result<Record> {
+        let graph = Self::softmax_graph(side, true)?;
+        let x = self.tensor(&[side, side], 3)?;
+        Ok(Record::milliseconds(self.plan_median(&graph, &[&x])?))
+    }
+
+    /// Layer norm over the last axis of f32[side, side] with gamma and beta of f32[side].
+    fn layer_norm(&self, side: usize) -> Result<Record> {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, &[side, side])?;
+        let gamma = builder.parameter(DType::F32, &[side])?;
+        let beta = builder.parameter(DType::F32, &[side])?;
+        let length = builder.constant(DType::F32, side as f64)?;
+        let sum = builder.reduce(ReduceOp::Sum, x, Some(&[1]), true, TieBreak::Low)?;
+        let mean = builder.binary(BinaryOp::Divide, sum, length)?;
+        let centred = builder.binary(BinaryOp::Subtract, x, mean)?;
+        let square = builder.binary(BinaryOp::Multiply, centred, centred)?;
+        let square_sum = builder.reduce(ReduceOp::Sum, square, Some(&[1]), true, TieBreak::Low)?;
+        let variance = builder.binary(BinaryOp::Divide, square_sum, length)?;
+        let epsilon = builder.constant(DType::F32, 1e-5)?;
+        let shifted = builder.binary(BinaryOp::Add, variance, epsilon)?;
+        let scale = builder.unary(UnaryOp::Rsqrt, shifted)?;
+        let normal = builder.binary(BinaryOp::Multiply, centred, scale)?;
+        let scaled = builder.binary(BinaryOp::Multiply, normal, gamma)?;
+        let out = builder.binary(BinaryOp::Add, scaled, beta)?;
+        let graph = builder.finish(&[out])?;
+        let x = self.tensor(&[side, side], 3)?;
+        let gamma = self.tensor(&[side], 4)?;
+        let beta = self.tensor(&[side], 5)?;
+        Ok(Record::milliseconds(
+            self.plan_median(&graph, &[&x, &gamma, &beta])?,
+        ))
     }
 
     /// One training step of the MLP 784-1024-1024-10 on `batch` rows, learning rate 0.01.

@@ -80,6 +80,11 @@ pub(crate) struct Expression {
     loaded: BTreeSet<Elem>,
     /// For a function body: the GLSL argument each parameter node reads (not a memory load).
     arguments: Vec<String>,
+    /// For a row program: nodes whose stored value a GLSL variable holds (a row's reduction
+    /// result), read instead of memory.
+    registers: HashMap<NodeId, String>,
+    /// Each (node, path) read from `registers`, for the planner to check the path.
+    pub register_reads: Vec<(NodeId, ViewPath)>,
 }
 
 fn native(op: &'static str, dtype: DType) -> Result<Elem> {
@@ -262,8 +267,12 @@ impl Expression {
             Op::Parameter { index } => self.arguments.get(index).cloned(),
             _ => None,
         };
+        let register = self.registers.get(&node).cloned();
         let expression = if let Some(argument) = argument {
             argument
+        } else if let Some(register) = register {
+            self.register_reads.push((node, path.clone()));
+            load(elem, &register)
         } else if is_leaf(node) {
             let slot = self.leaves.len();
             self.leaves.push(LeafAccess {
@@ -353,7 +362,7 @@ impl Expression {
         };
         let name = format!("v{}", memo.len());
         // Computed values pass through `nx_opaque`, as eager ones pass through memory.
-        let expression = if is_leaf(node) {
+        let expression = if is_leaf(node) || self.registers.contains_key(&node) {
             expression
         } else {
             format!("nx_opaque({expression})")
@@ -400,6 +409,26 @@ impl Expression {
         };
         let is_parameter = |node: NodeId| matches!(graph.node(node).op, Op::Parameter { .. });
         expression.with_roots(graph, graph.outputs(), &is_parameter)
+    }
+
+    /// Builds the expression of `roots` where each node of `registers` is read from the named
+    /// GLSL variable (holding its stored value) rather than computed or loaded.
+    pub(crate) fn build_with_registers(
+        graph: &Graph,
+        roots: &[NodeId],
+        is_leaf: &dyn Fn(NodeId) -> bool,
+        registers: HashMap<NodeId, String>,
+    ) -> Result<Expression> {
+        let expression = Expression {
+            registers,
+            ..Expression::default()
+        };
+        expression.with_roots(graph, roots, is_leaf)
+    }
+
+    /// The element type of each leaf, by slot.
+    pub(crate) fn leaf_elems(&self) -> &[Elem] {
+        &self.leaf_elems
     }
 
     fn with_roots(
@@ -524,7 +553,7 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
 
     /// Statements computing `idx<k>` for every leaf from the element index `index`: linear
     /// strides when `push.rank` is 0, else shape and strides from the words.
-    fn indices(&self) -> String {
+    pub(crate) fn indices(&self) -> String {
         let n = self.leaves.len();
         let mut text = String::new();
         for slot in 0..n {
@@ -555,7 +584,7 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
     }
 
     /// Loads of leaf addresses and linear strides, before the element loop.
-    fn preamble(&self, n_outputs: usize) -> String {
+    pub(crate) fn preamble(&self, n_outputs: usize) -> String {
         let n = self.leaves.len();
         let mut text = format!(
             "    Addresses addresses = Addresses(push.params);\n    Words words = Words(push.params + {}ul);\n",
@@ -606,7 +635,7 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
 
     /// Declares `result<k>` for each root and calls `nx_element` on the leaf values
     /// `argument(slot, elem)`.
-    fn call(&self, argument: impl Fn(usize, Elem) -> String) -> String {
+    pub(crate) fn call(&self, argument: impl Fn(usize, Elem) -> String) -> String {
         let mut text = String::new();
         let mut arguments: Vec<String> = Vec::new();
         for (slot, elem) in self.leaf_elems.iter().enumerate() {
@@ -632,7 +661,7 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
     }
 
     /// The address of element `column` of row `row` of leaf `slot` on the packet path.
-    fn packet_address(slot: usize, elem: Elem, row: &str, column: &str) -> String {
+    pub(crate) fn packet_address(slot: usize, elem: Elem, row: &str, column: &str) -> String {
         format!(
             "in{slot} + nx_packet_offset({row}, {column}, lin{slot}, streamed{slot}) * {bytes}ul",
             bytes = storage_bytes(elem)
@@ -670,7 +699,7 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
     }
 
     /// `packet<k>{target} = <packet at row, column>;` for every leaf.
-    fn packet_loads(&self, target: &str, row: &str, column: &str) -> String {
+    pub(crate) fn packet_loads(&self, target: &str, row: &str, column: &str) -> String {
         let mut text = String::new();
         for (slot, elem) in self.leaf_elems.iter().enumerate() {
             let _ = writeln!(
@@ -685,7 +714,7 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
 
     /// On the packet path, which leaves stream along the row (words after the kept strides);
     /// read only there, where the parameter block holds them.
-    fn packet_preamble(&self) -> String {
+    pub(crate) fn packet_preamble(&self) -> String {
         let n = self.leaves.len();
         let mut text = String::new();
         for slot in 0..n {
@@ -750,7 +779,7 @@ pub(crate) const PACKET_RANK: u32 = u32::MAX;
 /// Text every template shares after the push constants: the opaque identities, the packet
 /// path's addressing, and `nx_element`. Without `packet_path` the templates leave the packet
 /// path out (`NX_PACKET_PATH` 0).
-fn common_functions(expression: &Expression, packet_path: bool) -> String {
+pub(crate) fn common_functions(expression: &Expression, packet_path: bool) -> String {
     let mut text = String::from(PUSH_BLOCK);
     text.push_str(OPAQUE_HELPERS);
     let _ = writeln!(
@@ -875,7 +904,7 @@ pub(crate) enum RowTeam {
 
 /// `nx_shuffle_xor` for the GLSL value type `value_type`: 64-bit values move as two words,
 /// since shuffles of 64-bit types need shaderSubgroupExtendedTypes.
-fn shuffle_function(value_type: &str) -> String {
+pub(crate) fn shuffle_function(value_type: &str) -> String {
     let body = match value_type {
         "double" => "packDouble2x32(subgroupShuffleXor(unpackDouble2x32(value), mask))".to_owned(),
         "int64_t" | "uint64_t" => format!(
@@ -905,8 +934,18 @@ const WORKGROUP_TEAM: [&str; 4] = [
 /// `nx_team_fold`, the fold of `value` over the team (valid in its first invocation), and the
 /// team's variables.
 fn team_functions(team: RowTeam, value_type: &str) -> String {
+    let (fold, variables) = team_fold(team, value_type);
+    let [first_team, teams, lane, team_size] = variables;
+    format!(
+        "{fold}#define NX_FIRST_TEAM ({first_team})\n#define NX_TEAMS ({teams})\n#define NX_LANE ({lane})\n#define NX_TEAM_SIZE ({team_size})\n"
+    )
+}
+
+/// `nx_team_fold` of `team` (over `nx_fold`, `IDENTITY` and the shared array `partial`), and
+/// the GLSL of the team's first row, row step, invocation in the team and size.
+pub(crate) fn team_fold(team: RowTeam, value_type: &str) -> (String, [&'static str; 4]) {
     let half = WORKGROUP_SIZE / 2;
-    let (fold, variables) = match team {
+    match team {
         RowTeam::Subgroup => (
             format!(
                 "{}V nx_team_fold(V value) {{ return nx_subgroup_fold(value); }}\n",
@@ -954,11 +993,18 @@ fn team_functions(team: RowTeam, value_type: &str) -> String {
             ),
             WORKGROUP_TEAM,
         ),
-    };
-    let [first_team, teams, lane, team_size] = variables;
-    format!(
-        "{fold}#define NX_FIRST_TEAM ({first_team})\n#define NX_TEAMS ({teams})\n#define NX_LANE ({lane})\n#define NX_TEAM_SIZE ({team_size})\n"
-    )
+    }
+}
+
+/// The value one element adds to a fold of `op` over input `input`, from its value `result`
+/// (All and Any fold truth values).
+pub(crate) fn fold_element(op: ReduceOp, input: Elem, result: &str) -> String {
+    match op {
+        ReduceOp::All | ReduceOp::Any => {
+            format!("(({result}) != {}(0)) ? 1u : 0u", compute_type(input))
+        }
+        _ => format!("V({result})"),
+    }
 }
 
 /// The shader of `op` over the trailing `push.reduced` elements of each row of the loop, with
@@ -977,12 +1023,7 @@ pub(crate) fn reduce_shader(
     let accumulator = accumulator_elem(op, input, Accumulation::Native);
     let value_type = compute_type(accumulator);
     let (identity, combine) = fold(op, value_type, input.is_float());
-    let element = match op {
-        ReduceOp::All | ReduceOp::Any => {
-            format!("((result0) != {}(0)) ? 1u : 0u", compute_type(input))
-        }
-        _ => "V(result0)".to_owned(),
-    };
+    let element = fold_element(op, input, "result0");
     let stored: BTreeSet<Elem> = [accumulator].into_iter().collect();
     let mut shader = expression.declarations(&stored);
     shader.push_str(&common_functions(expression, packet_path));

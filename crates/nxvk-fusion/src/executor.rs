@@ -12,7 +12,7 @@ use crate::graph::{Graph, IndexedUpdate, NodeId, Op};
 use crate::plan::{FusedKernel, Plan, Stage};
 use crate::plan_cache::PlanCache;
 use crate::view::{ViewStep, apply_path};
-use nxvk_core::{BufferAccess, DType, Error, Result, Tensor};
+use nxvk_core::{BufferAccess, DType, Device, Error, Kernel, Result, Tensor};
 use nxvk_kernels::codegen::WORKGROUP_SIZE;
 use nxvk_kernels::launch::{MAX_ELEMENTS, poison_output, simplify};
 use nxvk_kernels::reduce::{ReduceOptions, reduce};
@@ -30,7 +30,7 @@ enum Value {
 }
 
 /// Most workgroups one fused reduction dispatches (a grid-stride loop covers more rows).
-const MAX_REDUCE_GROUPS: u64 = 65_535;
+pub(crate) const MAX_REDUCE_GROUPS: u64 = 65_535;
 
 /// The packet path's parameter words for a loop of `loop_shape` cut into rows of
 /// `row_length` trailing elements, when every leaf allows it: each leaf's stride between rows
@@ -38,7 +38,7 @@ const MAX_REDUCE_GROUPS: u64 = 65_535;
 /// Leaves that stream start every row at a packet-aligned address; `outputs`, written
 /// contiguously over the loop, are packet-aligned too. Rows hold whole packets unless the loop
 /// is one row (then the last `count % 4` elements are read one by one).
-fn packet_words(
+pub(crate) fn packet_words(
     loop_shape: &[usize],
     row_length: usize,
     leaves: &[Tensor],
@@ -106,6 +106,120 @@ fn packet_words(
     (leaves_aligned && outputs_aligned).then(|| [kept, streamed].concat())
 }
 
+/// One dispatch of a generated kernel (fused or row program): its leaves' addresses and
+/// index words in the parameter block, the shared push constants, the declared accesses.
+pub(crate) struct GeneratedLaunch<'a> {
+    pub kernel: &'a Arc<Kernel>,
+    pub loop_shape: &'a [usize],
+    pub leaves: &'a [Tensor],
+    pub outputs: &'a [Tensor],
+    /// The packet path's words ([`packet_words`]), or `None` for the generic path.
+    pub packet_words: Option<&'a [usize]>,
+    /// Elements (elementwise kernels) or rows (row kernels).
+    pub count: usize,
+    /// Elements per row.
+    pub reduced: usize,
+    pub groups: u32,
+}
+
+impl GeneratedLaunch<'_> {
+    /// Records the dispatch: on the packet path the given words, else each leaf's linear
+    /// stride (rank 0, when the loop and every leaf simplify to one axis) or the loop's shape
+    /// and every leaf's strides.
+    pub(crate) fn dispatch(&self, device: &Device) -> Result<()> {
+        let too_large = |detail: String| Error::BadOperands {
+            op: "fused kernel",
+            shapes: vec![self.loop_shape.to_vec()],
+            dtypes: self.outputs.iter().map(Tensor::dtype).collect(),
+            detail,
+        };
+        let n_elements: usize = self.loop_shape.iter().product();
+        if n_elements > MAX_ELEMENTS {
+            return Err(too_large(format!(
+                "{n_elements} elements exceed the kernels' 32-bit index arithmetic"
+            )));
+        }
+        let word = |value: usize| {
+            u32::try_from(value).map_err(|_| too_large(format!("{value} does not fit 32 bits")))
+        };
+        let mut words: Vec<u32> = Vec::new();
+        let rank = if let Some(packet_words) = self.packet_words {
+            for &value in packet_words {
+                words.push(word(value)?);
+            }
+            PACKET_RANK as usize
+        } else {
+            let strides: Vec<Vec<usize>> = self
+                .leaves
+                .iter()
+                .map(|leaf| leaf.layout().strides().to_vec())
+                .collect();
+            let (shape, strides) = simplify(self.loop_shape, &strides);
+            if shape.len() <= 1 {
+                for leaf in &strides {
+                    words.push(word(leaf.first().copied().unwrap_or(0))?);
+                }
+                0
+            } else {
+                words.resize(self.leaves.len(), 0);
+                for &size in &shape {
+                    words.push(word(size)?);
+                }
+                for leaf in &strides {
+                    for &stride in leaf {
+                        words.push(word(stride)?);
+                    }
+                }
+                shape.len()
+            }
+        };
+        let mut params: Vec<u8> = Vec::new();
+        for tensor in self.leaves.iter().chain(self.outputs) {
+            let address = tensor
+                .device_address()
+                .ok_or_else(|| too_large("sub-byte tensors have no element addresses".into()))?;
+            params.extend_from_slice(&address.to_le_bytes());
+        }
+        for word in words {
+            params.extend_from_slice(&word.to_le_bytes());
+        }
+        let mut push = Vec::with_capacity(FUSED_PUSH_CONSTANT_BYTES);
+        push.extend_from_slice(&[0u8; 8]);
+        push.extend_from_slice(&word(self.count)?.to_le_bytes());
+        push.extend_from_slice(&(rank as u32).to_le_bytes());
+        push.extend_from_slice(&word(self.reduced)?.to_le_bytes());
+        push.extend_from_slice(&OPAQUE_WORD.to_le_bytes());
+        let mut accesses: Vec<BufferAccess<'_>> = self
+            .leaves
+            .iter()
+            .map(|leaf| BufferAccess::Read(leaf.buffer()))
+            .collect();
+        for output in self.outputs {
+            poison_output(output.buffer())?;
+            accesses.push(BufferAccess::Write(output.buffer()));
+        }
+        let groups = self
+            .groups
+            .min(device.capabilities().max_workgroup_count[0]);
+        device.dispatch_with_params(self.kernel, [groups, 1, 1], &push, &params, 0, &accesses)
+    }
+}
+
+/// Fresh tensors for the values of `roots`, which a generated kernel writes.
+pub(crate) fn empty_outputs(
+    device: &Arc<Device>,
+    graph: &Graph,
+    roots: &[NodeId],
+) -> Result<Vec<Tensor>> {
+    roots
+        .iter()
+        .map(|&root| {
+            let ty = graph.tensor_type(root);
+            Tensor::empty(device, ty.dtype, &ty.shape)
+        })
+        .collect()
+}
+
 fn absent(op: &'static str, node: NodeId) -> Error {
     Error::BadOperands {
         op,
@@ -147,14 +261,7 @@ impl Run<'_> {
         const OP: &str = "fused kernel";
         let device = self.cache.device();
         let graph = self.graph();
-        let outputs = fused
-            .roots
-            .iter()
-            .map(|&root| {
-                let ty = graph.tensor_type(root);
-                Tensor::empty(device, ty.dtype, &ty.shape)
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let outputs = empty_outputs(device, graph, &fused.roots)?;
         let n_elements: usize = fused.loop_shape.iter().product();
         if n_elements == 0 {
             return Ok(outputs);
@@ -164,20 +271,6 @@ impl Run<'_> {
             .iter()
             .map(|leaf| apply_path(self.tensor(OP, leaf.node)?, &leaf.path))
             .collect::<Result<Vec<_>>>()?;
-        let too_large = |detail: String| Error::BadOperands {
-            op: OP,
-            shapes: vec![fused.loop_shape.clone()],
-            dtypes: outputs.iter().map(Tensor::dtype).collect(),
-            detail,
-        };
-        if n_elements > MAX_ELEMENTS {
-            return Err(too_large(format!(
-                "{n_elements} elements exceed the kernels' 32-bit index arithmetic"
-            )));
-        }
-        let word = |value: usize| {
-            u32::try_from(value).map_err(|_| too_large(format!("{value} does not fit 32 bits")))
-        };
         // The packet path: rows of the reduced length for a reduction; for an elementwise kernel
         // the whole loop as one row, else rows of its last axis (softmax's normaliser, whose
         // row maxima and sums are constant along the row).
@@ -196,46 +289,6 @@ impl Run<'_> {
                 packet_words(&fused.loop_shape, row_length, &leaves, packet_outputs)
                     .map(|words| (row_length, words))
             });
-        let mut words: Vec<u32> = Vec::new();
-        let rank = if let Some((_, packet_words)) = &packet_path {
-            for &value in packet_words {
-                words.push(word(value)?);
-            }
-            PACKET_RANK as usize
-        } else {
-            let strides: Vec<Vec<usize>> = leaves
-                .iter()
-                .map(|leaf| leaf.layout().strides().to_vec())
-                .collect();
-            let (shape, strides) = simplify(&fused.loop_shape, &strides);
-            if shape.len() <= 1 {
-                for leaf in &strides {
-                    words.push(word(leaf.first().copied().unwrap_or(0))?);
-                }
-                0
-            } else {
-                words.resize(leaves.len(), 0);
-                for &size in &shape {
-                    words.push(word(size)?);
-                }
-                for leaf in &strides {
-                    for &stride in leaf {
-                        words.push(word(stride)?);
-                    }
-                }
-                shape.len()
-            }
-        };
-        let mut params: Vec<u8> = Vec::new();
-        for tensor in leaves.iter().chain(&outputs) {
-            let address = tensor
-                .device_address()
-                .ok_or_else(|| too_large("sub-byte tensors have no element addresses".into()))?;
-            params.extend_from_slice(&address.to_le_bytes());
-        }
-        for word in words {
-            params.extend_from_slice(&word.to_le_bytes());
-        }
         let workgroup = u64::from(WORKGROUP_SIZE);
         let (count, groups) = match (fused.reduced_length, &packet_path) {
             (Some(reduced), _) => {
@@ -251,28 +304,23 @@ impl Run<'_> {
             }
             (None, None) => (n_elements, (n_elements as u64).div_ceil(workgroup)),
         };
-        let max_groups = device.capabilities().max_workgroup_count[0];
-        let groups = groups.min(u64::from(max_groups)) as u32;
-        let reduced_word = match (fused.reduced_length, &packet_path) {
+        let groups = u32::try_from(groups).unwrap_or(u32::MAX);
+        let reduced = match (fused.reduced_length, &packet_path) {
             (Some(reduced), _) => reduced,
             (None, Some((row_length, _))) => *row_length,
             (None, None) => 0,
         };
-        let mut push = Vec::with_capacity(FUSED_PUSH_CONSTANT_BYTES);
-        push.extend_from_slice(&[0u8; 8]);
-        push.extend_from_slice(&word(count)?.to_le_bytes());
-        push.extend_from_slice(&(rank as u32).to_le_bytes());
-        push.extend_from_slice(&word(reduced_word)?.to_le_bytes());
-        push.extend_from_slice(&OPAQUE_WORD.to_le_bytes());
-        let mut accesses: Vec<BufferAccess<'_>> = leaves
-            .iter()
-            .map(|leaf| BufferAccess::Read(leaf.buffer()))
-            .collect();
-        for output in &outputs {
-            poison_output(output.buffer())?;
-            accesses.push(BufferAccess::Write(output.buffer()));
+        GeneratedLaunch {
+            kernel: &fused.kernel,
+            loop_shape: &fused.loop_shape,
+            leaves: &leaves,
+            outputs: &outputs,
+            packet_words: packet_path.as_ref().map(|(_, words)| &words[..]),
+            count,
+            reduced,
+            groups,
         }
-        device.dispatch_with_params(&fused.kernel, [groups, 1, 1], &push, &params, 0, &accesses)?;
+        .dispatch(device)?;
         if packet_path.is_some() {
             self.cache.count_packet_dispatch();
         }
@@ -599,6 +647,20 @@ impl Plan {
                 Stage::Fused(fused) => {
                     let outputs = run.fused(fused)?;
                     for (&root, output) in fused.roots.iter().zip(outputs) {
+                        run.values[root.index()] = Value::Tensor(output);
+                    }
+                }
+                Stage::RowProgram(program) => {
+                    let leaves = program
+                        .leaves
+                        .iter()
+                        .map(|leaf| apply_path(run.tensor("row program", leaf.node)?, &leaf.path))
+                        .collect::<Result<Vec<_>>>()?;
+                    let (outputs, packet) = program.execute(cache.device(), graph, &leaves)?;
+                    if packet {
+                        cache.count_packet_dispatch();
+                    }
+                    for (&root, output) in program.roots.iter().zip(outputs) {
                         run.values[root.index()] = Value::Tensor(output);
                     }
                 }

@@ -6,8 +6,11 @@
 //! caches plans by graph hash and input types ([`PlanCache`]) and runs them with buffers freed
 //! by liveness. Maximal elementwise regions (with broadcasts, reshapes, transposes, slices,
 //! `as_type`, `select`, `clip` and constants inside) become one kernel; reductions over
-//! trailing axes take their elementwise producers as a prologue (softmax is three
-//! dispatches); views never copy; `cond` and `while` run from the executor; `reduce` and
+//! trailing axes take their elementwise producers as a prologue; chains of reductions over
+//! the last axis and the elementwise outputs that read them become one *row program* kernel
+//! where the row fits on chip (`row_program.rs`: softmax, log_softmax and layer norm are one
+//! dispatch; longer rows keep three); views never copy; `cond` and `while` run from the
+//! executor; `reduce` and
 //! `window_reduce` with a reducer function get generated kernels of their own
 //! (`reducer.rs`). Everything else
 //! runs through `nxvk-kernels`' eager API, one node at a time.
@@ -33,6 +36,7 @@ mod graph;
 mod plan;
 mod plan_cache;
 mod reducer;
+mod row_program;
 mod view;
 
 pub use autodiff::{STOP_GRAD, gradients};
@@ -45,4 +49,5 @@ pub use graph::{
 pub use plan::{FusedKernel, Plan, PlanOptions, Stage};
 pub use plan_cache::{FusionCounters, PlanCache};
 pub use reducer::ReducerKernel;
+pub use row_program::RowProgramKernel;
 pub use view::{ViewPath, ViewStep};

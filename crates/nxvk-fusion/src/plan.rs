@@ -17,6 +17,11 @@
 //!   ones (or all) take that expression as a fused prologue: the reduction kernel computes it
 //!   while it reads, so the expression is never written. Other nodes (reductions in general,
 //!   dot, literals, structural kinds) run one by one through the eager API of nxvk-kernels.
+//! - Reductions over the last axis whose results (and what is computed from them) only
+//!   elementwise roots of the rows' shape read are absorbed into those roots' kernel, a *row
+//!   program* (`row_program.rs`, [`PlanOptions::row_programs`]): softmax is one kernel that
+//!   never writes its maxima and sums. The planner asks it for groups once materialisation is
+//!   known and gives each group one stage at its last root.
 //! - A fused reduction's rows are folded by one subgroup each when they are at most
 //!   [`SUBGROUP_ROW_WIDTHS`] subgroups wide (several rows per workgroup), else by a workgroup,
 //!   both through subgroup shuffles; devices without them fold through shared memory. Whether a
@@ -26,6 +31,7 @@
 use crate::codegen::{Expression, LeafAccess, RowTeam, elementwise_shader, reduce_shader};
 use crate::graph::{Graph, NodeId, Op};
 use crate::reducer::{ReducerKernel, plan_stage};
+use crate::row_program::{self, NodeFacts, RowProgramKernel, find_groups};
 use nxvk_core::{Capabilities, DType, Device, Kernel, Result};
 use nxvk_kernels::catalog::{device_supports, elem_of};
 use nxvk_kernels::codegen::{WORKGROUP_SIZE, output_elem};
@@ -50,6 +56,11 @@ pub struct PlanOptions {
     /// through a shared-memory tree with a barrier per step (`NXVK_KNOB_ROW_FOLD=subgroup|shared`,
     /// subgroup: the catalog's row kernels fold that way).
     pub subgroup_row_folds: bool,
+    /// Compute chains of row reductions and the elementwise outputs that read them (softmax,
+    /// log_softmax, layer norm) as one kernel holding each row on chip, where the row fits
+    /// (`NXVK_KNOB_ROW_PROGRAM=on|off`, on: `row_program.rs`; softmax reads and writes its
+    /// data once instead of three passes).
+    pub row_programs: bool,
 }
 
 impl Default for PlanOptions {
@@ -58,6 +69,7 @@ impl Default for PlanOptions {
             cross_stage_cse: false,
             packet_path: true,
             subgroup_row_folds: true,
+            row_programs: true,
         }
     }
 }
@@ -78,8 +90,8 @@ fn switch_from_env(name: &str, on: &str, off: &str, default: bool) -> bool {
 }
 
 impl PlanOptions {
-    /// The defaults, overridden by `NXVK_KNOB_CSE`, `NXVK_KNOB_PACKETS` and
-    /// `NXVK_KNOB_ROW_FOLD`.
+    /// The defaults, overridden by `NXVK_KNOB_CSE`, `NXVK_KNOB_PACKETS`, `NXVK_KNOB_ROW_FOLD`
+    /// and `NXVK_KNOB_ROW_PROGRAM`.
     pub fn from_env() -> Self {
         let defaults = PlanOptions::default();
         PlanOptions {
@@ -91,6 +103,7 @@ impl PlanOptions {
                 "shared",
                 defaults.subgroup_row_folds,
             ),
+            row_programs: switch_from_env("ROW_PROGRAM", "on", "off", defaults.row_programs),
         }
     }
 }
@@ -123,6 +136,8 @@ pub enum Stage {
     Node(NodeId),
     /// A reduction with a reducer function (`reducer.rs`).
     Reducer(ReducerKernel),
+    /// Row reductions and their elementwise outputs in one kernel (`row_program.rs`).
+    RowProgram(RowProgramKernel),
 }
 
 /// What the planner produced for one graph and input types.
@@ -142,16 +157,25 @@ impl Plan {
         &self.stages
     }
 
-    /// How many of the stages are generated kernels.
+    /// How many of the stages are generated kernels of fused elementwise code (fused kernels
+    /// and row programs).
     pub fn fused_kernels(&self) -> usize {
         self.stages
             .iter()
-            .filter(|stage| matches!(stage, Stage::Fused(_)))
+            .filter(|stage| matches!(stage, Stage::Fused(_) | Stage::RowProgram(_)))
+            .count()
+    }
+
+    /// How many of the stages are row programs.
+    pub fn row_programs(&self) -> usize {
+        self.stages
+            .iter()
+            .filter(|stage| matches!(stage, Stage::RowProgram(_)))
             .count()
     }
 }
 
-fn native_on(capabilities: &Capabilities, dtype: DType) -> Option<Elem> {
+pub(crate) fn native_on(capabilities: &Capabilities, dtype: DType) -> Option<Elem> {
     elem_of(dtype).filter(|&elem| device_supports(capabilities, elem))
 }
 
@@ -291,7 +315,7 @@ fn row_team(
 /// Expressions of more statements get no packet path: they are bound by arithmetic, where
 /// vector loads gain nothing, and the path copies their code per packet lane (the bench's
 /// 1000-op chain took lavapipe about 13 s more to compile with it).
-const MAX_PACKET_STATEMENTS: usize = 64;
+pub(crate) const MAX_PACKET_STATEMENTS: usize = 64;
 
 /// True when a kernel of `expression` gets the packet path.
 fn takes_packet_path(expression: &Expression, options: PlanOptions) -> bool {
@@ -327,32 +351,49 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
         .collect();
     let fusible = |id: NodeId| computable[id.index()] || transparent[id.index()];
 
-    let mut materialised = vec![false; n];
-    for &output in graph.outputs() {
-        materialised[output.index()] = true;
-    }
-    for id in ids().rev() {
-        if !needed[id.index()] {
-            continue;
+    // Materialisation, with the `absorbed` reductions (row programs') fusing their operands.
+    let materialise = |absorbed: &[bool]| {
+        let mut materialised = vec![false; n];
+        for &output in graph.outputs() {
+            materialised[output.index()] = true;
         }
-        if !fusible(id) {
-            materialised[id.index()] = true;
-        }
-        if options.cross_stage_cse && computable[id.index()] && uses[id.index()] > 1 {
-            materialised[id.index()] = true;
-        }
-        let node = graph.node(id);
-        let user_fuses_operands = fusible(id) || prologue_reductions[id.index()].is_some();
-        for operand in node.op.operands() {
-            // Non-fusible users read their operands from memory; a materialised view makes
-            // its view operand materialised too (a chain of views is a chain of free views).
-            let view_chain =
-                transparent[id.index()] && materialised[id.index()] && transparent[operand.index()];
-            if !user_fuses_operands || view_chain {
-                materialised[operand.index()] = true;
+        for id in ids().rev() {
+            if !needed[id.index()] {
+                continue;
+            }
+            if !fusible(id) {
+                materialised[id.index()] = true;
+            }
+            if options.cross_stage_cse && computable[id.index()] && uses[id.index()] > 1 {
+                materialised[id.index()] = true;
+            }
+            let node = graph.node(id);
+            let user_fuses_operands =
+                fusible(id) || prologue_reductions[id.index()].is_some() || absorbed[id.index()];
+            for operand in node.op.operands() {
+                // Non-fusible users read their operands from memory; a materialised view makes
+                // its view operand materialised too (a chain of views is a chain of free views).
+                let view_chain = transparent[id.index()]
+                    && materialised[id.index()]
+                    && transparent[operand.index()];
+                if !user_fuses_operands || view_chain {
+                    materialised[operand.index()] = true;
+                }
             }
         }
-    }
+        materialised
+    };
+    let fusible_mask: Vec<bool> = ids().map(fusible).collect();
+    let (row_groups, materialised) = find_groups(
+        &graph,
+        capabilities,
+        options,
+        &NodeFacts {
+            needed: &needed,
+            fusible: &fusible_mask,
+            materialise: &materialise,
+        },
+    );
 
     let mut stages: Vec<Stage> = Vec::new();
     // Roots of the elementwise kernel being gathered, and its loop shape.
@@ -388,6 +429,15 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
         }
         let node = graph.node(id);
         if matches!(node.op, Op::Parameter { .. }) {
+            continue;
+        }
+        if let Some(group) = row_groups.ending_at(id) {
+            flush(&mut pending, &mut stages)?;
+            let program = row_program::plan_stage(&graph, device, group, &materialised, options)?;
+            stages.push(Stage::RowProgram(program));
+            continue;
+        }
+        if row_groups.skips(id) {
             continue;
         }
         if transparent[id.index()]
@@ -448,6 +498,7 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
             Stage::Fused(fused) => fused.leaves.iter().map(|leaf| leaf.node).collect(),
             Stage::View(id) | Stage::Node(id) => graph.node(*id).op.operands(),
             Stage::Reducer(reducer) => graph.node(reducer.node).op.operands(),
+            Stage::RowProgram(program) => program.leaves.iter().map(|leaf| leaf.node).collect(),
         };
         for node in read {
             last_use[node.index()] = Some(index);
@@ -464,7 +515,12 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
     }
     let generated_kernels = stages
         .iter()
-        .filter(|stage| matches!(stage, Stage::Fused(_) | Stage::Reducer(_)))
+        .filter(|stage| {
+            matches!(
+                stage,
+                Stage::Fused(_) | Stage::Reducer(_) | Stage::RowProgram(_)
+            )
+        })
         .count();
     Ok(Plan {
         graph,
@@ -476,7 +532,7 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
 
 /// The kernel of a generated `source`, named by its content hash (compiled through the
 /// device's content-addressed SPIR-V cache).
-fn compile(device: &Device, family: &str, source: &str) -> Result<Arc<Kernel>> {
+pub(crate) fn compile(device: &Device, family: &str, source: &str) -> Result<Arc<Kernel>> {
     let hash = blake3::hash(source.as_bytes()).to_hex();
     let name = format!("{family}_{}", &hash[..16]);
     device.kernel_from_glsl(&name, source, &[])

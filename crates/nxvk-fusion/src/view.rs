@@ -75,7 +75,7 @@ impl ViewStep {
         }
     }
 
-    fn apply_layout(&self, layout: &Layout) -> Result<Layout> {
+    pub(crate) fn apply_layout(&self, layout: &Layout) -> Result<Layout> {
         match self {
             ViewStep::Broadcast { shape, axes } => layout.broadcast(shape, axes),
             ViewStep::Reshape { shape } => layout.reshape(shape),

@@ -3,126 +3,11 @@
 
 mod common;
 
-use common::{SplitMix, device, random_graph, serial};
+use common::{SplitMix, agree, device, eager, random_graph, random_input, serial, values_of};
 use nxvk_core::{DType, Tensor};
-use nxvk_fusion::{Graph, GraphBuilder, NodeId, Op, PlanCache, PlanOptions};
-use nxvk_kernels::reduce::{ReduceOptions, reduce};
+use nxvk_fusion::{Graph, GraphBuilder, Op, PlanCache, PlanOptions};
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp, as_type, binary, movement, unary};
 use proptest::prelude::*;
-
-/// The oracle: every node run on its own through the eager API (select on the host).
-fn eager(graph: &Graph, inputs: &[&Tensor]) -> Vec<Tensor> {
-    let device = device();
-    let mut values: Vec<Option<Tensor>> = vec![None; graph.nodes().len()];
-    let get =
-        |values: &Vec<Option<Tensor>>, id: NodeId| values[id.index()].clone().expect("computed");
-    for (index, node) in graph.nodes().iter().enumerate() {
-        let ty = node.ty.tensor().expect("tensor graph");
-        let value = match &node.op {
-            Op::Parameter { index } => inputs[*index].clone(),
-            Op::Constant { element } => Tensor::from_bytes(
-                &device,
-                ty.dtype,
-                &ty.shape,
-                &element.repeat(ty.n_elements()),
-            )
-            .unwrap(),
-            Op::Unary { op, input } => unary(*op, &get(&values, *input)).unwrap(),
-            Op::Binary { op, left, right } => {
-                binary(*op, &get(&values, *left), &get(&values, *right)).unwrap()
-            }
-            Op::AsType { input } => as_type(&get(&values, *input), ty.dtype).unwrap(),
-            Op::Broadcast { input, axes } => {
-                movement::broadcast(&get(&values, *input), &ty.shape, axes).unwrap()
-            }
-            Op::Reshape { input } => movement::contiguous(&get(&values, *input))
-                .unwrap()
-                .reshape(&ty.shape)
-                .unwrap(),
-            Op::Transpose { input, permutation } => {
-                movement::transpose(&get(&values, *input), permutation).unwrap()
-            }
-            Op::Reduce {
-                op,
-                input,
-                axes,
-                keep_axes,
-                tie_break,
-            } => reduce(
-                *op,
-                &get(&values, *input),
-                &ReduceOptions {
-                    axes: Some(axes),
-                    keep_axes: *keep_axes,
-                    tie_break: *tie_break,
-                    ..ReduceOptions::default()
-                },
-            )
-            .unwrap(),
-            Op::Select {
-                predicate,
-                on_true,
-                on_false,
-            } => {
-                let dense = |id: NodeId, dtype: DType| {
-                    let value = as_type(&get(&values, id), dtype).unwrap();
-                    movement::contiguous(&value.broadcast_to(&ty.shape).unwrap())
-                        .unwrap()
-                        .to_bytes()
-                        .unwrap()
-                };
-                let p = dense(*predicate, DType::U8);
-                let (t, f) = (dense(*on_true, ty.dtype), dense(*on_false, ty.dtype));
-                let size = ty.dtype.byte_size().unwrap() as usize;
-                let bytes: Vec<u8> = (0..ty.n_elements())
-                    .flat_map(|i| {
-                        let source = if p[i] != 0 { &t } else { &f };
-                        source[i * size..(i + 1) * size].to_vec()
-                    })
-                    .collect();
-                Tensor::from_bytes(&device, ty.dtype, &ty.shape, &bytes).unwrap()
-            }
-            other => panic!("the oracle does not run {}", other.name()),
-        };
-        values[index] = Some(value);
-    }
-    graph.outputs().iter().map(|&id| get(&values, id)).collect()
-}
-
-/// True when two f32 buffers agree: bit for bit (any NaN equals any NaN), or, where
-/// `tolerance` is positive (reassociated sums), to that relative error.
-fn agree(fused: &[f32], eager: &[f32], tolerance: f32) -> bool {
-    fused.len() == eager.len()
-        && fused.iter().zip(eager).all(|(&a, &b)| {
-            (a.is_nan() && b.is_nan())
-                || a.to_bits() == b.to_bits()
-                || (tolerance > 0.0
-                    && (a == b || (a - b).abs() <= tolerance * a.abs().max(b.abs()).max(1.0)))
-        })
-}
-
-fn values_of(tensor: &Tensor) -> Vec<f32> {
-    as_type(tensor, DType::F32)
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap()
-}
-
-fn random_input(random: &mut SplitMix, dtype: DType, shape: &[usize]) -> Tensor {
-    let count: usize = shape.iter().product();
-    let specials = [f32::NAN, f32::INFINITY, -0.0, 0.0, 1.0, -2.5];
-    let values: Vec<f32> = (0..count)
-        .map(|_| {
-            if random.below(8) == 0 {
-                specials[random.below(specials.len())]
-            } else {
-                (random.below(2000) as f32 - 1000.0) / 64.0
-            }
-        })
-        .collect();
-    let tensor = Tensor::from_slice(&device(), shape, &values).unwrap();
-    as_type(&tensor, dtype).unwrap()
-}
 
 /// The graph's reductions that a fused kernel may fold in another order than the catalog's.
 fn reassociates(graph: &Graph) -> bool {
@@ -916,14 +801,21 @@ fn row_reductions_equal_the_catalog(options: PlanOptions) {
 }
 
 /// Softmax over rows long enough for workgroup teams, aligned (packet path in all three
-/// kernels) or not: three dispatches, equal to eager to the sum tolerance.
+/// kernels) or not: three dispatches without row programs (`tests/row_program.rs` has the
+/// one-kernel plan), equal to eager to the sum tolerance.
 #[test]
 fn long_row_softmax_takes_three_dispatches_on_either_path() {
     let _serial = serial();
     for columns in [4096, 4095] {
         let graph = softmax(3, columns);
         let x = random_input(&mut SplitMix(columns as u64), DType::F32, &[3, columns]);
-        let cache = cache();
+        let cache = PlanCache::with_options(
+            &device(),
+            PlanOptions {
+                row_programs: false,
+                ..PlanOptions::default()
+            },
+        );
         cache.run(&graph, &[&x]).unwrap();
         let before = dispatches();
         let packets_before = cache.counters().packet_dispatches;

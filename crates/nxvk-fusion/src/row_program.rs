@@ -1,0 +1,634 @@
+//! Row programs: chains of row reductions and the elementwise outputs that read them, in one
+//! kernel (softmax, log_softmax, layer norm).
+//!
+//! Policy:
+//! - A *row program* computes, for every row of its loop shape's last axis, k reductions
+//!   over that axis, each of an elementwise expression of the row's leaves and of the earlier
+//!   reductions' results, then the elementwise outputs of the row (one or more, all of the
+//!   loop shape). Softmax is max, then the sum of exp(x - max), then exp(x - max) / sum;
+//!   log_softmax and layer norm (mean, then variance) have the same form.
+//! - The planner starts a group at each materialised elementwise root whose expression reads
+//!   reductions over the last axis of values of the root's own shape. It absorbs those
+//!   reductions (and, through their prologues, earlier ones) when nothing outside the group
+//!   reads them or a value computed from them; another materialised root of the same shape
+//!   that reads them joins the group (multi-output graphs share the stage). Absorbed
+//!   reductions are never written to memory. Anything else keeps the plan of `plan.rs`.
+//! - One team of invocations holds one row: it reads the row's leaves once into registers (in
+//!   packets of four, with vector loads where the executor finds the packet conditions),
+//!   folds each reduction from the registers (subgroup butterflies, then shared memory across
+//!   the team's subgroups: one barrier pair per reduction), and writes each output once.
+//!   Teams are a power of two no wider than the workgroup; short rows put several teams in a
+//!   workgroup, as the fused row folds do.
+//! - A row must fit the registers: at most [`MAX_PACKETS_PER_LANE`] packets per invocation
+//!   and [`MAX_CACHED_BYTES`] of leaf values per invocation. Longer rows, and expressions of
+//!   more than [`MAX_PACKET_STATEMENTS`] statements, keep the multi-dispatch plan (rejected for
+//!   now: a shared-memory row cache for longer rows; not built).
+//! - Numerics: reductions accumulate like the fused row reductions (f32 for f16 and bf16,
+//!   rounded to the reduction's result type before the outputs read it, as the eager path
+//!   stores it), so results differ from the multi-dispatch plan only in the order sums fold.
+//!   Max and min are exact.
+
+mod shader;
+
+use crate::codegen::{Expression, LeafAccess};
+use crate::executor::{GeneratedLaunch, MAX_REDUCE_GROUPS, empty_outputs, packet_words};
+use crate::graph::{Graph, NodeId, Op};
+use crate::plan::{MAX_PACKET_STATEMENTS, PlanOptions, compile, native_on};
+use crate::view::ViewPath;
+use nxvk_core::{Capabilities, Device, Kernel, Layout, Result, Tensor, contiguous_strides};
+use nxvk_kernels::catalog::{device_supports, elem_of};
+use nxvk_kernels::codegen::{WORKGROUP_SIZE, storage_bytes};
+use nxvk_kernels::reduce::{Accumulation, accumulator_elem};
+use nxvk_kernels::{Elem, PACKET_ELEMENTS, ReduceOp};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// Most packets of a row each invocation holds per leaf: 32 elements, as the fused row folds
+/// give one invocation (H200 and lavapipe: 8192-element rows in a 256-wide workgroup).
+pub(crate) const MAX_PACKETS_PER_LANE: usize = 8;
+
+/// Most bytes of leaf values one invocation holds (softmax's f64 row of 8192, or layer norm's
+/// three f32 leaves of 8192), so that the registers stay within what keeps a GPU occupied.
+/// A first guess, not raced yet.
+const MAX_CACHED_BYTES: usize = 384;
+
+/// One reduction a row program computes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowReduction {
+    pub node: NodeId,
+    pub op: ReduceOp,
+    pub input: NodeId,
+    pub input_elem: Elem,
+    /// The type it folds in.
+    pub accumulator: Elem,
+    /// The type it is stored in (the accumulator, or f16/bf16 from an f32 accumulator).
+    pub result: Elem,
+}
+
+/// A reduction a row program can compute: a non-arg reduction over the last axis alone, on a
+/// native input, whose result is its accumulator or a narrower float of it.
+fn row_reduction(graph: &Graph, capabilities: &Capabilities, id: NodeId) -> Option<RowReduction> {
+    let Op::Reduce {
+        op, input, axes, ..
+    } = &graph.node(id).op
+    else {
+        return None;
+    };
+    let rank = graph.tensor_type(*input).shape.len();
+    if rank == 0 || axes[..] != [rank - 1] || op.is_arg() {
+        return None;
+    }
+    let input_elem = native_on(capabilities, graph.tensor_type(*input).dtype)?;
+    let accumulator = accumulator_elem(*op, input_elem, Accumulation::Native);
+    let result = elem_of(graph.tensor_type(id).dtype)?;
+    let narrowed = accumulator == Elem::F32 && matches!(result, Elem::F16 | Elem::BF16);
+    let supported =
+        device_supports(capabilities, accumulator) && device_supports(capabilities, result);
+    (supported && (result == accumulator || narrowed)).then_some(RowReduction {
+        node: id,
+        op: *op,
+        input: *input,
+        input_elem,
+        accumulator,
+        result,
+    })
+}
+
+/// How a row is spread over a team.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TeamShape {
+    /// Invocations per row (a power of two dividing the workgroup).
+    pub size: usize,
+    /// Packets of the row each invocation holds.
+    pub packets_per_lane: usize,
+    /// Fold by subgroup shuffles (else by a shared-memory tree over the whole workgroup).
+    pub subgroup_fold: bool,
+}
+
+/// The team for rows of `row_length` elements whose leaves take `leaf_bytes` per element: the
+/// narrowest power of two, from a subgroup (or the row's packets, if fewer: short rows are not
+/// folded serially), whose invocations each hold their share of the row within the register
+/// limits; the whole workgroup when the team folds without subgroup shuffles
+/// (`subgroup_fold` false). `None` when the row does not fit.
+fn team_shape(
+    subgroup_fold: bool,
+    subgroup_size: u32,
+    row_length: usize,
+    leaf_bytes: usize,
+) -> Option<TeamShape> {
+    let packets = row_length.div_ceil(PACKET_ELEMENTS as usize);
+    let workgroup = WORKGROUP_SIZE as usize;
+    let subgroup = (subgroup_size.max(1) as usize).next_power_of_two();
+    let narrowest = if subgroup_fold {
+        subgroup.min(packets.next_power_of_two()).min(workgroup)
+    } else {
+        workgroup
+    };
+    let fits = |size: usize| {
+        let packets_per_lane = packets.div_ceil(size);
+        packets_per_lane <= MAX_PACKETS_PER_LANE
+            && packets_per_lane * PACKET_ELEMENTS as usize * leaf_bytes <= MAX_CACHED_BYTES
+    };
+    let size = std::iter::successors(Some(narrowest), |&size| Some(size * 2))
+        .take_while(|&size| size <= workgroup)
+        .find(|&size| fits(size))?;
+    Some(TeamShape {
+        size,
+        packets_per_lane: packets.div_ceil(size),
+        subgroup_fold,
+    })
+}
+
+/// One group: the reductions it absorbs and the roots it writes, both in node order.
+#[derive(Debug)]
+pub(crate) struct RowGroup {
+    reductions: Vec<RowReduction>,
+    roots: Vec<NodeId>,
+    /// Computed nodes inside the kernel other than the roots.
+    inlined: Vec<NodeId>,
+    loop_shape: Vec<usize>,
+    team: TeamShape,
+}
+
+/// The groups of a plan, by node.
+#[derive(Debug)]
+pub(crate) struct RowGroups {
+    groups: Vec<RowGroup>,
+    /// Absorbed reductions and roots other than each group's last: no stage of their own.
+    skipped: Vec<bool>,
+    /// At each group's last root: the group, whose stage runs there.
+    ending: HashMap<NodeId, usize>,
+}
+
+impl RowGroups {
+    fn new(n_nodes: usize, groups: Vec<RowGroup>) -> Self {
+        let mut skipped = vec![false; n_nodes];
+        let mut ending = HashMap::new();
+        for (index, group) in groups.iter().enumerate() {
+            for reduction in &group.reductions {
+                skipped[reduction.node.index()] = true;
+            }
+            if let Some((last, others)) = group.roots.split_last() {
+                for root in others {
+                    skipped[root.index()] = true;
+                }
+                ending.insert(*last, index);
+            }
+        }
+        RowGroups {
+            groups,
+            skipped,
+            ending,
+        }
+    }
+
+    /// True for a node whose value a row program computes without a stage at the node.
+    pub(crate) fn skips(&self, id: NodeId) -> bool {
+        self.skipped[id.index()]
+    }
+
+    /// The group whose stage runs at `id`.
+    pub(crate) fn ending_at(&self, id: NodeId) -> Option<&RowGroup> {
+        self.ending.get(&id).map(|&index| &self.groups[index])
+    }
+}
+
+/// What the planner knows of each node when it looks for groups.
+pub(crate) struct NodeFacts<'a> {
+    pub needed: &'a [bool],
+    /// Elementwise or transparent: computable inside a fused kernel.
+    pub fusible: &'a [bool],
+    /// Materialisation with the given reductions fusing their operands (as prologue
+    /// reductions do).
+    pub materialise: &'a dyn Fn(&[bool]) -> Vec<bool>,
+}
+
+/// The row programs of `graph` and the materialisation they leave (absorbed reductions read
+/// their operands inside the kernel). Groups are gathered assuming every candidate reduction
+/// is absorbed; a group some of whose inlined values turn out materialised once the others
+/// are known (their users outside the group then read memory) is dropped, until none is.
+pub(crate) fn find_groups(
+    graph: &Graph,
+    capabilities: &Capabilities,
+    options: PlanOptions,
+    facts: &NodeFacts<'_>,
+) -> (RowGroups, Vec<bool>) {
+    let n = graph.nodes().len();
+    let nobody = vec![false; n];
+    if !options.row_programs {
+        return (RowGroups::new(n, Vec::new()), (facts.materialise)(&nobody));
+    }
+    let candidates: Vec<Option<RowReduction>> = (0..n)
+        .map(|index| {
+            let id = NodeId(index as u32);
+            facts.needed[index]
+                .then(|| row_reduction(graph, capabilities, id))
+                .flatten()
+        })
+        .collect();
+    let all_candidates: Vec<bool> = candidates.iter().map(Option::is_some).collect();
+    if !all_candidates.contains(&true) {
+        return (RowGroups::new(n, Vec::new()), (facts.materialise)(&nobody));
+    }
+    let mut users: Vec<Vec<NodeId>> = vec![Vec::new(); n];
+    for (index, node) in graph.nodes().iter().enumerate() {
+        if facts.needed[index] {
+            for operand in node.op.operands() {
+                users[operand.index()].push(NodeId(index as u32));
+            }
+        }
+    }
+    let assumed = (facts.materialise)(&all_candidates);
+    let finder = Finder {
+        graph,
+        capabilities,
+        options,
+        fusible: facts.fusible,
+        materialised: &assumed,
+        candidates: &candidates,
+        users: &users,
+    };
+    let mut groups = finder.gather(facts.needed);
+    loop {
+        let mut absorbing = vec![false; n];
+        for group in &groups {
+            for reduction in &group.reductions {
+                absorbing[reduction.node.index()] = true;
+            }
+        }
+        let materialised = (facts.materialise)(&absorbing);
+        let before = groups.len();
+        groups.retain(|group| group.inlined.iter().all(|node| !materialised[node.index()]));
+        if groups.len() == before {
+            return (RowGroups::new(n, groups), materialised);
+        }
+    }
+}
+
+struct Finder<'a> {
+    graph: &'a Graph,
+    capabilities: &'a Capabilities,
+    options: PlanOptions,
+    fusible: &'a [bool],
+    materialised: &'a [bool],
+    candidates: &'a [Option<RowReduction>],
+    users: &'a [Vec<NodeId>],
+}
+
+/// The nodes one group's kernel computes.
+struct Closure {
+    /// Roots and the computed nodes they (and the absorbed reductions' inputs) read.
+    computed: BTreeSet<NodeId>,
+    reductions: BTreeSet<NodeId>,
+}
+
+impl Finder<'_> {
+    fn gather(&self, needed: &[bool]) -> Vec<RowGroup> {
+        let mut claimed = vec![false; self.graph.nodes().len()];
+        let mut groups = Vec::new();
+        for (index, &is_needed) in needed.iter().enumerate() {
+            let id = NodeId(index as u32);
+            if claimed[index] || !is_needed || !self.may_be_root(id, &claimed) {
+                continue;
+            }
+            if let Some(group) = self.grow(id, &claimed) {
+                let members = group.roots.iter().chain(&group.inlined);
+                for node in members.chain(group.reductions.iter().map(|r| &r.node)) {
+                    claimed[node.index()] = true;
+                }
+                groups.push(group);
+            }
+        }
+        groups
+    }
+
+    /// A materialised node a fused kernel computes (not a view of a materialised value).
+    fn may_be_root(&self, id: NodeId, claimed: &[bool]) -> bool {
+        let operands = self.graph.node(id).op.operands();
+        let view_stage = crate::plan::is_transparent(&self.graph.node(id).op)
+            && operands
+                .iter()
+                .all(|operand| self.materialised[operand.index()]);
+        self.materialised[id.index()]
+            && self.fusible[id.index()]
+            && !view_stage
+            && !claimed[id.index()]
+    }
+
+    /// The closure of `roots`: nodes computed in the kernel, reductions absorbed.
+    fn closure(&self, roots: &[NodeId], loop_shape: &[usize]) -> Closure {
+        let mut closure = Closure {
+            computed: BTreeSet::new(),
+            reductions: BTreeSet::new(),
+        };
+        let mut seen = BTreeSet::new();
+        let mut stack = roots.to_vec();
+        while let Some(node) = stack.pop() {
+            if !seen.insert(node) {
+                continue;
+            }
+            if roots.contains(&node) || !self.materialised[node.index()] {
+                closure.computed.insert(node);
+                stack.extend(self.graph.node(node).op.operands());
+            } else if let Some(reduction) = self.candidates[node.index()].filter(|reduction| {
+                self.graph.tensor_type(reduction.input).shape == loop_shape
+                    && !self.graph.outputs().contains(&node)
+            }) {
+                closure.reductions.insert(node);
+                stack.push(reduction.input);
+            }
+        }
+        closure
+    }
+
+    /// The group rooted at `first`, if it absorbs a reduction and every check passes.
+    fn grow(&self, first: NodeId, claimed: &[bool]) -> Option<RowGroup> {
+        let loop_shape = self.graph.tensor_type(first).shape.clone();
+        let row_length = *loop_shape.last()?;
+        if row_length == 0 || loop_shape.contains(&0) {
+            return None;
+        }
+        let mut roots = vec![first];
+        let closure = loop {
+            let closure = self.closure(&roots, &loop_shape);
+            let inside = |node: &NodeId| {
+                closure.computed.contains(node) || closure.reductions.contains(node)
+            };
+            if closure.computed.iter().any(|node| claimed[node.index()]) {
+                return None;
+            }
+            // Values computed from an absorbed reduction must stay inside: a user outside
+            // joins as a root when it can, else there is no group.
+            let internal: Vec<NodeId> = closure
+                .computed
+                .iter()
+                .filter(|node| !roots.contains(node))
+                .chain(&closure.reductions)
+                .copied()
+                .collect();
+            let mut joining: BTreeSet<NodeId> = BTreeSet::new();
+            for node in internal {
+                for &user in &self.users[node.index()] {
+                    if inside(&user) {
+                        continue;
+                    }
+                    let same_shape = self.graph.tensor_type(user).shape == loop_shape;
+                    if !(same_shape && self.may_be_root(user, claimed)) {
+                        return None;
+                    }
+                    joining.insert(user);
+                }
+            }
+            // Later roots of the shape that read a root share the kernel where they can.
+            for root in &roots {
+                for &user in &self.users[root.index()] {
+                    let same_shape = self.graph.tensor_type(user).shape == loop_shape;
+                    if !inside(&user) && same_shape && self.may_be_root(user, claimed) {
+                        joining.insert(user);
+                    }
+                }
+            }
+            if joining.is_empty() {
+                break closure;
+            }
+            roots.extend(joining);
+        };
+        if closure.reductions.is_empty() {
+            return None;
+        }
+        roots.sort();
+        let last = *roots.last()?;
+        // The stage runs at the last root: nothing outside may read a root before it.
+        let read_early = roots.iter().any(|root| {
+            self.users[root.index()].iter().any(|user| {
+                !closure.computed.contains(user)
+                    && !closure.reductions.contains(user)
+                    && *user < last
+            })
+        });
+        if read_early {
+            return None;
+        }
+        let reductions: Vec<RowReduction> = closure
+            .reductions
+            .iter()
+            .map(|node| self.candidates[node.index()])
+            .collect::<Option<_>>()?;
+        let inlined = closure
+            .computed
+            .iter()
+            .copied()
+            .filter(|node| !roots.contains(node))
+            .collect();
+        let team = self.team_if_it_fits(&reductions, &roots, &loop_shape)?;
+        Some(RowGroup {
+            reductions,
+            roots,
+            inlined,
+            loop_shape,
+            team,
+        })
+    }
+
+    /// The team holding a row of the group of `reductions` and `roots`, when its kernel can
+    /// be generated and holds the row: native types, a short expression, reductions read along
+    /// their own rows, registers and shared memory enough.
+    fn team_if_it_fits(
+        &self,
+        reductions: &[RowReduction],
+        roots: &[NodeId],
+        loop_shape: &[usize],
+    ) -> Option<TeamShape> {
+        let expression = group_expression(self.graph, reductions, roots, self.materialised).ok()?;
+        let rows_aligned = expression
+            .register_reads
+            .iter()
+            .all(|(node, path)| reads_its_row(self.graph, *node, path, loop_shape));
+        let leaf_bytes: usize = expression
+            .leaf_elems()
+            .iter()
+            .map(|&elem| storage_bytes(elem) as usize)
+            .sum();
+        let shared_bytes: usize = reductions
+            .iter()
+            .map(|reduction| storage_bytes(reduction.accumulator) as usize)
+            .sum::<usize>()
+            * WORKGROUP_SIZE as usize;
+        let natively_stored = roots.iter().all(|&root| {
+            native_on(self.capabilities, self.graph.tensor_type(root).dtype).is_some()
+        });
+        let row_length = loop_shape.last().copied().unwrap_or(1);
+        let fits = rows_aligned
+            && natively_stored
+            && expression.statement_count() <= MAX_PACKET_STATEMENTS
+            && shared_bytes <= self.capabilities.max_shared_memory_bytes as usize;
+        let operations = self.capabilities.subgroup_operations;
+        let subgroup_fold =
+            operations.basic && operations.shuffle && self.options.subgroup_row_folds;
+        let subgroup_size = self.capabilities.subgroup_size;
+        fits.then(|| team_shape(subgroup_fold, subgroup_size, row_length, leaf_bytes))
+            .flatten()
+    }
+}
+
+/// True when `path` reads element `row` of `node` (a reduction's result, row-major) for every
+/// element of row `row` of `loop_shape`.
+fn reads_its_row(graph: &Graph, node: NodeId, path: &ViewPath, loop_shape: &[usize]) -> bool {
+    let shape = &graph.tensor_type(node).shape;
+    let layout = path
+        .iter()
+        .try_fold(Layout::contiguous(shape), |layout, step| {
+            step.apply_layout(&layout)
+        });
+    let Ok(layout) = layout else {
+        return false;
+    };
+    let Some((_, kept_shape)) = loop_shape.split_last() else {
+        return false;
+    };
+    let row_strides = contiguous_strides(kept_shape);
+    let last = loop_shape.len() - 1;
+    let along_rows = layout.strides()[..last]
+        .iter()
+        .zip(&row_strides)
+        .zip(kept_shape)
+        .all(|((&stride, &wanted), &size)| size == 1 || stride == wanted);
+    layout.shape() == loop_shape
+        && layout.offset() == 0
+        && along_rows
+        && (loop_shape[last] == 1 || layout.strides()[last] == 0)
+}
+
+/// The expression of a group: the absorbed reductions' inputs (in order), then the roots;
+/// reduction `k`'s result is the register `reduced<k>`.
+fn group_expression(
+    graph: &Graph,
+    reductions: &[RowReduction],
+    group_roots: &[NodeId],
+    materialised: &[bool],
+) -> Result<Expression> {
+    let mut roots: Vec<NodeId> = reductions.iter().map(|r| r.input).collect();
+    roots.extend(group_roots);
+    let registers = reductions
+        .iter()
+        .enumerate()
+        .map(|(k, reduction)| (reduction.node, format!("reduced{k}")))
+        .collect();
+    let is_leaf = |node: NodeId| materialised[node.index()] && !group_roots.contains(&node);
+    Expression::build_with_registers(graph, &roots, &is_leaf, registers)
+}
+
+/// A compiled row program with what it reads and writes.
+#[derive(Debug)]
+pub struct RowProgramKernel {
+    kernel: Arc<Kernel>,
+    loop_shape: Vec<usize>,
+    pub(crate) leaves: Vec<LeafAccess>,
+    pub(crate) roots: Vec<NodeId>,
+    rows_per_workgroup: usize,
+    /// The executor may run the packet path ([`PlanOptions::packet_path`]).
+    packet_path: bool,
+}
+
+/// Generates and compiles the kernel of `group`.
+pub(crate) fn plan_stage(
+    graph: &Graph,
+    device: &Device,
+    group: &RowGroup,
+    materialised: &[bool],
+    options: PlanOptions,
+) -> Result<RowProgramKernel> {
+    let expression = group_expression(graph, &group.reductions, &group.roots, materialised)?;
+    let outputs: Vec<Elem> = group
+        .roots
+        .iter()
+        .map(|&root| elem_of(graph.tensor_type(root).dtype).unwrap_or(Elem::U8))
+        .collect();
+    let row_length = group.loop_shape.last().copied().unwrap_or(1);
+    let source = shader::row_program_shader(&shader::RowProgramSource {
+        expression: &expression,
+        reductions: &group.reductions,
+        outputs: &outputs,
+        team: group.team,
+        row_length,
+        packet_path: options.packet_path,
+    });
+    Ok(RowProgramKernel {
+        kernel: compile(device, "fused_row_program", &source)?,
+        loop_shape: group.loop_shape.clone(),
+        leaves: expression.leaves,
+        roots: group.roots.clone(),
+        rows_per_workgroup: WORKGROUP_SIZE as usize / group.team.size,
+        packet_path: options.packet_path,
+    })
+}
+
+impl RowProgramKernel {
+    /// Runs the program on `leaves` (its leaf accesses applied): the outputs, and whether it
+    /// took the packet path (whole packets per row, every leaf streamed along the row from a
+    /// packet-aligned address or constant along it).
+    pub(crate) fn execute(
+        &self,
+        device: &Arc<Device>,
+        graph: &Graph,
+        leaves: &[Tensor],
+    ) -> Result<(Vec<Tensor>, bool)> {
+        let outputs = empty_outputs(device, graph, &self.roots)?;
+        let row_length = self.loop_shape.last().copied().unwrap_or(1);
+        let n_elements: usize = self.loop_shape.iter().product();
+        if n_elements == 0 {
+            return Ok((outputs, false));
+        }
+        let whole_packets = row_length.is_multiple_of(PACKET_ELEMENTS as usize);
+        let packet = (self.packet_path && whole_packets)
+            .then(|| packet_words(&self.loop_shape, row_length, leaves, &outputs))
+            .flatten();
+        let rows = n_elements / row_length;
+        let groups = (rows.div_ceil(self.rows_per_workgroup) as u64).min(MAX_REDUCE_GROUPS);
+        GeneratedLaunch {
+            kernel: &self.kernel,
+            loop_shape: &self.loop_shape,
+            leaves,
+            outputs: &outputs,
+            packet_words: packet.as_deref(),
+            count: rows,
+            reduced: row_length,
+            groups: groups as u32,
+        }
+        .dispatch(device)?;
+        Ok((outputs, packet.is_some()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn team(
+        subgroup_fold: bool,
+        subgroup_size: u32,
+        row: usize,
+        bytes: usize,
+    ) -> Option<(usize, usize)> {
+        team_shape(subgroup_fold, subgroup_size, row, bytes)
+            .map(|team| (team.size, team.packets_per_lane))
+    }
+
+    #[test]
+    fn rows_up_to_the_register_cap_get_a_team() {
+        // H200: subgroups of 32. An 8K f32 row fills a 256-wide workgroup, eight packets each.
+        assert_eq!(team(true, 32, 8192, 4), Some((256, 8)));
+        // Null arm: one element more does not fit.
+        assert_eq!(team(true, 32, 8193, 4), None);
+        // Layer norm's three f32 leaves fill the 384 bytes; a fourth leaf does not fit.
+        assert_eq!(team(true, 32, 8192, 12), Some((256, 8)));
+        assert_eq!(team(true, 32, 8192, 16), None);
+        // Short rows: a team narrower than a subgroup, several rows per workgroup.
+        assert_eq!(team(true, 32, 64, 4), Some((16, 1)));
+        assert_eq!(team(true, 32, 1, 8), Some((1, 1)));
+        // lavapipe: subgroups of 8; a team widens until each invocation holds its share.
+        assert_eq!(team(true, 8, 300, 4), Some((16, 5)));
+        // Without shuffles the whole workgroup folds one row through shared memory.
+        assert_eq!(team(false, 32, 64, 4), Some((256, 1)));
+    }
+}
