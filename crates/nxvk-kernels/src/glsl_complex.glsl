@@ -98,6 +98,15 @@ C nx_times_minus_i(C z) {
     return C(re, im);
 }
 
+// Complex.multiply(z, 1) = z (1, 0), its zero part's products written out: the product
+// reduction's single multiplication by the integer 1 BinaryBackend's fold starts from (NaN
+// beside an infinite part, -0 made +0).
+C nx_times_one(C z) {
+    precise T re = z.x - nx_zero_times(z.y);
+    precise T im = z.y + nx_zero_times(z.x);
+    return C(re, im);
+}
+
 // Complex.multiply by (0.5, 0) and by (0, 0.5) (atanh's and atan's factors).
 C nx_times_half(C z) {
     precise T re = T(0.5) * z.x - nx_zero_times(z.y);

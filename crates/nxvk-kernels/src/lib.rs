@@ -44,6 +44,7 @@
 pub mod accuracy;
 pub mod catalog;
 pub mod codegen;
+mod complex_view;
 pub mod conv;
 mod conv_gather;
 pub mod coverage;
@@ -69,6 +70,7 @@ pub mod ops;
 pub mod random;
 pub mod reduce;
 mod reduce_codegen;
+mod reduce_complex;
 pub mod reference;
 pub mod scan;
 mod scan_codegen;
@@ -107,7 +109,9 @@ pub use movement_codegen::{
 pub use op_table::{Accepts, BinaryOp, ComplexElem, Elem, OpSpec, ResultRule, UnaryOp, ValueType};
 pub use ops::{Path, as_type, binary, unary};
 pub use reduce::{Accumulation, ReduceOp, ReduceOptions, TieBreak, reduce};
-pub use reduce_codegen::{reduce_kernel_name, reduce_shader};
+pub use reduce_codegen::{
+    complex_product_kernel_name, complex_product_shader, reduce_kernel_name, reduce_shader,
+};
 pub use scan::{
     ScanOp, cumulative, cumulative_max, cumulative_min, cumulative_product, cumulative_sum,
 };
