@@ -53,6 +53,7 @@ mod dense_codegen;
 pub mod dot;
 pub mod dot_autotune;
 pub mod dot_codegen;
+mod dot_complex;
 pub mod dot_cooperative;
 mod fallback;
 pub mod fft;
