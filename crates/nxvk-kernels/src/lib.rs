@@ -46,6 +46,7 @@ pub mod catalog;
 pub mod codegen;
 mod complex_view;
 pub mod conv;
+mod conv_complex;
 mod conv_gather;
 pub mod coverage;
 pub mod creation;
