@@ -50,7 +50,7 @@ fn host_supports(op_name: &str, dtype: DType) -> bool {
         return false;
     }
     // Complex ops the host reference does not implement yet.
-    !(dtype.is_complex() && matches!(op_name, "atan2" | "erf" | "erfc" | "erf_inv" | "cbrt"))
+    !(dtype.is_complex() && matches!(op_name, "atan2" | "erf" | "erfc" | "erf_inv"))
 }
 
 fn cell(op_name: &'static str, dtype: DType, path: nxvk_core::Result<Path>) -> Cell {

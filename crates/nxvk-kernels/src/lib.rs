@@ -20,9 +20,10 @@
 //! slice, pad, concatenate, stack, put_slice), scans ([`scan`]: the cumulative ops over any
 //! axis, either direction, as block scans with carry passes), creation ([`creation`]: iota,
 //! eye, full, bitcast) and [`select`](mod@select) (select, clip), compiled at build time like
-//! the rest of the catalog. Apart from select (whose complex and sub-byte results take the
-//! counted fallback) they have no host fallback yet: a dtype without a kernel is an
-//! `Unsupported` error, never a silently different path.
+//! the rest of the catalog; complex sums, products, all and any, complex scans and select run
+//! there too (`reduce_complex.rs`, `complex_view.rs`). Sub-byte types take the counted
+//! fallback; a dtype without a kernel is an `Unsupported` error, never a silently different
+//! path.
 //!
 //! Indexing ([`index`]: gather, take, take_along_axis, indexed_put/add), sorting ([`sort`]:
 //! sort, argsort, top_k), Fourier transforms ([`fft`]) and random numbers ([`random`]:
@@ -31,14 +32,16 @@
 //!
 //! GEMM-based ops are compiled at run time from templates: [`dot`](mod@dot) (any contraction
 //! and batch axes, a tiled GEMM with split-K, per-device autotuned tiles, cooperative matrices
-//! for f16), [`conv`](mod@conv) (implicit GEMM), [`window`] reductions and scatters, and
+//! for f16; complex as one real GEMM over the parts), [`conv`](mod@conv) (implicit GEMM;
+//! complex likewise), [`window`] reductions and scatters, and
 //! [`linalg`] (triangular_solve, cholesky, lu, determinant, solve, qr, eigh). They have no host path: a dtype
 //! without a kernel is `Unsupported`.
 //!
 //! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64, f64 transcendentals included
 //! (`glsl_f64_math.glsl`: range reduction, polynomials and double-double arithmetic, held to
 //! the ulp bounds of [`accuracy`]; `cargo run -p nxvk-kernels --example ulp` measures them);
-//! complex and sub-byte integers take the host fallback, 8-bit floats are unsupported. See
+//! c64/c128 run on the GPU too (component-type arithmetic, Elixir's Complex library's
+//! formulas); sub-byte integers take the host fallback, 8-bit floats are unsupported. See
 //! `fallback_allowlist.txt` and `cargo run -p nxvk-kernels --example coverage`.
 
 pub mod accuracy;
