@@ -240,7 +240,8 @@ pub fn dot_with_config(
     let result = result_dtype(a.dtype(), b.dtype());
     let device = a.device();
     if result.is_complex() && runs_on_gpu(result, device.capabilities()) {
-        return crate::dot_complex::dot(a, contract_a, batch_a, b, contract_b, batch_b, config);
+        let axes = [contract_a, batch_a, contract_b, batch_b];
+        return crate::dot_complex::dot(a, b, axes, config);
     }
     let Some(elem) = elem_of(result).filter(|&elem| device_supports(device.capabilities(), elem))
     else {

@@ -37,15 +37,12 @@ pub(crate) fn expanded(op: &'static str, b: &Tensor) -> Result<Tensor> {
     stack(&[&parts(op, b)?, &parts(op, &rotated)?], b.shape().len())
 }
 
-/// Complex `dot` (the caller checked the axes; the result type is complex).
-#[allow(clippy::too_many_arguments)] // dot/6's arguments and the tile override, as in dot.rs.
+/// Complex `dot` of `a` and `b` over `[contract_a, batch_a, contract_b, batch_b]` (the caller
+/// checked the axes; the result type is complex), with an optional tile override.
 pub(crate) fn dot(
     a: &Tensor,
-    contract_a: &[usize],
-    batch_a: &[usize],
     b: &Tensor,
-    contract_b: &[usize],
-    batch_b: &[usize],
+    [contract_a, batch_a, contract_b, batch_b]: [&[usize]; 4],
     config: Option<TileConfig>,
 ) -> Result<Tensor> {
     let result = result_dtype(a.dtype(), b.dtype());

@@ -89,13 +89,18 @@ pub fn runs_on_gpu(dtype: nxvk_core::DType, capabilities: &nxvk_core::Capabiliti
         .is_some_and(|elem| elem.is_float() && device_supports(capabilities, elem))
 }
 
-fn float_elem(op: &'static str, tensors: &[&Tensor]) -> Result<(nxvk_core::DType, Elem)> {
+/// Nx's result type of a linear-algebra op: `to_floating` of the operands' merged type.
+fn floating_result(tensors: &[&Tensor]) -> nxvk_core::DType {
     let merged = tensors
         .iter()
         .map(|tensor| tensor.dtype())
         .reduce(types::merge)
         .expect("at least one operand");
-    let result = types::to_floating(merged);
+    types::to_floating(merged)
+}
+
+fn float_elem(op: &'static str, tensors: &[&Tensor]) -> Result<(nxvk_core::DType, Elem)> {
+    let result = floating_result(tensors);
     let capabilities = tensors[0].device().capabilities();
     elem_of(result)
         .filter(|_| runs_on_gpu(result, capabilities))
@@ -121,12 +126,7 @@ pub fn triangular_solve_runs_on_gpu(
 
 /// [`float_elem`] for triangular_solve, which takes complex operands too.
 fn solve_value(op: &'static str, tensors: &[&Tensor]) -> Result<(nxvk_core::DType, ValueType)> {
-    let merged = tensors
-        .iter()
-        .map(|tensor| tensor.dtype())
-        .reduce(types::merge)
-        .expect("at least one operand");
-    let result = types::to_floating(merged);
+    let result = floating_result(tensors);
     if result.is_complex() {
         let capabilities = tensors[0].device().capabilities();
         return value_of(result)

@@ -21,16 +21,6 @@ fn c64_tensor(values: &[(f32, f32)]) -> Tensor {
     Tensor::from_slice(&device(), &[values.len()], &values).unwrap()
 }
 
-fn c64_values(tensor: &Tensor) -> Vec<(f32, f32)> {
-    assert_eq!(tensor.dtype(), DType::C64);
-    tensor
-        .to_vec::<Complex32>()
-        .unwrap()
-        .into_iter()
-        .map(|value| (value.re, value.im))
-        .collect()
-}
-
 /// Same bits, except that any NaN matches any NaN.
 fn same(actual: f32, expected: f32) -> bool {
     actual.to_bits() == expected.to_bits() || (actual.is_nan() && expected.is_nan())

@@ -23,16 +23,6 @@ fn c64(
     Tensor::from_slice(device, shape, &values).unwrap()
 }
 
-fn c64_values(tensor: &Tensor) -> Vec<(f32, f32)> {
-    assert_eq!(tensor.dtype(), DType::C64);
-    tensor
-        .to_vec::<Complex32>()
-        .unwrap()
-        .into_iter()
-        .map(|value| (value.re, value.im))
-        .collect()
-}
-
 fn no_fallbacks<T>(run: impl FnOnce() -> T) -> T {
     let before = device().counters().total_host_fallbacks();
     let result = run();

@@ -140,23 +140,6 @@ fn multiply(a: Complex64, b: Complex64) -> Complex64 {
     Complex64::new(a.re * b.re - a.im * b.im, a.im * b.re + a.re * b.im)
 }
 
-/// Groups of `values` (row-major, `shape`) by output element when `axes` are reduced.
-fn groups(shape: &[usize], values: &[Value], axes: &[usize]) -> Vec<Vec<Complex64>> {
-    let kept: Vec<usize> = (0..shape.len())
-        .filter(|axis| !axes.contains(axis))
-        .collect();
-    let n_outputs: usize = kept.iter().map(|&axis| shape[axis]).product();
-    let mut groups = vec![Vec::new(); n_outputs];
-    for (index, &value) in values.iter().enumerate() {
-        let at = coordinates(shape, index);
-        let output = kept
-            .iter()
-            .fold(0, |acc, &axis| acc * shape[axis] + at[axis]);
-        groups[output].push(as_complex(value));
-    }
-    groups
-}
-
 /// Host reduction of one group as BinaryBackend folds it (from 0 or from 1 + 0i), with the
 /// per-part bound of the GPU's different order.
 fn host_reduce(op: ReduceOp, dtype: DType, group: &[Complex64]) -> (Complex64, (f64, f64)) {
@@ -259,16 +242,18 @@ fn reduce_case(
         _ => op,
     };
     let negate = wrong && matches!(op, ReduceOp::All | ReduceOp::Any);
-    let (expected, bounds): (Vec<Complex64>, Vec<(f64, f64)>) = groups(shape, &values, axes)
-        .iter()
-        .map(|group| {
-            let (mut value, bound) = host_reduce(reference_op, dtype, group);
-            if negate {
-                value.re = 1.0 - value.re;
-            }
-            (rounded(result_dtype_or(dtype, result_dtype), value), bound)
-        })
-        .unzip();
+    let (expected, bounds): (Vec<Complex64>, Vec<(f64, f64)>) =
+        reduction_groups(shape, &values, axes)
+            .iter()
+            .map(|group| {
+                let group: Vec<Complex64> = group.iter().map(|&value| as_complex(value)).collect();
+                let (mut value, bound) = host_reduce(reference_op, dtype, &group);
+                if negate {
+                    value.re = 1.0 - value.re;
+                }
+                (rounded(result_dtype_or(dtype, result_dtype), value), bound)
+            })
+            .unzip();
     check_complex(
         &format!("{} {dtype} {shape:?} {axes:?}", op.name()),
         &read(&output),
@@ -517,15 +502,12 @@ fn select_null_arm_rejects_swapped_branches() {
 
 // ---- scans ----
 
-/// The sequential host scan along `axis` (f64, Complex.multiply), with per-element bounds;
-/// `shift` makes it exclusive (a null arm).
-fn host_scan(
-    op: ScanOp,
-    dtype: DType,
-    shape: &[usize],
-    values: &[Value],
-    axis: usize,
-    reverse: bool,
+/// The sequential host scan along `axis`, from the end when `reverse` (f64, Complex.multiply),
+/// with per-element bounds; `shift` makes it exclusive (a null arm).
+fn complex_host_scan(
+    (op, dtype): (ScanOp, DType),
+    (shape, values): (&[usize], &[Value]),
+    (axis, reverse): (usize, bool),
     shift: bool,
 ) -> (Vec<Complex64>, Vec<(f64, f64)>) {
     let eps = epsilon(if dtype == DType::C64 {
@@ -598,7 +580,8 @@ fn scan_case(
             output.dtype()
         ));
     }
-    let (expected, bounds) = host_scan(op, dtype, shape, &values, axis, reverse, shift);
+    let (expected, bounds) =
+        complex_host_scan((op, dtype), (shape, &values), (axis, reverse), shift);
     check_complex(
         &format!("{} {dtype} {shape:?} axis {axis}", op.name()),
         &read(&output),

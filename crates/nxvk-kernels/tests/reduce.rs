@@ -51,24 +51,6 @@ fn check_float(dtype: DType, actual: Value, expected: f64, bound: f64) -> Result
 }
 
 /// Row-major coordinates of element `index` of `shape`.
-/// The input values grouped by output element, each group in row-major order of the reduced
-/// axes.
-fn groups(shape: &[usize], values: &[Value], axes: &[usize]) -> Vec<Vec<Value>> {
-    let kept: Vec<usize> = (0..shape.len())
-        .filter(|axis| !axes.contains(axis))
-        .collect();
-    let n_outputs: usize = kept.iter().map(|&axis| shape[axis]).product();
-    let mut groups = vec![Vec::new(); n_outputs];
-    for (index, &value) in values.iter().enumerate() {
-        let coordinates = coordinates(shape, index);
-        let output = kept
-            .iter()
-            .fold(0, |acc, &axis| acc * shape[axis] + coordinates[axis]);
-        groups[output].push(value);
-    }
-    groups
-}
-
 fn as_f64(value: Value) -> f64 {
     match value {
         Value::Int(value) => value as f64,
@@ -167,7 +149,7 @@ fn check_reduction(
         }
         None => (0..shape.len()).collect(),
     };
-    let groups = groups(shape, values, &sorted);
+    let groups = reduction_groups(shape, values, &sorted);
     let n_reduced: usize = sorted.iter().map(|&axis| shape[axis]).product();
     let options = ReduceOptions {
         axes,
