@@ -6,7 +6,7 @@
 //! copies of them: no data moves, and every view (transposed, sliced, broadcast) stays one.
 
 use crate::operand_errors::bad_operands;
-use nxvk_core::{DType, Layout, Result, Tensor};
+use nxvk_core::{Complex32, Complex64, DType, Layout, Result, Tensor};
 
 /// The component dtype of a complex dtype (f32 for c64, f64 for c128), `None` for real ones.
 pub(crate) const fn component_dtype(dtype: DType) -> Option<DType> {
@@ -81,4 +81,13 @@ pub(crate) fn from_parts(op: &'static str, tensor: &Tensor) -> Result<Tensor> {
         layout.offset() / 2,
     )?;
     Tensor::from_parts(tensor.buffer().clone(), complex_layout, complex)
+}
+
+/// The imaginary unit as a rank-0 tensor of `like`'s complex dtype (c128 unless c64), on its
+/// device: the factor that turns parts (re, im) into (-im, re).
+pub(crate) fn imaginary_unit(like: &Tensor) -> Result<Tensor> {
+    match like.dtype() {
+        DType::C64 => Tensor::from_slice(like.device(), &[], &[Complex32::new(0.0, 1.0)]),
+        _ => Tensor::from_slice(like.device(), &[], &[Complex64::new(0.0, 1.0)]),
+    }
 }

@@ -13,11 +13,11 @@
 //! at the end moves `q` last (the complex result's parts view) and applies the output
 //! permutation. Accumulation is the real convolution's, per part in the component type.
 
-use crate::complex_view::{from_parts, parts};
+use crate::complex_view::{from_parts, imaginary_unit, parts};
 use crate::conv::{ConvGeometry, ConvOptions, conv as real_conv, result_dtype};
 use crate::movement::{contiguous, stack};
 use crate::ops;
-use nxvk_core::{Complex32, Complex64, DType, Result, Tensor};
+use nxvk_core::{Result, Tensor};
 
 const OP: &str = "conv";
 
@@ -25,12 +25,8 @@ const OP: &str = "conv";
 /// complex canonical kernel `[filters, channels per group, spatial...]` (see the module doc).
 fn real_filters(kernel: &Tensor, groups: usize) -> Result<Tensor> {
     let rank = kernel.shape().len();
-    let i = match kernel.dtype() {
-        DType::C64 => Tensor::from_slice(kernel.device(), &[], &[Complex32::new(0.0, 1.0)])?,
-        _ => Tensor::from_slice(kernel.device(), &[], &[Complex64::new(0.0, 1.0)])?,
-    };
     let conjugated = ops::conjugate(kernel)?;
-    let rotated = ops::multiply(&i, &conjugated)?;
+    let rotated = ops::multiply(&imaginary_unit(kernel)?, &conjugated)?;
     // [filters, channels, spatial..., q, p], contiguous: split filters into (group, filter).
     let blocks = stack(&[&parts(OP, &conjugated)?, &parts(OP, &rotated)?], rank)?;
     let filters = kernel.shape()[0];
