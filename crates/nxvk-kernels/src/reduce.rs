@@ -411,8 +411,8 @@ pub(crate) fn split_axes(input: &Tensor, axes: &[usize]) -> [(Vec<usize>, Vec<us
 }
 
 /// The template the first pass of `op` over `axes` of `input` takes on its device, or `None`
-/// when the reduction runs on the host: a test hook, so tests can prove which template they
-/// exercise.
+/// when the reduction runs on the host or is complex (`reduce_complex.rs` picks its own): a
+/// test hook, so tests can prove which template they exercise.
 pub fn first_pass_layout(
     op: ReduceOp,
     input: &Tensor,

@@ -15,7 +15,8 @@
 //!   the partial products. The final pass multiplies by (1, 0) once, as BinaryBackend's fold
 //!   starting from the integer 1 does. An intermediate c64 product that overflows f32 becomes
 //!   infinite (and NaN beside it, as Complex.multiply makes it) where BinaryBackend, whose
-//!   Elixir floats are f64, might still round a finite value.
+//!   Elixir floats are f64, might still round a finite value. [`Accumulation::F64`] applies to
+//!   sums only: products always fold in the component type.
 //!
 //! [`Accumulation::F64`]: crate::reduce::Accumulation::F64
 
