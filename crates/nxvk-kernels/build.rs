@@ -214,6 +214,23 @@ fn main() {
         ReduceOp::ALL.len(),
         tables(&reduce_tables)
     );
+    let complex_products: Vec<String> = ComplexElem::ALL
+        .iter()
+        .map(|&complex| {
+            compile(
+                out_dir,
+                &reduce_codegen::complex_product_kernel_name(complex),
+                &reduce_codegen::complex_product_shader(complex),
+                &mut generated,
+                &mut all,
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        generated,
+        "\n/// Complex products by `ComplexElem::index`.\npub(crate) static REDUCE_COMPLEX_PRODUCT_KERNELS: [&CatalogKernel; 2] = [&{}];",
+        complex_products.join(", &")
+    );
     let _ = writeln!(
         generated,
         "\n/// Reduction kernels accumulating in f64, where they differ from the native ones.\npub(crate) static REDUCE_F64_KERNELS: [[[Option<&CatalogKernel>; 12]; {}]; 3] = {};",
@@ -434,14 +451,14 @@ fn creation_select_and_scan_kernels(out_dir: &Path, generated: &mut String, all:
             compile(out_dir, &name, &codegen::iota_shader(elem), generated, all)
         })
         .collect();
-    let select: Vec<String> = codegen::SELECT_ELEMS
+    let select: Vec<String> = codegen::SELECT_BYTES
         .iter()
-        .map(|&elem| {
-            let name = codegen::select_kernel_name(elem);
+        .map(|&bytes| {
+            let name = codegen::select_kernel_name(bytes);
             compile(
                 out_dir,
                 &name,
-                &codegen::select_shader(elem),
+                &codegen::select_shader(bytes),
                 generated,
                 all,
             )
@@ -461,7 +478,7 @@ fn creation_select_and_scan_kernels(out_dir: &Path, generated: &mut String, all:
     );
     let _ = writeln!(
         generated,
-        "\n/// Select kernels by element size (1, 2, 4 and 8 bytes).\npub(crate) static SELECT_KERNELS: [&CatalogKernel; 4] = [{}];",
+        "\n/// Select kernels by element size (1, 2, 4, 8 and 16 bytes).\npub(crate) static SELECT_KERNELS: [&CatalogKernel; 5] = [{}];",
         references(&select)
     );
     let mut pass_tables = Vec::new();
@@ -469,22 +486,25 @@ fn creation_select_and_scan_kernels(out_dir: &Path, generated: &mut String, all:
         let rows: Vec<String> = scan_codegen::ScanOp::ALL
             .iter()
             .map(|&op| {
-                let row: Vec<String> = Elem::ALL
+                let row: Vec<String> = ValueType::ALL
                     .iter()
-                    .map(|&elem| {
-                        let name = scan_codegen::scan_kernel_name(op, elem, pass);
-                        let glsl = scan_codegen::scan_shader(op, elem, pass);
-                        compile(out_dir, &name, &glsl, generated, all)
+                    .map(|&value| {
+                        if !op.has_kernel(value) {
+                            return "None".to_owned();
+                        }
+                        let name = scan_codegen::scan_kernel_name(op, value, pass);
+                        let glsl = scan_codegen::scan_shader(op, value, pass);
+                        format!("Some(&{})", compile(out_dir, &name, &glsl, generated, all))
                     })
                     .collect();
-                format!("        [{}],", references(&row))
+                format!("        [{}],", row.join(", "))
             })
             .collect();
         pass_tables.push(format!("    [\n{}\n    ],", rows.join("\n")));
     }
     let _ = writeln!(
         generated,
-        "\n/// Scan kernels by `ScanPass::index`, `ScanOp::index` and [`Elem::index`].\npub(crate) static SCAN_KERNELS: [[[&CatalogKernel; 12]; 4]; 3] = [\n{}\n];",
+        "\n/// Scan kernels by `ScanPass::index`, `ScanOp::index` and [`ValueType::index`] (none for\n/// complex min and max).\npub(crate) static SCAN_KERNELS: [[[Option<&CatalogKernel>; 14]; 4]; 3] = [\n{}\n];",
         pass_tables.join("\n")
     );
 }

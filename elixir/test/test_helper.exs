@@ -33,6 +33,7 @@ defmodule NxVulkan.TestHelpers do
   def decode(binary, "s32"), do: for(<<v::signed-32-little <- binary>>, do: v)
   def decode(binary, "s64"), do: for(<<v::signed-64-little <- binary>>, do: v)
   def decode(binary, "u8"), do: for(<<v::unsigned-8 <- binary>>, do: v)
+  def decode(binary, "u64"), do: for(<<v::unsigned-64-little <- binary>>, do: v)
 
   def decode(binary, "c64") do
     for <<re::float-32-little, im::float-32-little <- binary>>, do: {re, im}

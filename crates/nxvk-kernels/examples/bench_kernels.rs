@@ -96,7 +96,31 @@ fn main() {
     let mut workloads: Vec<(String, Workload<Bench>)> = vec![
         (
             format!("conv_f32_n{conv_batch}c64h56k64r3"),
-            Box::new(move |b| b.conv(conv_batch)),
+            Box::new(move |b| b.conv(DType::F32, conv_batch)),
+        ),
+        (
+            format!("conv_c64_n{conv_batch}c64h56k64r3"),
+            Box::new(move |b| b.conv(DType::C64, conv_batch)),
+        ),
+        (
+            format!("cgemm_{gemm_side}"),
+            Box::new(move |b| b.gemm(DType::C64, 1, gemm_side, None)),
+        ),
+        (
+            format!("zgemm_{gemm_side}"),
+            Box::new(move |b| b.gemm(DType::C128, 1, gemm_side, None)),
+        ),
+        (
+            format!("sum_c64_{half_label}"),
+            Box::new(move |b| b.sum(DType::C64, half)),
+        ),
+        (
+            format!("product_c64_{half_label}"),
+            Box::new(move |b| b.product(DType::C64, half)),
+        ),
+        (
+            format!("cumsum_c64_{half_label}"),
+            Box::new(move |b| b.cumulative_sum(DType::C64, &[half], 0)),
         ),
         (
             format!("sgemm_{gemm_side}"),
@@ -208,11 +232,11 @@ fn main() {
         ),
         (
             format!("cumsum_f32_{big_label}"),
-            Box::new(move |b| b.cumulative_sum(&[big], 0)),
+            Box::new(move |b| b.cumulative_sum(DType::F32, &[big], 0)),
         ),
         (
             format!("cumsum_rows_f32_{side_label}"),
-            Box::new(move |b| b.cumulative_sum(&[side, side], 1)),
+            Box::new(move |b| b.cumulative_sum(DType::F32, &[side, side], 1)),
         ),
         (
             format!("select_f32_{half_label}"),
@@ -250,8 +274,25 @@ struct Bench {
     quick: bool,
 }
 
+/// Real flops per multiply-add of `dtype`: 2, or 8 for complex types.
+fn flops_per_multiply_add(dtype: DType) -> f64 {
+    if dtype.is_complex() { 8.0 } else { 2.0 }
+}
+
 impl Bench {
+    /// Random values of `dtype`: uniform f32 converted, or for complex types pairs of them
+    /// (the f32 data read as c64, then converted).
     fn tensor(&self, shape: &[usize], dtype: DType) -> Result<Tensor> {
+        if dtype.is_complex() {
+            let parts_shape = [shape, &[2]].concat();
+            let parts = random_f32_tensor(&self.device, &parts_shape, 0x5eed)?;
+            let complex = Tensor::from_parts(
+                parts.buffer().clone(),
+                nxvk_core::Layout::contiguous(shape),
+                DType::C64,
+            )?;
+            return ops::as_type(&complex, dtype);
+        }
         let tensor = random_f32_tensor(&self.device, shape, 0x5eed)?;
         if dtype == DType::F32 {
             Ok(tensor)
@@ -261,7 +302,8 @@ impl Bench {
     }
 
     /// `batches` products of two `side x side` matrices of `dtype` (f16/bf16 accumulate in
-    /// f32), through `dot` with its autotuned tiles; 2 * batches * side^3 flops.
+    /// f32), through `dot` with its autotuned tiles; 2 * batches * side^3 flops (8 for complex
+    /// types: four real multiply-adds per complex one, as CGEMM/ZGEMM rates count them).
     /// A (batched) square GEMM with the autotuner's configuration, or with `config` forced.
     fn gemm(
         &self,
@@ -278,16 +320,17 @@ impl Bench {
         run()?;
         let time = gpu_median(&self.device, self.quick, run)?;
         Ok(Record::teraflops(
-            2.0 * batches as f64 * (side as f64).powi(3),
+            flops_per_multiply_add(dtype) * batches as f64 * (side as f64).powi(3),
             time,
         ))
     }
 
     /// NCHW conv of `batch` x 64 x 56 x 56 with 64 3x3 filters, padding 1 (the peer's
-    /// conv2d), through `conv`'s implicit GEMM; 2 * batch * 64 * 56^2 * 64 * 9 flops.
-    fn conv(&self, batch: usize) -> Result<Record> {
-        let input = self.tensor(&[batch, 64, 56, 56], DType::F32)?;
-        let kernel = self.tensor(&[64, 64, 3, 3], DType::F32)?;
+    /// conv2d), through `conv`'s implicit GEMM; 2 * batch * 64 * 56^2 * 64 * 9 flops (8 for
+    /// complex types).
+    fn conv(&self, dtype: DType, batch: usize) -> Result<Record> {
+        let input = self.tensor(&[batch, 64, 56, 56], dtype)?;
+        let kernel = self.tensor(&[64, 64, 3, 3], dtype)?;
         let options = ConvOptions {
             padding: vec![(1, 1), (1, 1)],
             ..ConvOptions::default()
@@ -296,7 +339,7 @@ impl Bench {
         run()?;
         let time = gpu_median(&self.device, self.quick, run)?;
         Ok(Record::teraflops(
-            2.0 * batch as f64 * 64.0 * 56.0 * 56.0 * 64.0 * 9.0,
+            flops_per_multiply_add(dtype) * batch as f64 * 64.0 * 56.0 * 56.0 * 64.0 * 9.0,
             time,
         ))
     }
@@ -368,17 +411,27 @@ impl Bench {
         ))
     }
 
-    /// Nx's cumulative_sum along `axis` of an f32 tensor of `shape`.
-    fn cumulative_sum(&self, shape: &[usize], axis: usize) -> Result<Record> {
-        let x = self.tensor(shape, DType::F32)?;
+    /// Nx's cumulative_sum along `axis` of a tensor of `shape`.
+    fn cumulative_sum(&self, dtype: DType, shape: &[usize], axis: usize) -> Result<Record> {
+        let x = self.tensor(shape, dtype)?;
         let time = gpu_median(&self.device, self.quick, || {
             cumulative_sum(&x, axis, false).map(drop)
         })?;
         let elements: usize = shape.iter().product();
         Ok(Record::gigabytes_per_second(
-            2.0 * elements as f64 * 4.0,
+            2.0 * elements as f64 * dtype.byte_size().unwrap_or(4) as f64,
             time,
         ))
+    }
+
+    /// Nx's product of every element (complex: Complex.multiply in a workgroup tree).
+    fn product(&self, dtype: DType, elements: usize) -> Result<Record> {
+        let x = self.tensor(&[elements], dtype)?;
+        let time = gpu_median(&self.device, self.quick, || {
+            reduce::product(&x, None, false).map(drop)
+        })?;
+        let bytes = elements as f64 * dtype.byte_size().unwrap_or(4) as f64;
+        Ok(Record::gigabytes_per_second(bytes, time))
     }
 
     /// Nx's select with a u8 predicate and two f32 branches (bytes: predicate, one branch,

@@ -70,21 +70,22 @@ pub fn iota_kernel(elem: Elem) -> &'static CatalogKernel {
     IOTA_KERNELS[elem.index()]
 }
 
-/// The select kernel moving elements of `bytes` bytes (1, 2, 4 or 8).
+/// The select kernel moving elements of `bytes` bytes (1, 2, 4, 8 or 16).
 pub fn select_kernel(bytes: usize) -> Option<&'static CatalogKernel> {
-    crate::codegen::SELECT_ELEMS
+    crate::codegen::SELECT_BYTES
         .iter()
-        .position(|elem| elem.bits() as usize == bytes * 8)
+        .position(|&size| size == bytes)
         .map(|slot| SELECT_KERNELS[slot])
 }
 
-/// The kernel of scan pass `pass` for `op` on `elem`.
+/// The kernel of scan pass `pass` for `op` on `value`, if the catalog has one (complex
+/// numbers have sums and products only).
 pub fn scan_kernel(
     op: crate::scan::ScanOp,
-    elem: Elem,
+    value: ValueType,
     pass: crate::scan_codegen::ScanPass,
-) -> &'static CatalogKernel {
-    SCAN_KERNELS[pass.index()][op.index()][elem.index()]
+) -> Option<&'static CatalogKernel> {
+    SCAN_KERNELS[pass.index()][op.index()][value.index()]
 }
 
 /// The catalog's element type for an Nx dtype; `None` for complex, sub-byte and 8-bit floats.

@@ -125,7 +125,7 @@ pub const fn value_storage_bytes(value: ValueType) -> u32 {
 
 /// The alignment promised for addresses of `value`: a complex number is aligned to its
 /// component only (a view may start at any element of its buffer).
-const fn value_alignment(value: ValueType) -> u32 {
+pub(crate) const fn value_alignment(value: ValueType) -> u32 {
     match value {
         ValueType::Real(elem) => storage_bytes(elem),
         ValueType::Complex(complex) => storage_bytes(complex.component()),
@@ -134,7 +134,7 @@ const fn value_alignment(value: ValueType) -> u32 {
 
 /// GLSL converting `access` (a value as stored) to the compute type of `value` (complex
 /// numbers are computed as stored).
-fn load_value(value: ValueType, access: &str) -> String {
+pub(crate) fn load_value(value: ValueType, access: &str) -> String {
     match value {
         ValueType::Real(elem) => load(elem, access),
         ValueType::Complex(_) => access.to_owned(),
@@ -142,7 +142,7 @@ fn load_value(value: ValueType, access: &str) -> String {
 }
 
 /// GLSL converting `result` (of the compute type of `value`) to its storage type.
-fn store_value(value: ValueType, result: &str) -> String {
+pub(crate) fn store_value(value: ValueType, result: &str) -> String {
     match value {
         ValueType::Real(elem) => store(elem, result),
         ValueType::Complex(complex) => format!("{}({result})", complex_type(complex)),
@@ -300,7 +300,7 @@ pub(crate) fn elementwise_prelude(input: Elem, function: &str, extra: &str) -> S
 
 /// The prelude of a shader on complex operands: the real prelude of the component type (so
 /// `T` is the component type), `C` the complex type, and the complex helpers.
-fn complex_prelude(complex: ComplexElem, function: &str, extra: &str) -> String {
+pub(crate) fn complex_prelude(complex: ComplexElem, function: &str, extra: &str) -> String {
     let mut prelude = elementwise_prelude(complex.component(), function, extra);
     let _ = writeln!(prelude, "#define C {}", complex_type(complex));
     prelude.push_str(COMPLEX_HELPERS);
@@ -585,13 +585,24 @@ void main() {{
     shader
 }
 
-/// The unsigned types whose bits the select kernels move, one per element size: select
-/// never looks at the values it picks.
-pub const SELECT_ELEMS: [Elem; 4] = [Elem::U8, Elem::U16, Elem::U32, Elem::U64];
+/// The element sizes (bytes) the select kernels move, one kernel each: select never looks at
+/// the values it picks, so one kernel serves every dtype of a size (16 bytes: c128).
+pub const SELECT_BYTES: [usize; 5] = [1, 2, 4, 8, 16];
 
-/// Kernel name of select on elements of `elem`'s size (`select_32`).
-pub fn select_kernel_name(elem: Elem) -> String {
-    format!("select_{}", elem.bits())
+/// Kernel name of select on elements of `bytes` bytes (`select_32` for 4 bytes).
+pub fn select_kernel_name(bytes: usize) -> String {
+    format!("select_{}", bytes * 8)
+}
+
+/// The GLSL type that moves one element of `bytes` bytes.
+const fn select_storage(bytes: usize) -> &'static str {
+    match bytes {
+        1 => "uint8_t",
+        2 => "uint16_t",
+        4 => "uint",
+        8 => "uint64_t",
+        _ => "u64vec2",
+    }
 }
 
 /// Bytes of the select kernel's push constants: four addresses (predicate, on_true,
@@ -604,15 +615,15 @@ pub const SELECT_PARAMS_ADDRESS_OFFSET: usize = 32;
 /// Nx's select on a u8 predicate (non-zero picks `on_true`): operands addressed linearly
 /// (`rank == 0`) or through shape and three stride lists in a parameter block (broadcasting
 /// by zero strides, any view). Only the chosen operand is read.
-pub fn select_shader(elem: Elem) -> String {
+pub fn select_shader(bytes: usize) -> String {
     let mut shader = String::new();
     let _ = write!(
         shader,
         "
 layout(local_size_x = {WORKGROUP_SIZE}) in;
 layout(buffer_reference, scalar, buffer_reference_align = 1) readonly buffer Predicate {{ uint8_t v; }};
-layout(buffer_reference, scalar, buffer_reference_align = {bytes}) readonly buffer Value {{ {storage} v; }};
-layout(buffer_reference, scalar, buffer_reference_align = {bytes}) writeonly buffer Output {{ {storage} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {align}) readonly buffer Value {{ {storage} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {align}) writeonly buffer Output {{ {storage} v; }};
 layout(buffer_reference, scalar) readonly buffer Params {{ uint v[]; }};
 layout(push_constant, scalar) uniform Push {{
     uint64_t predicate;
@@ -653,8 +664,9 @@ void main() {{
     }}
 }}
 ",
-        bytes = storage_bytes(elem),
-        storage = storage_type(elem),
+        // 16-byte elements (c128) need only their parts' 8-byte alignment.
+        align = bytes.min(8),
+        storage = select_storage(bytes),
     );
     shader
 }

@@ -25,8 +25,9 @@
 //! permutation other than the identity copies. Tiles, split-K and the autotuner are the
 //! GEMM's (`dot.rs`).
 //!
-//! f16, bf16, f32 and f64 results run on the GPU (f16/bf16 accumulate in f32); other result
-//! types (complex, 8-bit floats) are `Error::Unsupported`. Nx rejects convolutions whose output
+//! f16, bf16, f32 and f64 results run on the GPU (f16/bf16 accumulate in f32); c64 and c128
+//! run as one real convolution over the parts (`conv_complex.rs`); other result types (8-bit
+//! floats) are `Error::Unsupported`. Nx rejects convolutions whose output
 //! has an empty spatial axis, and so does this function.
 
 use crate::catalog::{device_supports, elem_of};
@@ -284,12 +285,15 @@ pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Te
     let canonical_kernel = kernel.transpose(&geometry.kernel_permutation)?;
     let result = result_dtype(input.dtype(), kernel.dtype());
     let device = input.device();
+    if result.is_complex() && crate::dot::runs_on_gpu(result, device.capabilities()) {
+        return crate::conv_complex::conv(input, kernel, options, &geometry);
+    }
     let Some(elem) = elem_of(result).filter(|&elem| device_supports(device.capabilities(), elem))
     else {
         return Err(Error::Unsupported {
             op: OP,
             dtype: result,
-            detail: "conv runs on the GPU for f16, bf16, f32 and f64 results (on devices with their shader features)".into(),
+            detail: "conv runs on the GPU for f16, bf16, f32, f64, c64 and c128 results (on devices with their shader features)".into(),
         });
     };
     let output_batch = batch / batch_groups;

@@ -3,7 +3,7 @@
 //! dot, conv, window ops and linear algebra), for the `coverage` example and CI's strict
 //! check.
 
-use crate::catalog::{device_supports, elem_of};
+use crate::catalog::{device_supports_value, value_of};
 use crate::fallback::is_allowlisted;
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::ops::{Path, binary_path, unary_path};
@@ -50,7 +50,7 @@ fn host_supports(op_name: &str, dtype: DType) -> bool {
         return false;
     }
     // Complex ops the host reference does not implement yet.
-    !(dtype.is_complex() && matches!(op_name, "atan2" | "erf" | "erfc" | "erf_inv" | "cbrt"))
+    !(dtype.is_complex() && matches!(op_name, "atan2" | "erf" | "erfc" | "erf_inv"))
 }
 
 fn cell(op_name: &'static str, dtype: DType, path: nxvk_core::Result<Path>) -> Cell {
@@ -140,8 +140,10 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
             })
             .collect(),
     });
-    let native =
-        |dtype: DType| elem_of(dtype).is_some_and(|elem| device_supports(capabilities, elem));
+    // Real or complex with kernels on this device (complex scans and select have their own).
+    let native_value = |dtype: DType| {
+        value_of(dtype).is_some_and(|value| device_supports_value(capabilities, value))
+    };
     let is_f8 = |dtype: DType| matches!(dtype, DType::F8E5M2 | DType::F8E4M3FN);
     let scans = ScanOp::ALL.iter().map(move |&op| Row {
         op: op.name(),
@@ -151,7 +153,7 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
             .map(|dtype| {
                 let cell = if dtype.is_complex() && matches!(op, ScanOp::Min | ScanOp::Max) {
                     Cell::Undefined
-                } else if native(dtype) {
+                } else if native_value(dtype) {
                     Cell::Gpu
                 } else if is_f8(dtype) {
                     Cell::Unsupported
@@ -164,8 +166,9 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
             })
             .collect(),
     });
-    // iota and eye convert complex and sub-byte results with `as_type`; select falls back
-    // under its own name; clip is max then min.
+    // iota and eye convert complex and sub-byte results with `as_type` (complex on the GPU,
+    // sub-byte types on the host); select falls back under its own name; clip is max then
+    // min.
     let creation_and_select = ["iota", "eye", "select", "clip"].map(|op| Row {
         op,
         arity: if op == "select" { 3 } else { 1 },
@@ -182,7 +185,7 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
                             binary_path(BinaryOp::Max, dtype, dtype, capabilities),
                         )
                     }
-                } else if native(dtype) {
+                } else if native_value(dtype) {
                     Cell::Gpu
                 } else if is_f8(dtype) {
                     Cell::Unsupported
@@ -236,9 +239,13 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
     let windows = window::WINDOW_OPS
         .iter()
         .map(|&op| gpu_or_unsupported(op, window::runs_on_gpu));
-    let linear_algebra = linalg::LINALG_OPS
-        .iter()
-        .map(|&op| gpu_or_unsupported(op, linalg::runs_on_gpu));
+    let linear_algebra = linalg::LINALG_OPS.iter().map(|&op| {
+        if op == "triangular_solve" {
+            gpu_or_unsupported(op, linalg::triangular_solve_runs_on_gpu)
+        } else {
+            gpu_or_unsupported(op, linalg::runs_on_gpu)
+        }
+    });
     binary
         .chain(unary)
         .chain(reductions)

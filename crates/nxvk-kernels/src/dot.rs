@@ -20,10 +20,11 @@
 //!
 //! Numerics: f16 and bf16 products accumulate in f32 and round once; f32 in f32 with fused
 //! multiply-add; f64 in f64; integers wrap in the result width, as Nx's do. K = 0 gives zeros.
-//! Complex, sub-byte and 8-bit float dtypes, and dtypes the device lacks shader features for,
-//! are `Error::Unsupported` (there is no host fallback for dot yet).
+//! Complex results run as one real GEMM over the operands' parts (`dot_complex.rs`). Sub-byte
+//! and 8-bit float dtypes, and dtypes the device lacks shader features for, are
+//! `Error::Unsupported` (there is no host fallback for dot yet).
 
-use crate::catalog::{device_supports, dtype_of, elem_of};
+use crate::catalog::{device_supports, device_supports_value, dtype_of, elem_of, value_of};
 use crate::codegen::storage_bytes;
 use crate::conv_gather::ConvolutionGather;
 use crate::dot_autotune::{TuneKey, candidates, choose, default_config};
@@ -55,9 +56,16 @@ pub fn result_dtype(a: DType, b: DType) -> DType {
     types::merge(a, b)
 }
 
-/// True when `dot` with result type `dtype` runs on a device with `capabilities`.
+/// True when `dot` with result type `dtype` runs on a device with `capabilities` (complex
+/// types as real GEMMs of their component type, after complex kernels expand B).
 pub fn runs_on_gpu(dtype: DType, capabilities: &Capabilities) -> bool {
-    elem_of(dtype).is_some_and(|elem| device_supports(capabilities, elem))
+    match crate::complex_view::component_dtype(dtype) {
+        Some(component) => {
+            runs_on_gpu(component, capabilities)
+                && value_of(dtype).is_some_and(|value| device_supports_value(capabilities, value))
+        }
+        None => elem_of(dtype).is_some_and(|elem| device_supports(capabilities, elem)),
+    }
 }
 
 fn bad(a: &Tensor, b: &Tensor, detail: String) -> Error {
@@ -231,12 +239,16 @@ pub fn dot_with_config(
     }
     let result = result_dtype(a.dtype(), b.dtype());
     let device = a.device();
+    if result.is_complex() && runs_on_gpu(result, device.capabilities()) {
+        let axes = [contract_a, batch_a, contract_b, batch_b];
+        return crate::dot_complex::dot(a, b, axes, config);
+    }
     let Some(elem) = elem_of(result).filter(|&elem| device_supports(device.capabilities(), elem))
     else {
         return Err(Error::Unsupported {
             op: OP,
             dtype: result,
-            detail: "dot runs on the GPU for 8- to 64-bit integers, f16, bf16, f32 and f64 (on devices with their shader features); there is no host path".into(),
+            detail: "dot runs on the GPU for 8- to 64-bit integers, f16, bf16, f32, f64, c64 and c128 (on devices with their shader features); there is no host path".into(),
         });
     };
     let free = |rank: usize, contract: &[usize], batch: &[usize]| -> Vec<usize> {

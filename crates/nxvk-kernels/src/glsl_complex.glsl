@@ -98,6 +98,15 @@ C nx_times_minus_i(C z) {
     return C(re, im);
 }
 
+// Complex.multiply(z, 1) = z (1, 0), its zero part's products written out: the product
+// reduction's single multiplication by the integer 1 BinaryBackend's fold starts from (NaN
+// beside an infinite part, -0 made +0).
+C nx_times_one(C z) {
+    precise T re = z.x - nx_zero_times(z.y);
+    precise T im = z.y + nx_zero_times(z.x);
+    return C(re, im);
+}
+
 // Complex.multiply by (0.5, 0) and by (0, 0.5) (atanh's and atan's factors).
 C nx_times_half(C z) {
     precise T re = T(0.5) * z.x - nx_zero_times(z.y);
@@ -362,5 +371,44 @@ C nx_complex_tanh(C z) {
     precise C difference = up - down;
     precise C sum = up + down;
     return nx_cdiv(nx_complex_half(difference), nx_complex_half(sum));
+}
+
+// Complex.cbrt: from_polar(abs(z)^(1/3), phase(z) / 3). The cube root is the library's
+// :math.pow(r, 1 / 3) for c128; for c64 the f64 cube root rounded once (an f32 pow would take
+// 1/3 rounded to f32, up to ~8 ulps off for large moduli). Complex.phase's special values:
+// both parts infinite give pi/4, -pi/4, 3pi/4 or 5pi/4; an infinite imaginary part +-pi/2
+// (whatever the real part); an infinite real part beside a finite imaginary one 0 or pi.
+// A NaN phase (a NaN part beside a finite or NaN one, or (+-Inf, NaN)) makes BinaryBackend
+// raise (the NaN atom divided by 3); here it gives NaN parts. from_polar returns (r, +0) for
+// a zero angle, else (r cos - 0 sin, 0 cos + r sin), its zero products written out.
+C nx_complex_cbrt(C z) {
+    T pi = T(3.14159265358979323846lf);
+    bool real_infinite = isinf(z.x);
+    bool imaginary_infinite = isinf(z.y);
+    T phase;
+    if (real_infinite && imaginary_infinite) {
+        T quarters = (z.x > T(0)) ? ((z.y > T(0)) ? T(1) : T(-1)) : ((z.y > T(0)) ? T(3) : T(5));
+        phase = NX_COMPONENT_DIV(quarters * pi, T(4));
+    } else if (imaginary_infinite) {
+        phase = (z.y > T(0)) ? NX_COMPONENT_DIV(pi, T(2)) : -NX_COMPONENT_DIV(pi, T(2));
+    } else if (real_infinite && !isnan(z.y)) {
+        phase = (z.x > T(0)) ? T(0) : pi;
+    } else if (isnan(z.x) || isnan(z.y)) {
+        return C(NX_COMPONENT_NAN, NX_COMPONENT_NAN);
+    } else {
+        phase = NX_REAL(nx_atan2)(z.y, z.x);
+    }
+#if IS_F64
+    T modulus = nx_pow_f64(nx_cabs(z), 1.0lf / 3.0lf);
+#else
+    T modulus = nx_cbrt(nx_cabs(z));
+#endif
+    T angle = NX_COMPONENT_DIV(phase, T(3));
+    if (angle == T(0)) return C(modulus, T(0));
+    T cosine = NX_REAL(nx_cos)(angle);
+    T sine = NX_REAL(nx_sin)(angle);
+    precise T re = modulus * cosine - nx_zero_times(sine);
+    precise T im = nx_zero_times(cosine) + modulus * sine;
+    return C(re, im);
 }
 #endif

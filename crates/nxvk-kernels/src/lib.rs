@@ -20,9 +20,10 @@
 //! slice, pad, concatenate, stack, put_slice), scans ([`scan`]: the cumulative ops over any
 //! axis, either direction, as block scans with carry passes), creation ([`creation`]: iota,
 //! eye, full, bitcast) and [`select`](mod@select) (select, clip), compiled at build time like
-//! the rest of the catalog. Apart from select (whose complex and sub-byte results take the
-//! counted fallback) they have no host fallback yet: a dtype without a kernel is an
-//! `Unsupported` error, never a silently different path.
+//! the rest of the catalog; complex sums, products, all and any, complex scans and select run
+//! there too (`reduce_complex.rs`, `complex_view.rs`). Sub-byte types take the counted
+//! fallback; a dtype without a kernel is an `Unsupported` error, never a silently different
+//! path.
 //!
 //! Indexing ([`index`]: gather, take, take_along_axis, indexed_put/add), sorting ([`sort`]:
 //! sort, argsort, top_k), Fourier transforms ([`fft`]) and random numbers ([`random`]:
@@ -31,20 +32,24 @@
 //!
 //! GEMM-based ops are compiled at run time from templates: [`dot`](mod@dot) (any contraction
 //! and batch axes, a tiled GEMM with split-K, per-device autotuned tiles, cooperative matrices
-//! for f16), [`conv`](mod@conv) (implicit GEMM), [`window`] reductions and scatters, and
+//! for f16; complex as one real GEMM over the parts), [`conv`](mod@conv) (implicit GEMM;
+//! complex likewise), [`window`] reductions and scatters, and
 //! [`linalg`] (triangular_solve, cholesky, lu, determinant, solve, qr, eigh). They have no host path: a dtype
 //! without a kernel is `Unsupported`.
 //!
 //! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64, f64 transcendentals included
 //! (`glsl_f64_math.glsl`: range reduction, polynomials and double-double arithmetic, held to
 //! the ulp bounds of [`accuracy`]; `cargo run -p nxvk-kernels --example ulp` measures them);
-//! complex and sub-byte integers take the host fallback, 8-bit floats are unsupported. See
+//! c64/c128 run on the GPU too (component-type arithmetic, Elixir's Complex library's
+//! formulas); sub-byte integers take the host fallback, 8-bit floats are unsupported. See
 //! `fallback_allowlist.txt` and `cargo run -p nxvk-kernels --example coverage`.
 
 pub mod accuracy;
 pub mod catalog;
 pub mod codegen;
+mod complex_view;
 pub mod conv;
+mod conv_complex;
 mod conv_gather;
 pub mod coverage;
 pub mod creation;
@@ -52,6 +57,7 @@ mod dense_codegen;
 pub mod dot;
 pub mod dot_autotune;
 pub mod dot_codegen;
+mod dot_complex;
 pub mod dot_cooperative;
 mod fallback;
 pub mod fft;
@@ -70,6 +76,7 @@ pub mod ops;
 pub mod random;
 pub mod reduce;
 mod reduce_codegen;
+mod reduce_complex;
 pub mod reference;
 pub mod scan;
 mod scan_codegen;
@@ -108,7 +115,9 @@ pub use movement_codegen::{
 pub use op_table::{Accepts, BinaryOp, ComplexElem, Elem, OpSpec, ResultRule, UnaryOp, ValueType};
 pub use ops::{Path, as_type, binary, unary};
 pub use reduce::{Accumulation, ReduceOp, ReduceOptions, TieBreak, reduce};
-pub use reduce_codegen::{reduce_kernel_name, reduce_shader};
+pub use reduce_codegen::{
+    complex_product_kernel_name, complex_product_shader, reduce_kernel_name, reduce_shader,
+};
 pub use scan::{
     ScanOp, cumulative, cumulative_max, cumulative_min, cumulative_product, cumulative_sum,
 };

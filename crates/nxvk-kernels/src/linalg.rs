@@ -2,7 +2,8 @@
 //! cholesky, lu, determinant, solve, qr and eigh (Nx.LinAlg's). SVD is not implemented yet.
 //!
 //! triangular_solve: one invocation per (matrix, right-hand column) runs the substitution
-//! sequentially over the rows (O(n^2) work each, all columns and batch entries in parallel).
+//! sequentially over the rows (O(n^2) work each, all columns and batch entries in parallel),
+//! on real floats and on c64/c128 (Complex.multiply and Complex.divide in the component type).
 //! Every operand is addressed through (batch, row, column) element strides, so `transform_a:
 //! transpose` and `left_side: false` are views (X A = B is solved as A^T X^T = B^T), never
 //! copies. cholesky: one workgroup per matrix computes L column by column (left-looking): the
@@ -32,13 +33,14 @@
 //! but keep intermediate solutions in their own type. Sizes: n up to [`MAX_ORDER`] (each
 //! invocation loops over n^2 / 2 products; lavapipe stops loops at 65,535 iterations).
 
-use crate::catalog::{device_supports, elem_of};
+use crate::catalog::{device_supports, device_supports_value, elem_of, value_of};
 use crate::codegen::{
-    BF16_HELPERS, FLOAT_CONTROLS, compute_type, load, storage_bytes, storage_type, store,
+    BF16_HELPERS, FLOAT_CONTROLS, complex_prelude, complex_type, compute_type, load_value,
+    store_value, value_alignment, value_storage_bytes, value_storage_type,
 };
 use crate::dot::collapse;
 use crate::launch::poison_output;
-use crate::op_table::Elem;
+use crate::op_table::{Elem, ValueType};
 use crate::operand_errors::bad_operands;
 use crate::{movement, ops, types};
 use nxvk_core::{BufferAccess, Error, Result, Tensor};
@@ -87,13 +89,18 @@ pub fn runs_on_gpu(dtype: nxvk_core::DType, capabilities: &nxvk_core::Capabiliti
         .is_some_and(|elem| elem.is_float() && device_supports(capabilities, elem))
 }
 
-fn float_elem(op: &'static str, tensors: &[&Tensor]) -> Result<(nxvk_core::DType, Elem)> {
+/// Nx's result type of a linear-algebra op: `to_floating` of the operands' merged type.
+fn floating_result(tensors: &[&Tensor]) -> nxvk_core::DType {
     let merged = tensors
         .iter()
         .map(|tensor| tensor.dtype())
         .reduce(types::merge)
         .expect("at least one operand");
-    let result = types::to_floating(merged);
+    types::to_floating(merged)
+}
+
+fn float_elem(op: &'static str, tensors: &[&Tensor]) -> Result<(nxvk_core::DType, Elem)> {
+    let result = floating_result(tensors);
     let capabilities = tensors[0].device().capabilities();
     elem_of(result)
         .filter(|_| runs_on_gpu(result, capabilities))
@@ -105,31 +112,75 @@ fn float_elem(op: &'static str, tensors: &[&Tensor]) -> Result<(nxvk_core::DType
         })
 }
 
-/// Shared GLSL: element access through 64-bit addresses, in the compute type, and the
-/// workgroup size.
-fn preamble(elem: Elem) -> String {
-    let bf16 = if elem == Elem::BF16 { BF16_HELPERS } else { "" };
+/// True when `triangular_solve` on `dtype` operands runs on a device with `capabilities`: the
+/// real floats of [`runs_on_gpu`], and c64/c128 (complex substitution in the same kernel).
+pub fn triangular_solve_runs_on_gpu(
+    dtype: nxvk_core::DType,
+    capabilities: &nxvk_core::Capabilities,
+) -> bool {
+    match value_of(types::to_floating(dtype)) {
+        Some(value @ ValueType::Complex(_)) => device_supports_value(capabilities, value),
+        _ => runs_on_gpu(dtype, capabilities),
+    }
+}
+
+/// [`float_elem`] for triangular_solve, which takes complex operands too.
+fn solve_value(op: &'static str, tensors: &[&Tensor]) -> Result<(nxvk_core::DType, ValueType)> {
+    let result = floating_result(tensors);
+    if result.is_complex() {
+        let capabilities = tensors[0].device().capabilities();
+        return value_of(result)
+            .filter(|_| triangular_solve_runs_on_gpu(result, capabilities))
+            .map(|value| (result, value))
+            .ok_or_else(|| Error::Unsupported {
+                op,
+                dtype: result,
+                detail: "complex triangular_solve needs a device with f64 shaders".into(),
+            });
+    }
+    float_elem(op, tensors).map(|(result, elem)| (result, ValueType::Real(elem)))
+}
+
+/// Shared GLSL: element access through 64-bit addresses, in the compute type (complex
+/// numbers as `vec2`/`dvec2` with `glsl_complex.glsl`'s arithmetic), and the workgroup size.
+fn preamble(value: ValueType) -> String {
+    let head = match value {
+        ValueType::Real(Elem::BF16) => format!("{FLOAT_CONTROLS}{BF16_HELPERS}"),
+        ValueType::Real(_) => FLOAT_CONTROLS.to_owned(),
+        ValueType::Complex(complex) => complex_prelude(complex, "", ""),
+    };
+    let compute = match value {
+        ValueType::Real(elem) => compute_type(elem),
+        ValueType::Complex(complex) => complex_type(complex),
+    };
     format!(
-        "{FLOAT_CONTROLS}
+        "{head}
 #define V {compute}
 #define BYTES {bytes}ul
-layout(buffer_reference, scalar, buffer_reference_align = {bytes}) coherent buffer Element {{ {storage} v; }};
-{bf16}
+layout(buffer_reference, scalar, buffer_reference_align = {align}) coherent buffer Element {{ {storage} v; }};
 V read_at(uint64_t base, uint64_t index) {{ return {loaded}; }}
 void write_at(uint64_t base, uint64_t index, V result) {{ Element(base + index * BYTES).v = {stored}; }}
 
 layout(local_size_x = {WORKGROUP_SIZE}) in;",
-        compute = compute_type(elem),
-        bytes = storage_bytes(elem),
-        storage = storage_type(elem),
-        loaded = load(elem, "Element(base + index * BYTES).v"),
-        stored = store(elem, "result"),
+        bytes = value_storage_bytes(value),
+        align = value_alignment(value),
+        storage = value_storage_type(value),
+        loaded = load_value(value, "Element(base + index * BYTES).v"),
+        stored = store_value(value, "result"),
     )
 }
 
-fn triangular_solve_shader(elem: Elem) -> String {
+/// The substitution kernel on `value`: real arithmetic, or Complex.multiply and
+/// Complex.divide (`nx_cmul`, `nx_cdiv`) for complex values.
+fn triangular_solve_shader(value: ValueType) -> String {
+    let (multiply, divide) = match value {
+        ValueType::Real(_) => ("((a) * (b))", "((a) / (b))"),
+        ValueType::Complex(_) => ("nx_cmul(a, b)", "nx_cdiv(a, b)"),
+    };
     format!(
         "{preamble}
+#define NX_MULTIPLY(a, b) {multiply}
+#define NX_DIVIDE(a, b) {divide}
 layout(push_constant, scalar) uniform Push {{
     uint64_t a;
     uint64_t b;
@@ -159,15 +210,15 @@ void main() {{
             uint end = (push.lower != 0u) ? row : push.n;
             for (uint j = begin; j < end; j++) {{
                 V coefficient = read_at(push.a, a_base + uint64_t(row) * push.a_row + uint64_t(j) * push.a_column);
-                sum -= coefficient * read_at(push.x, x_base + uint64_t(j) * push.x_row);
+                sum -= NX_MULTIPLY(coefficient, read_at(push.x, x_base + uint64_t(j) * push.x_row));
             }}
             V diagonal = read_at(push.a, a_base + uint64_t(row) * push.a_row + uint64_t(row) * push.a_column);
-            write_at(push.x, x_base + uint64_t(row) * push.x_row, sum / diagonal);
+            write_at(push.x, x_base + uint64_t(row) * push.x_row, NX_DIVIDE(sum, diagonal));
         }}
     }}
 }}
 ",
-        preamble = preamble(elem)
+        preamble = preamble(value)
     )
 }
 
@@ -215,7 +266,7 @@ void main() {{
     }}
 }}
 ",
-        preamble = preamble(elem)
+        preamble = preamble(ValueType::Real(elem))
     )
 }
 
@@ -310,7 +361,7 @@ void main() {{
     }}
 }}
 ",
-        preamble = preamble(elem)
+        preamble = preamble(ValueType::Real(elem))
     )
 }
 
@@ -360,7 +411,7 @@ void main() {{
     }}
 }}
 ",
-        preamble = preamble(elem)
+        preamble = preamble(ValueType::Real(elem))
     )
 }
 
@@ -597,7 +648,7 @@ void main() {{
     }}
 }}
 ",
-        preamble = preamble(elem)
+        preamble = preamble(ValueType::Real(elem))
     )
 }
 
@@ -789,7 +840,7 @@ void main() {{
     }}
 }}
 ",
-        preamble = preamble(working)
+        preamble = preamble(ValueType::Real(working))
     )
 }
 
@@ -939,14 +990,17 @@ fn square_order(op: &'static str, a: &Tensor, max_order: usize) -> Result<usize>
 }
 
 /// Nx's `triangular_solve(a, b, opts)`: `a` is [..., n, n], `b` is [..., n] or [..., n, m]
-/// (left side) or [..., m, n] (right side) with the same batch axes.
+/// (left side) or [..., m, n] (right side) with the same batch axes. Complex operands solve
+/// with Complex.multiply and Complex.divide; `transpose_a` is Nx's `:transpose`, a plain
+/// transpose on complex matrices too (no conjugation), and Nx's `:conjugate` (conjugate
+/// without transposing) is this function on `conjugate(a)`.
 pub fn triangular_solve(
     a: &Tensor,
     b: &Tensor,
     options: &TriangularSolveOptions,
 ) -> Result<Tensor> {
     const OP: &str = "triangular_solve";
-    let (result, elem) = float_elem(OP, &[a, b])?;
+    let (result, value) = solve_value(OP, &[a, b])?;
     let rank = a.shape().len();
     let n = *a.shape().last().unwrap_or(&0);
     let square = rank >= 2 && a.shape()[rank - 2] == n;
@@ -1005,8 +1059,8 @@ pub fn triangular_solve(
     let columns = b_view.shape()[rank - 1];
     Launch {
         op: OP,
-        kernel_name: format!("{OP}_{}", elem.name()),
-        shader: triangular_solve_shader(elem),
+        kernel_name: format!("{OP}_{}", value.name()),
+        shader: triangular_solve_shader(value),
         addressed: &[&a_view, &b_view, &output],
         words: &[
             n,

@@ -395,9 +395,13 @@ pub fn stack(inputs: &[&Tensor], axis: usize) -> Result<Tensor> {
     }
     let mut expanded_shape = first.shape().to_vec();
     expanded_shape.insert(axis, 1);
+    // The new size-1 axis as a view (a broadcast), so strided operands need no copy first.
+    let kept_axes: Vec<usize> = (0..expanded_shape.len())
+        .filter(|&other| other != axis)
+        .collect();
     let expanded: Vec<Tensor> = inputs
         .iter()
-        .map(|input| input.reshape(&expanded_shape))
+        .map(|input| input.broadcast(&expanded_shape, &kept_axes))
         .collect::<Result<_>>()?;
     let expanded: Vec<&Tensor> = expanded.iter().collect();
     concatenate(&expanded, axis)

@@ -380,7 +380,7 @@ op_enum!(UnaryOp, ALL, spec, {
     Erf => transcendental("erf", Real, "nx_erf(a)", "nx_erf_f64(a)"),
     Erfc => transcendental("erfc", Real, "nx_erfc(a)", "nx_erfc_f64(a)"),
     ErfInv => transcendental("erf_inv", Real, "nx_erf_inv(a)", "nx_erf_inv_f64(a)"),
-    Cbrt => transcendental("cbrt", Real, "nx_cbrt(a)", "nx_cbrt_f64(a)"),
+    Cbrt => transcendental("cbrt", Any, "nx_cbrt(a)", "nx_cbrt_f64(a)").on_complex("nx_complex_cbrt(a)"),
     BitwiseNot => spec("bitwise_not", Integer, Same, Some("~a"), None, None, true),
     LogicalNot => exact("logical_not", Any, U8, "uint(a == T(0))").on_complex("uint(a == C(0))"),
     IsNan => spec("is_nan", Any, U8, Some("0u"), Some("uint(isnan(a))"), Some("uint(isnan(a))"), true).on_complex("uint(any(isnan(a)))"),

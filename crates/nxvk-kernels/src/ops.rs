@@ -58,28 +58,6 @@ pub fn broadcast_shapes(op: &'static str, operands: &[&Tensor]) -> Result<Vec<us
         .collect()
 }
 
-/// Where an op with real kernels (`has_kernel` by compute type) runs: complex operands take
-/// the fallback.
-pub(crate) fn plan(
-    capabilities: &Capabilities,
-    compute: DType,
-    inputs: &[DType],
-    has_kernel: impl Fn(Elem) -> bool,
-) -> Path {
-    let complex = std::iter::once(compute)
-        .chain(inputs.iter().copied())
-        .find(|dtype| dtype.is_complex());
-    match complex {
-        Some(dtype) => Path::Fallback(dtype),
-        None => plan_values(
-            capabilities,
-            compute,
-            inputs,
-            |value| matches!(value, ValueType::Real(elem) if has_kernel(elem)),
-        ),
-    }
-}
-
 /// Where an op with kernels on real and complex compute types (`has_kernel`) runs.
 pub(crate) fn plan_values(
     capabilities: &Capabilities,

@@ -24,12 +24,15 @@
 //! BinaryBackend replaces the current extreme at every NaN), otherwise the extreme with ties
 //! broken by [`TieBreak`]. A reduction with no identity (max, min, argmax, argmin) over an
 //! empty axis is an error naming the op, as Nx cannot produce a value there either.
-//! Complex and sub-byte dtypes (and anything the device lacks a shader feature for) take the
-//! counted host fallback, which obeys strict mode; 8-bit floats are unsupported.
+//! Complex sum, product, all and any run on the GPU (`reduce_complex.rs`: sums and `any` as
+//! real reductions of the parts, `all` over `not_equal(x, 0)`, products in their own kernel);
+//! complex max/min/argmax/argmin are errors as in Nx. Sub-byte dtypes (and anything the device
+//! lacks a shader feature for) take the counted host fallback, which obeys strict mode; 8-bit
+//! floats are unsupported.
 
 use crate::catalog::{
-    CatalogKernel, REDUCE_F64_KERNELS, REDUCE_KERNELS, cast_kernel, device_supports, dtype_of,
-    elem_of,
+    CatalogKernel, REDUCE_F64_KERNELS, REDUCE_KERNELS, cast_kernel, device_supports,
+    device_supports_value, dtype_of, elem_of, value_of,
 };
 use crate::dense_codegen::{PACKET_ELEMENTS, packet_bytes};
 use crate::launch::{MAX_ELEMENTS, launch, poison_output, simplify};
@@ -66,11 +69,11 @@ pub struct ReduceOptions<'a> {
 }
 
 /// Reduced sizes at or above this many elements per output may be split into chunks...
-const SPLIT_MIN_REDUCED: usize = 16 * REDUCE_WORKGROUP_SIZE as usize;
+pub(crate) const SPLIT_MIN_REDUCED: usize = 16 * REDUCE_WORKGROUP_SIZE as usize;
 /// ...of about this many elements each...
-const CHUNK_ELEMENTS: usize = 8 * REDUCE_WORKGROUP_SIZE as usize;
+pub(crate) const CHUNK_ELEMENTS: usize = 8 * REDUCE_WORKGROUP_SIZE as usize;
 /// ...as long as outputs times chunks stays under this many workgroups.
-const SPLIT_MAX_TASKS: usize = 4096;
+pub(crate) const SPLIT_MAX_TASKS: usize = 4096;
 /// Workgroups of one dispatch (a grid-stride loop covers more tasks).
 const MAX_GROUPS: usize = 65_535;
 /// Rows template: rows up to this many subgroups' widths take one subgroup each.
@@ -103,6 +106,9 @@ pub const fn result_dtype(op: ReduceOp, input: DType) -> DType {
 /// True when `op` on `dtype` runs on a device with `capabilities` (else `reduce` takes the
 /// counted host fallback).
 pub fn runs_on_gpu(op: ReduceOp, dtype: DType, capabilities: &Capabilities) -> bool {
+    if let Some(value @ crate::op_table::ValueType::Complex(_)) = value_of(dtype) {
+        return crate::reduce_complex::has_kernel(op) && device_supports_value(capabilities, value);
+    }
     elem_of(dtype).is_some_and(|elem| {
         device_supports(capabilities, elem)
             && device_supports(
@@ -138,7 +144,7 @@ fn reduced_axes(op: &'static str, input: &Tensor, axes: Option<&[usize]>) -> Res
     Ok(sorted)
 }
 
-fn to_u32(op: &'static str, input: &Tensor, value: usize) -> Result<u32> {
+pub(crate) fn to_u32(op: &'static str, input: &Tensor, value: usize) -> Result<u32> {
     u32::try_from(value).map_err(|_| {
         bad(
             op,
@@ -165,19 +171,19 @@ fn kernel(
 
 /// One pass of a reduction: the kernel, the input's view as kept and reduced (shape, strides)
 /// pairs, the chunks each output splits into, the flags and the workgroups to launch.
-struct Pass<'a> {
-    op: ReduceOp,
-    kernel: &'static CatalogKernel,
-    input: &'a Tensor,
-    kept: (&'a [usize], &'a [usize]),
-    reduced: (&'a [usize], &'a [usize]),
-    chunks: usize,
-    flags: u32,
-    groups: usize,
+pub(crate) struct Pass<'a> {
+    pub(crate) op: ReduceOp,
+    pub(crate) kernel: &'static CatalogKernel,
+    pub(crate) input: &'a Tensor,
+    pub(crate) kept: (&'a [usize], &'a [usize]),
+    pub(crate) reduced: (&'a [usize], &'a [usize]),
+    pub(crate) chunks: usize,
+    pub(crate) flags: u32,
+    pub(crate) groups: usize,
 }
 
 /// Records `pass`, writing its accumulator values into `output`.
-fn dispatch(pass: &Pass<'_>, output: &Tensor) -> Result<()> {
+pub(crate) fn dispatch(pass: &Pass<'_>, output: &Tensor) -> Result<()> {
     let Pass {
         op,
         kernel,
@@ -391,7 +397,7 @@ fn reduce_passes(
 
 /// The kept and the reduced axes (sorted `axes`) of `input`'s view as (shape, element strides)
 /// pairs, each simplified (size-1 axes dropped, contiguous neighbours merged).
-fn split_axes(input: &Tensor, axes: &[usize]) -> [(Vec<usize>, Vec<usize>); 2] {
+pub(crate) fn split_axes(input: &Tensor, axes: &[usize]) -> [(Vec<usize>, Vec<usize>); 2] {
     let shape = input.shape();
     let strides = input.layout().strides();
     [false, true].map(|reduced| {
@@ -405,8 +411,8 @@ fn split_axes(input: &Tensor, axes: &[usize]) -> [(Vec<usize>, Vec<usize>); 2] {
 }
 
 /// The template the first pass of `op` over `axes` of `input` takes on its device, or `None`
-/// when the reduction runs on the host: a test hook, so tests can prove which template they
-/// exercise.
+/// when the reduction runs on the host or is complex (`reduce_complex.rs` picks its own): a
+/// test hook, so tests can prove which template they exercise.
 pub fn first_pass_layout(
     op: ReduceOp,
     input: &Tensor,
@@ -471,6 +477,9 @@ pub fn reduce(op: ReduceOp, input: &Tensor, options: &ReduceOptions<'_>) -> Resu
         ));
     }
     let capabilities = device.capabilities();
+    if dtype.is_complex() && runs_on_gpu(op, dtype, capabilities) {
+        return crate::reduce_complex::reduce(op, input, &axes, options, &output_shape);
+    }
     let Some(elem) = elem_of(dtype).filter(|_| runs_on_gpu(op, dtype, capabilities)) else {
         return reduce_on_host(op, input, &axes, options.tie_break, &output_shape);
     };
@@ -632,8 +641,8 @@ fn host_value(op: ReduceOp, group: &[Value], result: DType, tie_break: TieBreak)
     }
 }
 
-/// The counted host fallback of reductions (complex and sub-byte types, devices lacking a
-/// shader feature): obeys strict mode, then reduces the downloaded values.
+/// The counted host fallback of reductions (sub-byte types, devices lacking a shader
+/// feature): obeys strict mode, then reduces the downloaded values.
 fn reduce_on_host(
     op: ReduceOp,
     input: &Tensor,

@@ -31,10 +31,11 @@
 //! the elementwise code generators.
 
 use crate::codegen::{
-    BF16_HELPERS, FLOAT_CONTROLS, compute_type, load, storage_bytes, storage_type, store,
+    BF16_HELPERS, FLOAT_CONTROLS, complex_prelude, compute_type, load, storage_bytes, storage_type,
+    store, value_alignment, value_storage_bytes,
 };
 use crate::dense_codegen::{PACKET_ELEMENTS, packet_bytes, packet_type};
-use crate::op_table::Elem;
+use crate::op_table::{ComplexElem, Elem, ValueType};
 use std::fmt::Write as _;
 
 /// Invocations per workgroup of every reduction kernel (a power of two: the tree halves it).
@@ -56,6 +57,9 @@ pub const FLAG_SUBGROUP_TEAMS: u32 = 2;
 /// Flag bit of [`ReduceLayout::Columns`]: each invocation owns four neighbouring columns and
 /// loads them as one packet per row.
 pub const FLAG_PACKED_COLUMNS: u32 = 4;
+
+/// Flag bit of the complex product: this pass writes the results (not partial products).
+pub const FLAG_FINAL_PASS: u32 = 8;
 
 /// How the elements one output reduces lie in memory, which picks the kernel's template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -324,31 +328,7 @@ layout(local_size_x = {REDUCE_WORKGROUP_SIZE}) in;
 layout(buffer_reference, scalar, buffer_reference_align = {input_bytes}) readonly buffer Input {{ {input_storage} v; }};
 layout(buffer_reference, scalar, buffer_reference_align = {packet_bytes}) readonly buffer InputPacket {{ {input_packet} v; }};
 layout(buffer_reference, scalar, buffer_reference_align = {output_bytes}) writeonly buffer Output {{ {output_storage} v; }};
-layout(buffer_reference, scalar) readonly buffer Params {{ uint v[]; }};
-layout(push_constant, scalar) uniform Push {{
-    uint64_t input0;
-    uint64_t output0;
-    Params params;
-    uint n_outputs;
-    uint n_reduced;
-    uint kept_rank;
-    uint reduced_rank;
-    uint chunks;
-    uint flags;
-}} push;
-
-// Parameter words: kept shape, kept strides, reduced shape, reduced strides (row-major axes).
-uint64_t nx_offset(uint index, uint first_word, uint rank) {{
-    uint64_t offset = 0ul;
-    uint rest = index;
-    for (uint axis = rank; axis > 0u; axis--) {{
-        uint size = push.params.v[first_word + axis - 1u];
-        offset += uint64_t(rest % size) * uint64_t(push.params.v[first_word + rank + axis - 1u]);
-        rest /= size;
-    }}
-    return offset;
-}}
-
+{PUSH_AND_OFFSETS}
 V nx_value({input_storage} raw) {{ return {value_of_raw}; }}
 
 V nx_load(uint64_t element) {{ return nx_value(Input(push.input0 + element * INPUT_BYTES).v); }}
@@ -391,6 +371,79 @@ bool nx_take(V a, uint a_index, V b, uint b_index) {{
         ReduceLayout::Columns => COLUMNS_MAIN.to_owned(),
     });
     shader
+}
+
+/// The push constants and the parameter-block addressing every reduction kernel shares.
+const PUSH_AND_OFFSETS: &str =
+    "layout(buffer_reference, scalar) readonly buffer Params { uint v[]; };
+layout(push_constant, scalar) uniform Push {
+    uint64_t input0;
+    uint64_t output0;
+    Params params;
+    uint n_outputs;
+    uint n_reduced;
+    uint kept_rank;
+    uint reduced_rank;
+    uint chunks;
+    uint flags;
+} push;
+
+// Parameter words: kept shape, kept strides, reduced shape, reduced strides (row-major axes).
+uint64_t nx_offset(uint index, uint first_word, uint rank) {
+    uint64_t offset = 0ul;
+    uint rest = index;
+    for (uint axis = rank; axis > 0u; axis--) {
+        uint size = push.params.v[first_word + axis - 1u];
+        offset += uint64_t(rest % size) * uint64_t(push.params.v[first_word + rank + axis - 1u]);
+        rest /= size;
+    }
+    return offset;
+}";
+
+/// Complex.multiply's product of a c64 or c128 input over any view, in the [`STRIDED_MAIN`]
+/// template (the only layout complex products take: they are rare next to sums, which run as
+/// real sums of the parts). Partial products fold without an identity (an index other than
+/// `NO_INDEX` marks a value that holds elements); the final pass ([`FLAG_FINAL_PASS`])
+/// multiplies by Elixir's integer 1 once, as BinaryBackend's fold starting from 1 does, which
+/// turns a lone infinite part's zero partner into NaN there too. An empty group gives 1.
+pub fn complex_product_shader(complex: ComplexElem) -> String {
+    let mut shader = complex_prelude(complex, "", "");
+    let value = ValueType::Complex(complex);
+    let _ = write!(
+        shader,
+        "
+#define V C
+#define INPUT_BYTES {bytes}ul
+#define NO_INDEX 0xFFFFFFFFFFFFFFFFul
+#define IDENTITY C(1, 0)
+#define WORKGROUP_SIZE {REDUCE_WORKGROUP_SIZE}u
+#define NX_FOLD(value, index, other_value, other_index) {{ \\
+    if (other_index != NO_INDEX) {{ \\
+        value = (index == NO_INDEX) ? other_value : nx_cmul(value, other_value); \\
+        index = 0ul; \\
+    }} \\
+}}
+layout(local_size_x = {REDUCE_WORKGROUP_SIZE}) in;
+layout(buffer_reference, scalar, buffer_reference_align = {align}) readonly buffer Input {{ C v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {align}) writeonly buffer Output {{ C v; }};
+{PUSH_AND_OFFSETS}
+V nx_load(uint64_t element) {{ return Input(push.input0 + element * INPUT_BYTES).v; }}
+
+void nx_store(uint position, V value, uint64_t index) {{
+    bool final_pass = (push.flags & {FLAG_FINAL_PASS}u) != 0u;
+    V stored = (index == NO_INDEX) ? IDENTITY : (final_pass ? nx_times_one(value) : value);
+    Output(push.output0 + uint64_t(position) * INPUT_BYTES).v = stored;
+}}
+{STRIDED_MAIN}",
+        bytes = value_storage_bytes(value),
+        align = value_alignment(value),
+    );
+    shader
+}
+
+/// Kernel name of the complex product (`reduce_product_c64`).
+pub fn complex_product_kernel_name(complex: ComplexElem) -> String {
+    format!("reduce_product_{}", complex.name())
 }
 
 /// The general template: one workgroup per (output, chunk) task, a shared-memory tree.

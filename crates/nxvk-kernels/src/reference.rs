@@ -698,6 +698,47 @@ impl ComplexArithmetic {
         ))
     }
 
+    /// Complex.cbrt: from_polar(abs(z)^(1/3), phase(z) / 3) with Complex.phase's special
+    /// values, NaN parts where BinaryBackend raises (a NaN phase); as `nx_complex_cbrt`
+    /// computes it, every operation rounded to the component type.
+    fn cbrt(self, z: Complex64) -> Complex64 {
+        let pi = self.round(std::f64::consts::PI);
+        let phase = match (z.re.is_infinite(), z.im.is_infinite()) {
+            (true, true) => {
+                let quarters = match (z.re > 0.0, z.im > 0.0) {
+                    (true, true) => 1.0,
+                    (true, false) => -1.0,
+                    (false, true) => 3.0,
+                    (false, false) => 5.0,
+                };
+                self.round(self.product(quarters, pi) / 4.0)
+            }
+            (_, true) => pi / 2.0 * z.im.signum(),
+            (true, false) if !z.im.is_nan() => {
+                if z.re > 0.0 {
+                    0.0
+                } else {
+                    pi
+                }
+            }
+            _ if z.re.is_nan() || z.im.is_nan() => f64::NAN,
+            _ => self.round(z.im.atan2(z.re)),
+        };
+        if phase.is_nan() {
+            return Complex64::new(f64::NAN, f64::NAN);
+        }
+        let modulus = self.round(self.abs(z).powf(1.0 / 3.0));
+        let angle = self.round(phase / 3.0);
+        if angle == 0.0 {
+            return Complex64::new(modulus, 0.0);
+        }
+        let (sine, cosine) = (self.round(angle.sin()), self.round(angle.cos()));
+        Complex64::new(
+            self.product(modulus, cosine) - 0.0 * sine,
+            0.0 * cosine + self.product(modulus, sine),
+        )
+    }
+
     /// Complex.sin (`cosine` false) and Complex.cos (`cosine` true).
     fn sin_or_cos(self, z: Complex64, cosine: bool) -> Complex64 {
         if z.re.is_nan() || z.im.is_nan() || z.re.is_infinite() {
@@ -767,6 +808,7 @@ fn complex_unary(op: UnaryOp, compute: DType, z: Complex64) -> Option<Value> {
         Asinh => complex.asinh_or_acosh(z, false),
         Acosh => complex.asinh_or_acosh(z, true),
         Atanh => complex.atanh(z),
+        Cbrt => complex.cbrt(z),
         Conjugate => z.conj(),
         Abs => return Some(Value::Float(complex.abs(z))),
         Real => return Some(Value::Float(z.re)),

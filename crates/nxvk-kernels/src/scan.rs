@@ -9,10 +9,13 @@
 //! the same kernels (recursively) and combined back. Long lines across an inner axis are
 //! transposed to rows first and back after, so that blocks read contiguous memory.
 //!
-//! Complex and sub-byte inputs take the counted host fallback (a sequential scan of the host
-//! reference); complex min and max are errors, as in Nx; 8-bit floats are `Unsupported`.
+//! Complex sums and products scan on the GPU too (the same kernels over `vec2`/`dvec2`:
+//! componentwise sums, Complex.multiply in the component type, so c64 accumulates in f32 as
+//! f32 scans do). Sub-byte inputs (and dtypes the device lacks shader features for) take the
+//! counted host fallback (a sequential scan of the host reference); complex min and max are
+//! errors, as in Nx; 8-bit floats are `Unsupported`.
 
-use crate::catalog::{elem_of, scan_kernel};
+use crate::catalog::{device_supports_value, scan_kernel, value_of};
 use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::movement::{contiguous, transpose};
 use crate::op_table::BinaryOp;
@@ -79,11 +82,13 @@ fn dispatch(
 /// Scans contiguous `input` into a fresh tensor of its shape.
 fn scan_lines(
     op: ScanOp,
-    elem: crate::op_table::Elem,
+    value: crate::op_table::ValueType,
     input: &Tensor,
     lines: Lines,
 ) -> Result<Tensor> {
     let device = input.device();
+    let kernel =
+        |pass| scan_kernel(op, value, pass).expect("cumulative() checked that the kernel exists");
     let output = Tensor::empty(device, input.dtype(), input.shape())?;
     let address = |tensor: &Tensor| {
         tensor
@@ -94,7 +99,7 @@ fn scan_lines(
         poison_output(output.buffer())?;
         dispatch(
             device,
-            scan_kernel(op, elem, ScanPass::Lines),
+            kernel(ScanPass::Lines),
             [address(input), address(&output), 0],
             lines,
             (lines.lines as u64).div_ceil(u64::from(SCAN_WORKGROUP_SIZE)),
@@ -116,7 +121,7 @@ fn scan_lines(
     poison_output(output.buffer())?;
     dispatch(
         device,
-        scan_kernel(op, elem, ScanPass::Blocks),
+        kernel(ScanPass::Blocks),
         addresses,
         lines,
         (lines.lines * blocks) as u64,
@@ -134,11 +139,11 @@ fn scan_lines(
             lines: lines.lines,
             reverse: false,
         };
-        let scanned = scan_lines(op, elem, &carries, carry_lines)?;
+        let scanned = scan_lines(op, value, &carries, carry_lines)?;
         let n_elements = (lines.lines * lines.length) as u64;
         dispatch(
             device,
-            scan_kernel(op, elem, ScanPass::Carry),
+            kernel(ScanPass::Carry),
             [address(&output), address(&output), address(&scanned)],
             lines,
             n_elements.div_ceil(u64::from(SCAN_WORKGROUP_SIZE)),
@@ -169,7 +174,11 @@ pub fn cumulative(op: ScanOp, input: &Tensor, axis: usize, reverse: bool) -> Res
     if n_elements == 0 {
         return Tensor::empty(input.device(), dtype, shape);
     }
-    let Some(elem) = elem_of(dtype) else {
+    let capabilities = input.device().capabilities();
+    let Some(value) = value_of(dtype).filter(|&value| {
+        device_supports_value(capabilities, value)
+            && scan_kernel(op, value, ScanPass::Lines).is_some()
+    }) else {
         return scan_on_host(op, input, axis, reverse);
     };
     if n_elements > MAX_ELEMENTS {
@@ -200,11 +209,12 @@ pub fn cumulative(op: ScanOp, input: &Tensor, axis: usize, reverse: bool) -> Res
         lines: n_elements / length,
         reverse,
     };
-    scan_lines(op, elem, &contiguous(input)?, lines)
+    scan_lines(op, value, &contiguous(input)?, lines)
 }
 
-/// The counted host fallback for complex and sub-byte inputs: a sequential scan of the host
-/// reference's op (8-bit floats have no host values: `Unsupported`).
+/// The counted host fallback for sub-byte inputs (and devices lacking a shader feature): a
+/// sequential scan of the host reference's op (8-bit floats have no host values:
+/// `Unsupported`).
 fn scan_on_host(op: ScanOp, input: &Tensor, axis: usize, reverse: bool) -> Result<Tensor> {
     let dtype = input.dtype();
     let device = input.device();

@@ -13,13 +13,16 @@
 //!
 //! The input is contiguous (`[outer, length, inner]` around the scanned axis); `reverse`
 //! scans from the end. Combining is `combine(earlier, later)`, which keeps Nx's rules for
-//! NaN and equal operands of min and max. Like `codegen.rs`, this file is included by the
-//! build script.
+//! NaN and equal operands of min and max. Complex sums and products (c64, c128) use the same
+//! template over `vec2`/`dvec2` values: componentwise addition, and `glsl_complex.glsl`'s
+//! Complex.multiply (IEEE Inf/NaN rules) in the component type. Like `codegen.rs`, this file
+//! is included by the build script.
 
 use crate::codegen::{
-    BF16_HELPERS, FLOAT_CONTROLS, compute_type, load, storage_bytes, storage_type, store,
+    BF16_HELPERS, FLOAT_CONTROLS, complex_prelude, complex_type, compute_type, load_value,
+    store_value, value_alignment, value_storage_bytes, value_storage_type,
 };
-use crate::op_table::Elem;
+use crate::op_table::ValueType;
 use std::fmt::Write as _;
 
 /// Invocations per workgroup of the scan kernels.
@@ -61,9 +64,23 @@ impl ScanOp {
         self as usize
     }
 
-    /// `combine(earlier, later)` in GLSL over the compute type `T`.
-    const fn combine(self, elem: Elem) -> &'static str {
-        match (self, elem.is_float()) {
+    /// True when the catalog has this scan on `value` (complex numbers have no order).
+    pub const fn has_kernel(self, value: ValueType) -> bool {
+        matches!(value, ValueType::Real(_)) || matches!(self, ScanOp::Sum | ScanOp::Product)
+    }
+
+    /// `combine(earlier, later)` in GLSL over the compute type `S` of `value`.
+    const fn combine(self, value: ValueType) -> &'static str {
+        let is_float = match value {
+            ValueType::Real(elem) => elem.is_float(),
+            ValueType::Complex(_) => {
+                return match self {
+                    ScanOp::Product => "return nx_cmul(earlier, later);",
+                    _ => "return earlier + later;",
+                };
+            }
+        };
+        match (self, is_float) {
             (ScanOp::Sum, _) => "return earlier + later;",
             (ScanOp::Product, _) => "return earlier * later;",
             (ScanOp::Min, false) => "return (earlier <= later) ? earlier : later;",
@@ -113,35 +130,44 @@ impl ScanPass {
 
 /// Kernel name of a scan pass: `scan_lines_<op>_<dtype>`, `scan_<op>_<dtype>` (blocks) or
 /// `scan_carry_<op>_<dtype>`.
-pub fn scan_kernel_name(op: ScanOp, elem: Elem, pass: ScanPass) -> String {
+pub fn scan_kernel_name(op: ScanOp, value: ValueType, pass: ScanPass) -> String {
     let short = op.name().trim_start_matches("cumulative_");
-    format!("{}_{short}_{}", pass.prefix(), elem.name())
+    format!("{}_{short}_{}", pass.prefix(), value.name())
 }
 
-/// The kernel of `pass` for `op` on `elem`.
-pub fn scan_shader(op: ScanOp, elem: Elem, pass: ScanPass) -> String {
-    let mut shader = String::from(FLOAT_CONTROLS);
-    shader.push_str(BF16_HELPERS);
-    let bytes = storage_bytes(elem);
-    let compute = compute_type(elem);
+/// The kernel of `pass` for `op` on `value` (complex: sums and products only).
+pub fn scan_shader(op: ScanOp, value: ValueType, pass: ScanPass) -> String {
+    // Complex shaders start from the complex prelude (float controls, the component's type
+    // macros, `nx_cmul`); real ones need only the float controls and bf16 conversions.
+    let (mut shader, compute) = match value {
+        ValueType::Real(elem) => {
+            let mut shader = String::from(FLOAT_CONTROLS);
+            shader.push_str(BF16_HELPERS);
+            (shader, compute_type(elem))
+        }
+        ValueType::Complex(complex) => (complex_prelude(complex, "", ""), complex_type(complex)),
+    };
+    let bytes = value_storage_bytes(value);
+    let load = |access: &str| load_value(value, access);
+    let store = |result: &str| store_value(value, result);
     let body = if pass == ScanPass::Lines {
         format!(
             "
 void main() {{
     uint threads = gl_NumWorkGroups.x * {SCAN_WORKGROUP_SIZE}u;
     for (uint line = gl_GlobalInvocationID.x; line < push.lines; line += threads) {{
-        T running = T(0);
+        S running = S(0);
         for (uint position = 0u; position < push.line_length; position++) {{
             uint64_t at = nx_element(line, position);
-            T value = {value_load};
+            S value = {value_load};
             running = (position == 0u) ? value : nx_combine(running, value);
             Element(push.output0 + at * {bytes}ul).v = {stored};
         }}
     }}
 }}
 ",
-            value_load = load(elem, &format!("Element(push.input0 + at * {bytes}ul).v")),
-            stored = store(elem, "running"),
+            value_load = load(&format!("Element(push.input0 + at * {bytes}ul).v")),
+            stored = store("running"),
         )
     } else if pass == ScanPass::Carry {
         format!(
@@ -156,29 +182,23 @@ void main() {{
         uint block = position / {SCAN_BLOCK}u;
         if (block == 0u) continue;
         uint64_t at = nx_element(line, position);
-        T carry = {carry_load};
+        S carry = {carry_load};
         Element(push.output0 + at * {bytes}ul).v = {stored};
     }}
 }}
 ",
-            carry_load = load(
-                elem,
-                &format!(
-                    "Element(push.carries + uint64_t(line * push.blocks + block - 1u) * {bytes}ul).v"
-                )
-            ),
-            stored = store(
-                elem,
-                &format!(
-                    "nx_combine(carry, {})",
-                    load(elem, &format!("Element(push.output0 + at * {bytes}ul).v"))
-                )
-            ),
+            carry_load = load(&format!(
+                "Element(push.carries + uint64_t(line * push.blocks + block - 1u) * {bytes}ul).v"
+            )),
+            stored = store(&format!(
+                "nx_combine(carry, {})",
+                load(&format!("Element(push.output0 + at * {bytes}ul).v"))
+            )),
         )
     } else {
         format!(
             "
-shared T partial[{SCAN_WORKGROUP_SIZE}];
+shared S partial[{SCAN_WORKGROUP_SIZE}];
 
 void main() {{
     uint lane = gl_LocalInvocationID.x;
@@ -187,12 +207,12 @@ void main() {{
         uint line = group / push.blocks;
         uint block = group % push.blocks;
         uint first = block * {SCAN_BLOCK}u + lane * {SCAN_ITEMS}u;
-        T items[{SCAN_ITEMS}];
-        T running = T(0);
+        S items[{SCAN_ITEMS}];
+        S running = S(0);
         for (uint item = 0u; item < {SCAN_ITEMS}u; item++) {{
             uint position = first + item;
             if (position < push.line_length) {{
-                T value = {value_load};
+                S value = {value_load};
                 running = (item == 0u) ? value : nx_combine(running, value);
             }}
             items[item] = running;
@@ -200,7 +220,7 @@ void main() {{
         partial[lane] = running;
         barrier();
         for (uint offset = 1u; offset < {SCAN_WORKGROUP_SIZE}u; offset <<= 1) {{
-            T value = partial[lane];
+            S value = partial[lane];
             if (lane >= offset) value = nx_combine(partial[lane - offset], value);
             barrier();
             partial[lane] = value;
@@ -209,7 +229,7 @@ void main() {{
         for (uint item = 0u; item < {SCAN_ITEMS}u; item++) {{
             uint position = first + item;
             if (position < push.line_length) {{
-                T value = (lane == 0u) ? items[item] : nx_combine(partial[lane - 1u], items[item]);
+                S value = (lane == 0u) ? items[item] : nx_combine(partial[lane - 1u], items[item]);
                 Element(push.output0 + nx_element(line, position) * {bytes}ul).v = {stored};
             }}
         }}
@@ -221,20 +241,19 @@ void main() {{
     }}
 }}
 ",
-            value_load = load(
-                elem,
-                &format!("Element(push.input0 + nx_element(line, position) * {bytes}ul).v")
-            ),
-            stored = store(elem, "value"),
-            carry_stored = store(elem, &format!("partial[last / {SCAN_ITEMS}u]")),
+            value_load = load(&format!(
+                "Element(push.input0 + nx_element(line, position) * {bytes}ul).v"
+            )),
+            stored = store("value"),
+            carry_stored = store(&format!("partial[last / {SCAN_ITEMS}u]")),
         )
     };
     let _ = write!(
         shader,
         "
-#define T {compute}
+#define S {compute}
 layout(local_size_x = {SCAN_WORKGROUP_SIZE}) in;
-layout(buffer_reference, scalar, buffer_reference_align = {bytes}) buffer Element {{ {storage} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {align}) buffer Element {{ {storage} v; }};
 layout(push_constant, scalar) uniform Push {{
     uint64_t input0;
     uint64_t output0;
@@ -246,7 +265,7 @@ layout(push_constant, scalar) uniform Push {{
     uint reverse;
 }} push;
 
-T nx_combine(T earlier, T later) {{ {combine} }}
+S nx_combine(S earlier, S later) {{ {combine} }}
 
 // Element index of `position` (in scan order) of scan line `line` = outer * inner + i.
 uint64_t nx_element(uint line, uint position) {{
@@ -256,8 +275,9 @@ uint64_t nx_element(uint line, uint position) {{
     return (uint64_t(outer) * push.line_length + along) * push.inner + within;
 }}
 {body}",
-        storage = storage_type(elem),
-        combine = op.combine(elem),
+        align = value_alignment(value),
+        storage = value_storage_type(value),
+        combine = op.combine(value),
     );
     shader
 }

@@ -3,21 +3,22 @@
 //! `select(pred, on_true, on_false)` broadcasts the three operands together; the result has
 //! the merged type of `on_true` and `on_false` (`Nx.Type.merge`), and a non-zero predicate
 //! picks `on_true`. On the GPU the predicate becomes u8 first (`not_equal(pred, 0)`, unless it
-//! already is u8), the values are cast to the result type, and one kernel per element size
-//! (`codegen::select_shader`) moves the chosen bits through strided views, reading only the
-//! chosen operand. Other types take the counted host fallback.
+//! already is u8; complex predicates are non-zero when either part is), the values are cast to
+//! the result type, and one kernel per element size (`codegen::select_shader`, 1 to 16 bytes,
+//! so c64 and c128 too) moves the chosen bits through strided views, reading only the chosen
+//! operand. Sub-byte types take the counted host fallback.
 //!
 //! `clip(x, min, max)` is `min(max(x, min), max)` with Nx's types and NaN rules: two
 //! dispatches of the op table's `max` and `min`. As in Nx, `min` and `max` must be scalars
 //! and complex types are refused.
 
-use crate::catalog::{elem_of, select_kernel};
+use crate::catalog::select_kernel;
 use crate::codegen::{SELECT_PARAMS_ADDRESS_OFFSET, SELECT_PUSH_CONSTANT_BYTES, WORKGROUP_SIZE};
 use crate::fallback::run_on_host;
 use crate::launch::{MAX_ELEMENTS, poison_output, simplify};
 use crate::op_table::BinaryOp;
 use crate::operand_errors::bad_operands;
-use crate::ops::{Path, binary, broadcast_shapes, cast_on_gpu, plan, same_device};
+use crate::ops::{Path, binary, broadcast_shapes, cast_on_gpu, plan_values, same_device};
 use crate::reference::Value;
 use crate::types::merge;
 use nxvk_core::{BufferAccess, DType, Result, Tensor};
@@ -55,11 +56,15 @@ pub fn select(pred: &Tensor, on_true: &Tensor, on_false: &Tensor) -> Result<Tens
         return Tensor::empty(device, result, &shape);
     }
     let truth = truth(pred)?;
-    let path = plan(
+    let path = plan_values(
         device.capabilities(),
         result,
         &[on_true.dtype(), on_false.dtype()],
-        |elem| select_kernel(elem.bits() as usize / 8).is_some(),
+        |_| {
+            result
+                .byte_size()
+                .is_some_and(|bytes| select_kernel(bytes as usize).is_some())
+        },
     );
     if let Path::Fallback(counted) = path {
         // The u8 truth values survive the cast to the compute type (0 stays 0, 1 stays
@@ -87,8 +92,8 @@ pub fn select(pred: &Tensor, on_true: &Tensor, on_false: &Tensor) -> Result<Tens
             format!("{n_elements} elements exceed the kernels' 32-bit index arithmetic"),
         ));
     }
-    let elem = elem_of(result).expect("planned as native");
-    let kernel = select_kernel(elem.bits() as usize / 8).expect("planned");
+    let bytes = result.byte_size().expect("planned as native") as usize;
+    let kernel = select_kernel(bytes).expect("planned");
     let views = [
         truth.broadcast_to(&shape)?,
         cast_on_gpu(SELECT, on_true, result)?.broadcast_to(&shape)?,

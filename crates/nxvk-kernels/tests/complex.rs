@@ -21,16 +21,6 @@ fn c64_tensor(values: &[(f32, f32)]) -> Tensor {
     Tensor::from_slice(&device(), &[values.len()], &values).unwrap()
 }
 
-fn c64_values(tensor: &Tensor) -> Vec<(f32, f32)> {
-    assert_eq!(tensor.dtype(), DType::C64);
-    tensor
-        .to_vec::<Complex32>()
-        .unwrap()
-        .into_iter()
-        .map(|value| (value.re, value.im))
-        .collect()
-}
-
 /// Same bits, except that any NaN matches any NaN.
 fn same(actual: f32, expected: f32) -> bool {
     actual.to_bits() == expected.to_bits() || (actual.is_nan() && expected.is_nan())
@@ -356,6 +346,49 @@ fn inverse_functions_follow_the_complex_library() {
     for (op, index, expected) in expected {
         assert_c64_near(&[value(op, index)], &[expected], 4, op.name());
     }
+}
+
+#[test]
+fn cbrt_follows_the_complex_library() {
+    // from_polar(|z|^(1/3), phase / 3): 8 -> 2 (a zero angle gives +0i), -8 -> 2 e^(i pi/3),
+    // 0 -> 0; Complex.phase's special values: (-Inf, -Inf) has phase 5pi/4 (so (Inf, Inf)),
+    // (Inf, 1) phase 0, (1, Inf) phase pi/2; a NaN phase (where BinaryBackend raises) is NaN.
+    let input = c64_tensor(&[
+        (8.0, -0.0),
+        (-8.0, 0.0),
+        (0.0, 0.0),
+        (-INFINITY, -INFINITY),
+        (INFINITY, 1.0),
+        (1.0, INFINITY),
+        (NAN, 1.0),
+    ]);
+    let result = c64_values(&on_gpu("cbrt", DType::C64, || ops::cbrt(&input).unwrap()));
+    let third = std::f64::consts::FRAC_PI_3;
+    assert_c64_near(
+        &result[..2],
+        &[
+            (2.0, 0.0),
+            ((2.0 * third.cos()) as f32, (2.0 * third.sin()) as f32),
+        ],
+        4,
+        "cbrt of reals",
+    );
+    assert_c64(
+        &result[2..],
+        &[
+            (0.0, 0.0),
+            (INFINITY, INFINITY),
+            (INFINITY, 0.0),
+            (INFINITY, INFINITY),
+            (NAN, NAN),
+        ],
+        "cbrt special values",
+    );
+    assert!(
+        result[0].1.to_bits() == 0,
+        "a zero angle gives +0i: {:?}",
+        result[0]
+    );
 }
 
 #[test]

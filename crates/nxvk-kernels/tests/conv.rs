@@ -11,22 +11,28 @@ mod gemm_check;
 
 use common::*;
 use gemm_check::check_all;
-use nxvk_core::{DType, Error, Layout, Tensor, contiguous_strides};
+use nxvk_core::{Complex64, DType, Error, Layout, Tensor, contiguous_strides};
 use nxvk_kernels::conv::{ConvOptions, conv, result_dtype};
 use nxvk_kernels::reference::{self, Value};
 use proptest::prelude::*;
 
 /// Moderate values (a conv sums many products), now and then NaN or an infinity.
 fn conv_value(dtype: DType, specials: bool, rng: &mut SplitMix) -> Value {
-    if !dtype.is_float() {
+    if !dtype.is_float() && !dtype.is_complex() {
         return Value::Int(rng.below(9) as i128 - 4);
     }
-    let value = match rng.below(64) {
+    let mut part = || match rng.below(64) {
         0 if specials => f64::NAN,
         1 if specials => f64::INFINITY,
         _ => rng.unit() * 4.0 - 2.0,
     };
-    reference::round_to(Value::Float(value), dtype)
+    let value = if dtype.is_complex() {
+        let re = part();
+        Value::Complex(Complex64::new(re, part()))
+    } else {
+        Value::Float(part())
+    };
+    reference::round_to(value, dtype)
 }
 
 /// A tensor of `shape` (contiguous, or a slice of a larger one), with its row-major values.
@@ -131,6 +137,13 @@ fn reference_conv(
     let depth = group_channels * kernel_positions;
     let n_out: usize = canonical_output.iter().product();
     let mut values = vec![Value::Float(0.0); n_out];
+    // Real products are complex ones with zero imaginary parts (exactly the real product in
+    // the real part); complex ones are Complex.multiply's four real products.
+    let as_complex = |value: Value| match reference::round_to(value, result) {
+        Value::Float(x) => Complex64::new(x, 0.0),
+        Value::Complex(z) => z,
+        other => panic!("{other:?}"),
+    };
     let mut magnitudes = vec![0.0; n_out];
     for output in 0..n_out {
         let coordinates = common::coordinates(&canonical_output, output);
@@ -142,7 +155,7 @@ fn reference_conv(
             let group = filter / (filters / feature_groups);
             (image, group * group_channels)
         };
-        let mut sum = 0.0;
+        let mut sum = Complex64::new(0.0, 0.0);
         let mut magnitude = 0.0;
         for channel in 0..group_channels {
             for position in 0..kernel_positions {
@@ -184,19 +197,30 @@ fn reference_conv(
                     .enumerate()
                     .map(|(axis, &c)| c * kernel_strides[kernel_permutation[axis]])
                     .sum();
-                let as_float = |value: Value| match reference::round_to(value, result) {
-                    Value::Float(x) => x,
-                    other => panic!("{other:?}"),
+                let (x, w) = (
+                    as_complex(input_value),
+                    as_complex(kernel_values[kernel_index]),
+                );
+                sum.re += x.re * w.re - x.im * w.im;
+                sum.im += x.im * w.re + x.re * w.im;
+                magnitude += if result.is_complex() {
+                    (x.re * w.re).abs()
+                        + (x.im * w.im).abs()
+                        + (x.im * w.re).abs()
+                        + (x.re * w.im).abs()
+                } else {
+                    (x.re * w.re).abs()
                 };
-                let product = as_float(input_value) * as_float(kernel_values[kernel_index]);
-                sum += product;
-                magnitude += product.abs();
             }
         }
         let final_index: usize = (0..rank)
             .map(|axis| coordinates[axis] * final_strides[output_permutation[axis]])
             .sum();
-        values[final_index] = Value::Float(sum);
+        values[final_index] = if result.is_complex() {
+            Value::Complex(sum)
+        } else {
+            Value::Float(sum.re)
+        };
         magnitudes[final_index] = magnitude;
     }
     (final_shape, values, magnitudes, depth)
@@ -238,10 +262,12 @@ fn run_and_check(
         .map_err(|why| format!("{input_shape:?} * {kernel_shape:?} {options:?}: {why}"))
 }
 
+/// The float dtypes of the device and the complex ones (one real convolution of the parts).
 fn float_dtypes() -> Vec<DType> {
     [DType::F16, DType::BF16, DType::F32, DType::F64]
         .into_iter()
         .filter(|dtype| nxvk_kernels::ops::native_dtypes().any(|native| native == *dtype))
+        .chain([DType::C64, DType::C128])
         .collect()
 }
 
@@ -339,25 +365,34 @@ proptest! {
 #[test]
 fn perturbed_results_are_rejected() {
     let mut rng = SplitMix(9);
-    let (input_tensor, input_values) = input(DType::F32, &[2, 3, 6, 5], false, false, &mut rng);
-    let (kernel_tensor, kernel_values) = input(DType::F32, &[4, 3, 3, 2], false, false, &mut rng);
-    let options = ConvOptions::default();
-    let output = conv(&input_tensor, &kernel_tensor, &options).unwrap();
-    let (_, expected, magnitudes, depth) = reference_conv(
-        &[2, 3, 6, 5],
-        &input_values,
-        &[4, 3, 3, 2],
-        &kernel_values,
-        &options,
-        DType::F32,
-    );
-    let mut actual = read(&output);
-    check_all(DType::F32, &actual, &expected, &magnitudes, depth).unwrap();
-    actual[7] = match actual[7] {
-        Value::Float(value) => Value::Float(value + (value.abs() + 1.0) / 16.0),
-        other => other,
-    };
-    assert!(check_all(DType::F32, &actual, &expected, &magnitudes, depth).is_err());
+    for dtype in [DType::F32, DType::C64, DType::C128] {
+        let (input_tensor, input_values) = input(dtype, &[2, 3, 6, 5], false, false, &mut rng);
+        let (kernel_tensor, kernel_values) = input(dtype, &[4, 3, 3, 2], false, false, &mut rng);
+        let options = ConvOptions::default();
+        let output = conv(&input_tensor, &kernel_tensor, &options).unwrap();
+        let (_, expected, magnitudes, depth) = reference_conv(
+            &[2, 3, 6, 5],
+            &input_values,
+            &[4, 3, 3, 2],
+            &kernel_values,
+            &options,
+            dtype,
+        );
+        let mut actual = read(&output);
+        check_all(dtype, &actual, &expected, &magnitudes, depth).unwrap();
+        actual[7] = match actual[7] {
+            Value::Float(value) => Value::Float(value + (value.abs() + 1.0) / 16.0),
+            Value::Complex(value) => Value::Complex(Complex64::new(
+                value.re + (value.re.abs() + 1.0) / 16.0,
+                value.im,
+            )),
+            other => other,
+        };
+        assert!(
+            check_all(dtype, &actual, &expected, &magnitudes, depth).is_err(),
+            "{dtype}: the perturbed result passed"
+        );
+    }
 }
 
 /// The conv Nx.Defn.Grad builds for the input gradient of a strided 2-D conv: the output
@@ -522,9 +557,10 @@ fn bad_options_are_errors() {
         padding: vec![(i64::MAX, i64::MAX), (0, 0)],
         ..ConvOptions::default()
     });
-    let complex = Tensor::zeros(&dev, DType::C64, &[3, 2, 2, 2]).unwrap();
+    // 8-bit floats have no kernels (complex ones run as real convolutions of their parts).
+    let f8 = Tensor::zeros(&dev, DType::F8E5M2, &[3, 2, 2, 2]).unwrap();
     assert!(matches!(
-        conv(&input_tensor, &complex, &ConvOptions::default()),
+        conv(&f8, &f8, &ConvOptions::default()),
         Err(Error::Unsupported { op: "conv", .. })
     ));
     let empty_batch = Tensor::zeros(&dev, DType::F32, &[0, 2, 4, 4]).unwrap();

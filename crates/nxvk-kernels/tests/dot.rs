@@ -4,7 +4,9 @@
 //! exactly (wrapping in the result width). Floats are compared with an f64 reference of the
 //! inputs cast to the result type, within `(k + 2) * eps(accumulator) * sum|a*b|` (the error
 //! bound of a length-k sum, with f32 accumulators for f16/bf16/f32) plus one rounding to the
-//! result type. Every tile configuration, the split-K path and the autotuner are exercised.
+//! result type. Complex dtypes (c64, c128, and real operands promoted to them) are compared per
+//! part (`gemm_check`). Every tile configuration, the split-K path and the autotuner are
+//! exercised.
 
 mod common;
 mod gemm_check;
@@ -79,16 +81,22 @@ fn random_case(rng: &mut SplitMix) -> Case {
 /// A float with a small chance of being NaN or an infinity (when `specials`), else a
 /// moderate value; integers over their whole range.
 fn dot_value(dtype: DType, specials: bool, rng: &mut SplitMix) -> Value {
-    if !dtype.is_float() {
+    if !dtype.is_float() && !dtype.is_complex() {
         return random_value(dtype, Domain::Wide, rng);
     }
-    let value = match rng.below(64) {
+    let mut part = || match rng.below(64) {
         0 if specials => f64::NAN,
         1 if specials => f64::INFINITY,
         2 if specials => f64::NEG_INFINITY,
         _ => rng.unit() * 8.0 - 4.0,
     };
-    reference::round_to(Value::Float(value), dtype)
+    let value = if dtype.is_complex() {
+        let re = part();
+        Value::Complex(nxvk_core::Complex64::new(re, part()))
+    } else {
+        Value::Float(part())
+    };
+    reference::round_to(value, dtype)
 }
 
 /// A tensor of `shape` in layout `view`, with its logical values in row-major order.
@@ -177,6 +185,7 @@ fn reference_dot(
         }
         let mut integer_sum: i128 = 0;
         let mut float_sum = 0.0f64;
+        let mut complex_sum = nxvk_core::Complex64::new(0.0, 0.0);
         let mut magnitude = 0.0f64;
         for depth in 0..k {
             let inner = common::coordinates(&contract_sizes, depth);
@@ -203,10 +212,21 @@ fn reference_dot(
                     float_sum += x * y;
                     magnitude += (x * y).abs();
                 }
+                // Complex.multiply's four real products, summed part by part.
+                (Value::Complex(x), Value::Complex(y)) => {
+                    complex_sum.re += x.re * y.re - x.im * y.im;
+                    complex_sum.im += x.im * y.re + x.re * y.im;
+                    magnitude += (x.re * y.re).abs()
+                        + (x.im * y.im).abs()
+                        + (x.im * y.re).abs()
+                        + (x.re * y.im).abs();
+                }
                 other => panic!("unexpected operands {other:?}"),
             }
         }
-        values.push(if result.is_float() {
+        values.push(if result.is_complex() {
+            Value::Complex(complex_sum)
+        } else if result.is_float() {
             Value::Float(float_sum)
         } else {
             reference::round_to(Value::Int(integer_sum), result)
@@ -245,8 +265,11 @@ fn run_case(
     (output, actual, expected, magnitudes, k)
 }
 
+/// The native dtypes and the complex ones (complex dots run as real GEMMs of their parts).
 fn gpu_dtypes() -> Vec<DType> {
-    nxvk_kernels::ops::native_dtypes().collect()
+    nxvk_kernels::ops::native_dtypes()
+        .chain([DType::C64, DType::C128])
+        .collect()
 }
 
 proptest! {
@@ -301,14 +324,25 @@ fn perturbed_results_are_rejected() {
         contract_b: vec![0],
         batch_b: vec![],
     };
-    for dtype in [DType::S32, DType::F32, DType::F16, DType::F64, DType::BF16] {
+    for dtype in [
+        DType::S32,
+        DType::F32,
+        DType::F16,
+        DType::F64,
+        DType::BF16,
+        DType::C64,
+        DType::C128,
+    ] {
         let (_, actual, expected, magnitudes, k) = run_case(&case, dtype, dtype, false, &mut rng);
         check_all(dtype, &actual, &expected, &magnitudes, k).unwrap();
         let mut perturbed = actual.clone();
         perturbed[3] = match perturbed[3] {
             Value::Int(value) => Value::Int(value + 1),
             Value::Float(value) => Value::Float(value + (value.abs() + 1.0) / 16.0),
-            other => other,
+            Value::Complex(value) => Value::Complex(nxvk_core::Complex64::new(
+                value.re,
+                value.im + (value.im.abs() + 1.0) / 16.0,
+            )),
         };
         assert!(
             check_all(dtype, &perturbed, &expected, &magnitudes, k).is_err(),
@@ -429,9 +463,10 @@ fn bad_operands_are_errors() {
     refused(dot(&a, &[0, 0], &[], &b, &[1, 1], &[]));
     refused(dot(&a, &[0], &[0], &b, &[1], &[1]));
     refused(dot(&a, &[0], &[], &b, &[], &[]));
-    let complex = Tensor::zeros(&dev, DType::C64, &[3, 2]).unwrap();
+    // 8-bit floats have no kernels (complex dots run as real GEMMs of their parts).
+    let f8 = Tensor::zeros(&dev, DType::F8E5M2, &[3, 2]).unwrap();
     assert!(matches!(
-        dot(&a, &[1], &[], &complex, &[0], &[]),
+        dot(&f8, &[1], &[], &f8, &[1], &[]),
         Err(Error::Unsupported { op: "dot", .. })
     ));
 }
@@ -595,7 +630,8 @@ fn gradient_contractions() {
     }
 }
 
-/// The coverage report lists dot and conv: GPU for native dtypes, unsupported for complex.
+/// The coverage report lists dot and conv: GPU for native and complex dtypes, unsupported for
+/// 8-bit floats.
 #[test]
 fn coverage_lists_dot_and_conv() {
     use nxvk_kernels::coverage::{Cell, coverage};
@@ -608,6 +644,8 @@ fn coverage_lists_dot_and_conv() {
         let cell = |dtype: DType| row.cells.iter().find(|(d, _)| *d == dtype).unwrap().1;
         assert_eq!(cell(DType::F32), Cell::Gpu, "{op} f32");
         assert_eq!(cell(DType::S8), Cell::Gpu, "{op} s8");
-        assert_eq!(cell(DType::C64), Cell::Unsupported, "{op} c64");
+        assert_eq!(cell(DType::C64), Cell::Gpu, "{op} c64");
+        assert_eq!(cell(DType::C128), Cell::Gpu, "{op} c128");
+        assert_eq!(cell(DType::F8E5M2), Cell::Unsupported, "{op} f8");
     }
 }

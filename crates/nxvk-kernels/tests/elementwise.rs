@@ -577,6 +577,7 @@ fn coverage_fallback_cells_are_all_allowlisted() {
     );
     // Null arm: an (op, dtype) that has a GPU path is not on the list.
     assert!(!nxvk_kernels::is_allowlisted("add", DType::F32));
-    assert!(nxvk_kernels::is_allowlisted("sum", DType::C64));
+    assert!(nxvk_kernels::is_allowlisted("sum", DType::S4));
+    assert!(!nxvk_kernels::is_allowlisted("sum", DType::C64));
     assert!(!nxvk_kernels::is_allowlisted("exp", DType::F64));
 }

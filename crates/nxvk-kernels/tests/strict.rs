@@ -5,22 +5,22 @@
 
 mod common;
 
-use nxvk_core::{Complex32, DType, Error, Strict, Tensor, set_strict};
+use nxvk_core::{DType, Error, Strict, Tensor, set_strict};
 use nxvk_kernels::ops;
 
 #[test]
 fn strict_raise_refuses_fallbacks_and_keeps_gpu_ops() {
     let device = common::device();
     set_strict(Some(Strict::Raise));
-    let complex = Tensor::from_slice(&device, &[2], &[Complex32::new(1.0, 0.0); 2]).unwrap();
-    // Complex reductions have no kernel.
-    let error = nxvk_kernels::reduce::sum(&complex, None, false).unwrap_err();
+    let nibbles = Tensor::from_bytes(&device, DType::S4, &[2], &[0x12]).unwrap();
+    // Reductions of sub-byte types have no kernel.
+    let error = nxvk_kernels::reduce::sum(&nibbles, None, false).unwrap_err();
     assert!(
         matches!(
             error,
             Error::HostFallbackRefused {
                 op: "sum",
-                dtype: DType::C64,
+                dtype: DType::S4,
                 ..
             }
         ),
@@ -28,11 +28,11 @@ fn strict_raise_refuses_fallbacks_and_keeps_gpu_ops() {
     );
     let message = error.to_string();
     assert!(
-        message.contains("sum") && message.contains("c64") && message.contains("[2]"),
+        message.contains("sum") && message.contains("s4") && message.contains("[2]"),
         "{message}"
     );
-    // Refused even though `* c64` is on the allowlist.
-    assert!(nxvk_kernels::is_allowlisted("sum", DType::C64));
+    // Refused even though `* s4` is on the allowlist.
+    assert!(nxvk_kernels::is_allowlisted("sum", DType::S4));
     // Casts of packed sub-byte tensors are fallbacks as well, refused the same way.
     let packed = Tensor::from_bytes(&device, DType::U4, &[2], &[0x12]).unwrap();
     let error = ops::as_type(&packed, DType::F32).unwrap_err();

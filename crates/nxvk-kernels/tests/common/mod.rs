@@ -248,6 +248,35 @@ pub fn broadcast_values(values: &[Value], shape: &[usize], target: &[usize]) -> 
         .collect()
 }
 
+/// The values of `values` (row-major, `shape`) grouped by output element when `axes` are
+/// reduced, each group in row-major order of the reduced axes.
+pub fn reduction_groups(shape: &[usize], values: &[Value], axes: &[usize]) -> Vec<Vec<Value>> {
+    let kept: Vec<usize> = (0..shape.len())
+        .filter(|axis| !axes.contains(axis))
+        .collect();
+    let n_outputs: usize = kept.iter().map(|&axis| shape[axis]).product();
+    let mut groups = vec![Vec::new(); n_outputs];
+    for (index, &value) in values.iter().enumerate() {
+        let coordinates = coordinates(shape, index);
+        let output = kept
+            .iter()
+            .fold(0, |acc, &axis| acc * shape[axis] + coordinates[axis]);
+        groups[output].push(value);
+    }
+    groups
+}
+
+/// A c64 tensor's values as (re, im) pairs.
+pub fn c64_values(tensor: &Tensor) -> Vec<(f32, f32)> {
+    assert_eq!(tensor.dtype(), DType::C64);
+    tensor
+        .to_vec::<nxvk_core::Complex32>()
+        .unwrap()
+        .into_iter()
+        .map(|value| (value.re, value.im))
+        .collect()
+}
+
 /// The values of a tensor, read back and decoded.
 pub fn read(tensor: &Tensor) -> Vec<Value> {
     reference::decode(

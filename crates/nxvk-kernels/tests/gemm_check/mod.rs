@@ -1,6 +1,8 @@
 //! The comparison shared by the GEMM-based tests (dot, conv): integers exactly; floats against
 //! an f64 reference within `(k + 2) * eps(accumulator) * sum|products|` (the error bound of a
-//! length-k sum; f32 accumulators for f16, bf16 and f32) plus one rounding to the result type.
+//! length-k sum; f32 accumulators for f16, bf16 and f32) plus one rounding to the result type;
+//! complex numbers per part as real sums of depth 2k (`sum|products|` then sums the four real
+//! products' magnitudes), non-finite parts by class.
 //! Its includers also include `common`.
 // Each test binary uses part of this module.
 #![allow(dead_code)]
@@ -55,6 +57,35 @@ pub fn check(
             } else {
                 fail()
             }
+        }
+        (Value::Complex(x), Value::Complex(y)) => {
+            // Per part: the same class (finite or not: the GEMM sums the same four real
+            // products per complex one in another order, and BinaryBackend's NaN/Inf pattern is
+            // not kept), finite parts within the bound of a real sum of depth 2k.
+            let component = if result == DType::C128 {
+                DType::F64
+            } else {
+                DType::F32
+            };
+            let rounded = match reference::round_to(Value::Complex(y), result) {
+                Value::Complex(rounded) => rounded,
+                _ => return fail(),
+            };
+            let parts = [(x.re, rounded.re, y.re), (x.im, rounded.im, y.im)];
+            for (got, rounded, wanted) in parts {
+                if !got.is_finite() || !rounded.is_finite() {
+                    if got.is_finite() != rounded.is_finite() {
+                        return fail();
+                    }
+                    continue;
+                }
+                let bound = (2.0 * k as f64 + 2.0) * epsilon(component) * magnitude
+                    + 2.0 * epsilon(component) * wanted.abs();
+                if (got - wanted).abs() > bound {
+                    return fail();
+                }
+            }
+            Ok(())
         }
         _ => fail(),
     }

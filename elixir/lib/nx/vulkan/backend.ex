@@ -310,29 +310,9 @@ if Code.ensure_loaded?(Nx) do
 
     ## Linear algebra
 
-    # nxvk-kernels' dot and conv have no complex kernels and no fallback of their own (they
-    # refuse c64 and c128 as unsupported): complex products take the counted, refusable host
-    # gate.
+    # nxvk-kernels' dot and conv take every dtype Nx gives them here, complex included (as
+    # real GEMMs over the parts).
     @impl true
-    def dot(
-          %T{type: {:c, _}} = out,
-          left,
-          contract_left,
-          batch_left,
-          right,
-          contract_right,
-          batch_right
-        ),
-        do:
-          via_host(:dot, out, [
-            left,
-            contract_left,
-            batch_left,
-            right,
-            contract_right,
-            batch_right
-          ])
-
     def dot(out, left, contract_left, batch_left, right, contract_right, batch_right) do
       result =
         NIF.dot(ref(left), contract_left, batch_left, ref(right), contract_right, batch_right)
@@ -344,9 +324,6 @@ if Code.ensure_loaded?(Nx) do
                      batch_group_size input_permutation kernel_permutation output_permutation)a
 
     @impl true
-    def conv(%T{type: {:c, _}} = out, tensor, kernel, opts),
-      do: via_host(:conv, out, [tensor, kernel, opts])
-
     def conv(out, tensor, kernel, opts) do
       options = Map.new(@conv_options, &{&1, opts[&1]})
       result = NIF.conv(ref(tensor), ref(kernel), options)
@@ -442,13 +419,16 @@ if Code.ensure_loaded?(Nx) do
 
     ## Linear algebra
 
-    # `transform_a: :conjugate` conjugates without transposing, which on real types is :none.
+    # `transform_a: :conjugate` conjugates without transposing (:none on real types);
+    # `:transpose` is a plain transpose, complex matrices included.
     @impl true
-    def triangular_solve(%T{type: {:c, _}} = out, a, b, opts),
-      do: via_host(:triangular_solve, out, [a, b, opts])
-
     def triangular_solve(out, a, b, opts) do
       if singular?(a), do: raise(ArgumentError, "can't solve for singular matrix")
+
+      a =
+        if match?({:c, _}, out.type) and opts[:transform_a] == :conjugate,
+          do: Nx.conjugate(a),
+          else: a
 
       result =
         NIF.triangular_solve(
