@@ -73,6 +73,7 @@ pub mod reference;
 pub mod scan;
 mod scan_codegen;
 pub mod select;
+mod slice_starts;
 pub mod sort;
 mod sort_codegen;
 mod sort_radix;

@@ -307,8 +307,7 @@ fn known_values_and_errors() {
     assert!(movement::stack(&[&matrix, &transposed], 0).is_err());
     let error = movement::pad(&matrix, &zero, &[(0, 0, 0)]).unwrap_err();
     assert!(error.to_string().contains("pad"), "{error}");
-    let floats = Tensor::from_slice(&device, &[1], &[1.0f32]).unwrap();
-    let error = movement::concatenate(&[&floats, &zero.reshape(&[1]).unwrap()], 0).unwrap_err();
+    let error = movement::concatenate(&[&matrix, &zero.reshape(&[1]).unwrap()], 0).unwrap_err();
     assert!(error.to_string().contains("concatenate"), "{error}");
     let error = movement::reverse(&matrix, &[2]).unwrap_err();
     assert!(error.to_string().contains("reverse"), "{error}");
