@@ -42,6 +42,7 @@
 //! `fallback_allowlist.txt` and `cargo run -p nxvk-kernels --example coverage`.
 
 pub mod accuracy;
+mod argmax_two_pass;
 pub mod catalog;
 pub mod codegen;
 pub mod conv;

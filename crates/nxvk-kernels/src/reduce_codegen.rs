@@ -248,6 +248,16 @@ pub fn fold(op: ReduceOp, value_type: &str, is_float: bool) -> (String, String) 
     }
 }
 
+/// The value type folded: the accumulator's compute type, or the input's for argmax/argmin
+/// (whose accumulator is the index beside it).
+fn folded_type(op: ReduceOp, input: Elem, accumulation: Accumulation) -> &'static str {
+    if op.is_arg() {
+        compute_type(input)
+    } else {
+        compute_type(accumulator_elem(op, input, accumulation))
+    }
+}
+
 /// The whole shader of `op` on `input` elements for `layout`.
 pub fn reduce_shader(
     op: ReduceOp,
@@ -255,14 +265,24 @@ pub fn reduce_shader(
     accumulation: Accumulation,
     layout: ReduceLayout,
 ) -> String {
+    let mut shader = reduce_prelude(op, input, accumulation);
+    shader.push_str(&match layout {
+        ReduceLayout::Strided => STRIDED_MAIN.to_owned(),
+        ReduceLayout::Rows => format!(
+            "{}{ROWS_MAIN}",
+            subgroup_helpers(folded_type(op, input, accumulation))
+        ),
+        ReduceLayout::Columns => COLUMNS_MAIN.to_owned(),
+    });
+    shader
+}
+
+/// Everything of a reduction shader but its `main`: the push constants, the loads and
+/// offsets, the fold and store functions (shared with the second pass of
+/// `argmax_two_pass.rs`).
+pub fn reduce_prelude(op: ReduceOp, input: Elem, accumulation: Accumulation) -> String {
     let accumulator = accumulator_elem(op, input, accumulation);
-    // The value type folded: the accumulator's compute type, or the input's for argmax/argmin
-    // (whose accumulator is the index beside it).
-    let value_type = if op.is_arg() {
-        compute_type(input)
-    } else {
-        compute_type(accumulator)
-    };
+    let value_type = folded_type(op, input, accumulation);
     let is_float = input.is_float();
     let (identity, combine) = fold(op, value_type, is_float);
     let loaded = load(input, "raw");
@@ -383,11 +403,6 @@ bool nx_take(V a, uint64_t a_index, V b, uint64_t b_index) {{
             store(accumulator, "value")
         },
     );
-    shader.push_str(&match layout {
-        ReduceLayout::Strided => STRIDED_MAIN.to_owned(),
-        ReduceLayout::Rows => format!("{}{ROWS_MAIN}", subgroup_helpers(value_type)),
-        ReduceLayout::Columns => COLUMNS_MAIN.to_owned(),
-    });
     shader
 }
 
