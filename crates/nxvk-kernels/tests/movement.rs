@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::shape_case::{ShapeCase, shape_case};
 use common::*;
 use nxvk_core::{DType, Layout, Tensor};
 use nxvk_kernels::movement;

@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::shape_case::{ShapeCase, shape_case};
 use common::*;
 use nxvk_core::{DType, Tensor};
 use nxvk_kernels::movement::{self, Starts};

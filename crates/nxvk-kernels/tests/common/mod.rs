@@ -49,9 +49,8 @@ pub fn device() -> Arc<Device> {
     context.device().expect("device")
 }
 
-mod shape_case;
+pub mod shape_case;
 mod split_mix;
-pub use shape_case::{ShapeCase, shape_case};
 pub use split_mix::SplitMix;
 
 impl SplitMix {
