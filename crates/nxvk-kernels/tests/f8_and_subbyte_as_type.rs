@@ -144,3 +144,21 @@ fn special_values_packing_and_null_arms() {
     let swapped = [Value::Int(2), Value::Int(1), Value::Int(0)];
     assert!(check_output_exact("null", &nibbles, &[3], &swapped).is_err());
 }
+
+/// Element-wise ops on 8-bit floats take the counted host fallback with `f8.rs`'s rules
+/// (E4M3FN saturates at 448).
+#[test]
+fn f8_element_wise_ops_take_the_counted_fallback() {
+    let device = device();
+    let values = [Value::Float(1.0), Value::Float(2.5), Value::Float(448.0)];
+    let bytes = reference::encode(DType::F8E4M3FN, &values);
+    let a = Tensor::from_bytes(&device, DType::F8E4M3FN, &[3], &bytes).unwrap();
+    let before = fallbacks("add", DType::F8E4M3FN);
+    let sum = nxvk_kernels::ops::add(&a, &a).unwrap();
+    assert_eq!(fallbacks("add", DType::F8E4M3FN), before + 1);
+    let want = [Value::Float(2.0), Value::Float(5.0), Value::Float(448.0)];
+    check_output_exact("f8 add", &sum, &[3], &want).unwrap();
+    // Null arm: an unsaturated sum (896) is not what is stored.
+    let unsaturated = [Value::Float(2.0), Value::Float(5.0), Value::Float(896.0)];
+    assert!(check_output_exact("null", &sum, &[3], &unsaturated).is_err());
+}
