@@ -6,8 +6,8 @@
 //! of a fresh contiguous output: the copy takes the shape, signed input strides and unsigned
 //! output strides, so a reversal is a negative stride, a strided slice a multiplied stride and
 //! an interior pad a multiplied output stride. Values are moved as raw bits, so every dtype of
-//! 1, 2, 4, 8 or 16 bytes (complex included) moves the same way; sub-byte types are reported
-//! as unsupported. A copy whose innermost output axis is strided in the input while another
+//! 1, 2, 4, 8 or 16 bytes (complex included) moves the same way; sub-byte types move as bytes
+//! (unpacked to s8/u8 on the GPU, moved, packed again). A copy whose innermost output axis is strided in the input while another
 //! axis is contiguous there (a materialised transpose, possibly batched) runs the tiled
 //! transpose kernel instead: shared-memory tiles make both its reads and its writes coalesced,
 //! where the strided copy would read one memory segment per element.
@@ -47,10 +47,38 @@ pub const MOVEMENT_OPS: &[&str] = &[
     "put_slice",
 ];
 
-/// True when data movement of `dtype` runs on the GPU: every type of whole bytes (sub-byte
-/// types are unsupported for now).
+/// True when data movement of `dtype` runs on the GPU: every type (sub-byte ones through
+/// their byte carriers, see [`on_byte_carriers`]).
 pub const fn runs_on_gpu(dtype: DType) -> bool {
-    dtype.byte_size().is_some()
+    dtype.byte_size().is_some() || byte_carrier(dtype).is_some()
+}
+
+/// The byte type sub-byte elements move as (they have no addresses of their own): s8 for s2
+/// and s4, u8 for u2 and u4.
+const fn byte_carrier(dtype: DType) -> Option<DType> {
+    match dtype {
+        DType::S2 | DType::S4 => Some(DType::S8),
+        DType::U2 | DType::U4 => Some(DType::U8),
+        _ => None,
+    }
+}
+
+/// Runs a movement whose result has the sub-byte type `dtype` on byte carriers: each operand is
+/// converted to `dtype` by `as_type` (Nx's rules for that width; converting straight to the
+/// carrier would saturate infinities at the carrier's limits), widened to the carrier, moved,
+/// and packed again. Every step runs on the GPU (`narrow_types.rs` packs and unpacks).
+fn on_byte_carriers(
+    operands: &[&Tensor],
+    dtype: DType,
+    carrier: DType,
+    run: impl FnOnce(&[&Tensor]) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let widened = operands
+        .iter()
+        .map(|operand| crate::ops::as_type(&crate::ops::as_type(operand, dtype)?, carrier))
+        .collect::<Result<Vec<Tensor>>>()?;
+    let widened: Vec<&Tensor> = widened.iter().collect();
+    crate::ops::as_type(&run(&widened)?, dtype)
 }
 
 /// A fresh contiguous tensor for an op's result (poisoned in tests).
@@ -449,6 +477,9 @@ pub fn contiguous(input: &Tensor) -> Result<Tensor> {
     if input.layout().is_contiguous() {
         return Ok(input.clone());
     }
+    if let Some(carrier) = byte_carrier(input.dtype()) {
+        return on_byte_carriers(&[input], input.dtype(), carrier, |x| contiguous(x[0]));
+    }
     let output = fresh(input.device(), input.dtype(), input.shape())?;
     let strides = contiguous_strides(input.shape());
     copy(
@@ -497,6 +528,9 @@ pub fn stack(inputs: &[&Tensor], axis: usize) -> Result<Tensor> {
 /// Nx's `reverse` over `axes`.
 pub fn reverse(input: &Tensor, axes: &[usize]) -> Result<Tensor> {
     const OP: &str = "reverse";
+    if let Some(carrier) = byte_carrier(input.dtype()) {
+        return on_byte_carriers(&[input], input.dtype(), carrier, |x| reverse(x[0], axes));
+    }
     let shape = input.shape();
     if let Some(&axis) = axes.iter().find(|&&axis| axis >= shape.len()) {
         return Err(bad_operands(
@@ -598,6 +632,11 @@ pub fn slice_at(
     steps: &[usize],
 ) -> Result<Tensor> {
     const OP: &str = "slice";
+    if let Some(carrier) = byte_carrier(input.dtype()) {
+        return on_byte_carriers(&[input], input.dtype(), carrier, |x| {
+            slice_at(x[0], starts, lengths, steps)
+        });
+    }
     let shape = input.shape();
     let rank = shape.len();
     starts.check(OP, input)?;
@@ -664,6 +703,11 @@ pub fn pad_as(
     dtype: DType,
 ) -> Result<Tensor> {
     const OP: &str = "pad";
+    if let Some(carrier) = byte_carrier(dtype) {
+        return on_byte_carriers(&[input, value], dtype, carrier, |x| {
+            pad_as(x[0], x[1], config, carrier)
+        });
+    }
     let shape = input.shape();
     if config.len() != shape.len() || value.n_elements() != 1 {
         return Err(bad_operands(
@@ -753,6 +797,9 @@ pub fn concatenate(inputs: &[&Tensor], axis: usize) -> Result<Tensor> {
 /// kernels (Nx passes mixed operands with the merged type).
 pub fn concatenate_as(inputs: &[&Tensor], axis: usize, dtype: DType) -> Result<Tensor> {
     const OP: &str = "concatenate";
+    if let Some(carrier) = byte_carrier(dtype) {
+        return on_byte_carriers(inputs, dtype, carrier, |x| concatenate_as(x, axis, carrier));
+    }
     let Some(first) = inputs.first() else {
         return Err(bad_operands(OP, inputs, "needs at least one tensor".into()));
     };
@@ -804,6 +851,11 @@ pub fn put_slice_as(
     dtype: DType,
 ) -> Result<Tensor> {
     const OP: &str = "put_slice";
+    if let Some(carrier) = byte_carrier(dtype) {
+        return on_byte_carriers(&[input, update], dtype, carrier, |x| {
+            put_slice_as(x[0], starts, x[1], carrier)
+        });
+    }
     let shape = input.shape();
     starts.check(OP, input)?;
     let fits = update.shape().len() == shape.len()

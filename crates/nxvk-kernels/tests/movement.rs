@@ -283,8 +283,11 @@ fn known_values_and_errors() {
     assert!(error.to_string().contains("concatenate"), "{error}");
     let error = movement::reverse(&matrix, &[2]).unwrap_err();
     assert!(error.to_string().contains("reverse"), "{error}");
-    let sub_byte = Tensor::zeros(&device, DType::U4, &[4]).unwrap();
-    assert!(movement::reverse(&sub_byte, &[0]).is_err());
+    // Sub-byte elements move as bytes, packed again afterwards (first element in the high bits).
+    let nibbles = Tensor::from_bytes(&device, DType::U4, &[5], &[0x12, 0x34, 0x50]).unwrap();
+    let reversed = movement::reverse(&nibbles, &[0]).unwrap();
+    assert_eq!(reversed.dtype(), DType::U4);
+    assert_eq!(reversed.to_bytes().unwrap(), [0x54, 0x32, 0x10]);
 }
 
 /// Materialised transposes that take the tiled kernel: several 32 x 32 tiles with partial

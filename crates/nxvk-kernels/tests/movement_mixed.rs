@@ -305,6 +305,33 @@ fn every_native_pair_converts_on_load() {
     }
 }
 
+/// Sub-byte operands and results (moved as bytes, packed again) on every view kind, mixed
+/// with native ones, and sliced at tensor starts.
+#[test]
+fn sub_byte_types_move_as_bytes() {
+    let mut rng = SplitMix(23);
+    let sub_byte = [DType::S2, DType::S4, DType::U2, DType::U4];
+    for (shape, view) in [
+        (vec![5usize], ViewKind::Contiguous),
+        (vec![3, 5], ViewKind::Transposed),
+        (vec![2, 3, 3], ViewKind::Sliced),
+        (vec![], ViewKind::Contiguous),
+    ] {
+        let case = ShapeCase {
+            shape,
+            view,
+            seed: 0,
+        };
+        for &narrow in &sub_byte {
+            for other in [narrow, DType::F32, DType::S64, pick(&sub_byte, &mut rng)] {
+                check_mixed(&case, narrow, other, narrow, &mut rng).unwrap();
+                check_mixed(&case, other, narrow, merge(other, narrow), &mut rng).unwrap();
+            }
+            check_tensor_starts(&case, narrow, &mut rng).unwrap();
+        }
+    }
+}
+
 /// Known values, errors, and the null arms: the checks reject an unconverted copy and an
 /// unclamped start.
 #[test]
