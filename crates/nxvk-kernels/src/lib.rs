@@ -38,8 +38,10 @@
 //! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64, f64 transcendentals included
 //! (`glsl_f64_math.glsl`: range reduction, polynomials and double-double arithmetic, held to
 //! the ulp bounds of [`accuracy`]; `cargo run -p nxvk-kernels --example ulp` measures them);
-//! complex and sub-byte integers take the host fallback, 8-bit floats are unsupported. See
-//! `fallback_allowlist.txt` and `cargo run -p nxvk-kernels --example coverage`.
+//! `as_type` to and from the 8-bit floats and the sub-byte integers and their data movement
+//! run on the GPU too (`narrow_types.rs`, `f8.rs`), their other ops on the counted host
+//! fallback (8-bit float reductions are unsupported). See `fallback_allowlist.txt` and
+//! `cargo run -p nxvk-kernels --example coverage`.
 
 pub mod accuracy;
 mod argmax_two_pass;
