@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::shape_case::{ShapeCase, shape_case};
+use common::movement_cases::{ShapeCase, joined_values, put_values, shape_case};
 use common::*;
 use nxvk_core::{DType, Layout, Tensor};
 use nxvk_kernels::movement;
@@ -170,24 +170,7 @@ fn check_case(case: &ShapeCase, dtype: DType, rng: &mut SplitMix) -> Result<(), 
     );
     let output = movement::concatenate(&[&input, &other, &input], axis)
         .map_err(|error| error.to_string())?;
-    let mut joined_shape = shape.to_vec();
-    joined_shape[axis] = 2 * shape[axis] + other_shape[axis];
-    let n: usize = joined_shape.iter().product();
-    let want: Vec<Value> = (0..n)
-        .map(|index| {
-            let mut coordinates = coordinates(&joined_shape, index);
-            let position = coordinates[axis];
-            if position < shape[axis] {
-                values[linear(shape, &coordinates)]
-            } else if position < shape[axis] + other_shape[axis] {
-                coordinates[axis] -= shape[axis];
-                other_values[linear(&other_shape, &coordinates)]
-            } else {
-                coordinates[axis] -= shape[axis] + other_shape[axis];
-                values[linear(shape, &coordinates)]
-            }
-        })
-        .collect();
+    let (joined_shape, want) = joined_values(shape, &values, &other_shape, &other_values, axis);
     check_output_exact(
         &format!("concatenate axis {axis}"),
         &output,
@@ -214,24 +197,7 @@ fn check_case(case: &ShapeCase, dtype: DType, rng: &mut SplitMix) -> Result<(), 
         .collect();
     let output =
         movement::put_slice(&input, &starts, &update).map_err(|error| error.to_string())?;
-    let n: usize = shape.iter().product();
-    let want: Vec<Value> = (0..n)
-        .map(|index| {
-            let coordinates = coordinates(shape, index);
-            let inside = (0..rank).all(|axis| {
-                coordinates[axis] >= clamped[axis]
-                    && coordinates[axis] < clamped[axis] + update_shape[axis]
-            });
-            if inside {
-                let local: Vec<usize> = (0..rank)
-                    .map(|axis| coordinates[axis] - clamped[axis])
-                    .collect();
-                update_values[linear(&update_shape, &local)]
-            } else {
-                values[index]
-            }
-        })
-        .collect();
+    let want = put_values(shape, &values, &update_shape, &update_values, &clamped);
     check_output_exact(&format!("put_slice {starts:?}"), &output, shape, &want)
 }
 

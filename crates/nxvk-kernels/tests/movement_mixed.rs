@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::shape_case::{ShapeCase, shape_case};
+use common::movement_cases::{ShapeCase, joined_values, put_values, shape_case};
 use common::*;
 use nxvk_core::{DType, Tensor};
 use nxvk_kernels::movement::{self, Starts};
@@ -152,24 +152,8 @@ fn check_mixed(
         rng,
     );
     let joined = movement::concatenate_as(&[&input, &other, &input], axis, output).map_err(fail)?;
-    let mut joined_shape = shape.to_vec();
-    joined_shape[axis] = 2 * shape[axis] + other_shape[axis];
     let (source, other_source) = (converted(&values, output), converted(&other_values, output));
-    let n: usize = joined_shape.iter().product();
-    let want: Vec<Value> = (0..n)
-        .map(|index| {
-            let mut at = coordinates(&joined_shape, index);
-            if at[axis] < shape[axis] {
-                source[linear(shape, &at)]
-            } else if at[axis] < shape[axis] + other_shape[axis] {
-                at[axis] -= shape[axis];
-                other_source[linear(&other_shape, &at)]
-            } else {
-                at[axis] -= shape[axis] + other_shape[axis];
-                source[linear(shape, &at)]
-            }
-        })
-        .collect();
+    let (joined_shape, want) = joined_values(shape, &source, &other_shape, &other_source, axis);
     check_output_exact(
         &format!("concatenate {first} {second} as {output} on axis {axis}"),
         &joined,
@@ -197,21 +181,7 @@ fn check_mixed(
         .map(|axis| clamp_start(start_values[axis], shape[axis], update_shape[axis]))
         .collect();
     let update_source = converted(&update_values, output);
-    let n: usize = shape.iter().product();
-    let want: Vec<Value> = (0..n)
-        .map(|index| {
-            let at = coordinates(shape, index);
-            let inside = (0..rank).all(|axis| {
-                at[axis] >= clamped[axis] && at[axis] < clamped[axis] + update_shape[axis]
-            });
-            if inside {
-                let local: Vec<usize> = (0..rank).map(|axis| at[axis] - clamped[axis]).collect();
-                update_source[linear(&update_shape, &local)]
-            } else {
-                source[index]
-            }
-        })
-        .collect();
+    let want = put_values(shape, &source, &update_shape, &update_source, &clamped);
     check_output_exact(
         &format!(
             "put_slice {second} into {first} as {output} at {start_values:?} ({})",

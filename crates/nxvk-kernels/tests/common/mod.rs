@@ -49,7 +49,7 @@ pub fn device() -> Arc<Device> {
     context.device().expect("device")
 }
 
-pub mod shape_case;
+pub mod movement_cases;
 mod split_mix;
 pub use split_mix::SplitMix;
 
