@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::movement_cases::{ShapeCase, joined_values, put_values, shape_case};
+use common::movement_cases::{
+    ShapeCase, joined_values, pad_config, padded_values, put_values, shape_case,
+};
 use common::*;
 use nxvk_core::{DType, Layout, Tensor};
 use nxvk_kernels::movement;
@@ -113,36 +115,9 @@ fn check_case(case: &ShapeCase, dtype: DType, rng: &mut SplitMix) -> Result<(), 
     let fill = random_value(dtype, Domain::Wide, rng);
     let value =
         Tensor::from_bytes(&device, dtype, &[], &reference::encode(dtype, &[fill])).unwrap();
-    let config: Vec<(i64, i64, usize)> = (0..rank)
-        .map(|_| {
-            (
-                rng.below(5) as i64 - 2,
-                rng.below(5) as i64 - 2,
-                rng.below(3) as usize,
-            )
-        })
-        .collect();
-    let padded: Vec<i64> = (0..rank)
-        .map(|axis| {
-            let (lo, hi, interior) = config[axis];
-            let size = shape[axis] as i64;
-            size + (size - 1).max(0) * interior as i64 + lo + hi
-        })
-        .collect();
-    if padded.iter().all(|&size| size >= 0) {
-        let padded_shape: Vec<usize> = padded.iter().map(|&size| size as usize).collect();
+    let config = pad_config(rank, rng);
+    if let Some((padded_shape, want)) = padded_values(shape, &values, &config, fill) {
         let output = movement::pad(&input, &value, &config).map_err(|error| error.to_string())?;
-        let want = expected(&padded_shape, &values, shape, Some(fill), |coordinates| {
-            (0..rank)
-                .map(|axis| {
-                    let (lo, _, interior) = config[axis];
-                    let step = interior as i64 + 1;
-                    let position = coordinates[axis] as i64 - lo;
-                    (position >= 0 && position % step == 0 && position / step < shape[axis] as i64)
-                        .then_some((position / step) as usize)
-                })
-                .collect()
-        });
         check_output_exact(&format!("pad {config:?}"), &output, &padded_shape, &want)?;
     } else {
         let error = movement::pad(&input, &value, &config).unwrap_err();

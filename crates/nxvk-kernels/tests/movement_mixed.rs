@@ -7,7 +7,9 @@
 
 mod common;
 
-use common::movement_cases::{ShapeCase, joined_values, put_values, shape_case};
+use common::movement_cases::{
+    ShapeCase, joined_values, pad_config, padded_values, put_values, shape_case,
+};
 use common::*;
 use nxvk_core::{DType, Tensor};
 use nxvk_kernels::movement::{self, Starts};
@@ -85,49 +87,12 @@ fn check_mixed(
     let fill = random_value(second, Domain::Wide, rng);
     let value =
         Tensor::from_bytes(&device, second, &[], &reference::encode(second, &[fill])).unwrap();
-    let config: Vec<(i64, i64, usize)> = (0..rank)
-        .map(|_| {
-            (
-                rng.below(4) as i64 - 1,
-                rng.below(4) as i64 - 1,
-                rng.below(2) as usize,
-            )
-        })
-        .collect();
-    let padded_shape: Vec<usize> = (0..rank)
-        .map(|axis| {
-            let (lo, hi, interior) = config[axis];
-            let size = shape[axis] as i64;
-            (size + (size - 1).max(0) * interior as i64 + lo + hi).max(0) as usize
-        })
-        .collect();
-    let feasible = (0..rank).all(|axis| {
-        let (lo, hi, interior) = config[axis];
-        let size = shape[axis] as i64;
-        size + (size - 1).max(0) * interior as i64 + lo + hi >= 0
-    });
-    if feasible {
+    let config = pad_config(rank, rng);
+    let source = converted(&values, output);
+    if let Some((padded_shape, want)) =
+        padded_values(shape, &source, &config, reference::round_to(fill, output))
+    {
         let padded = movement::pad_as(&input, &value, &config, output).map_err(fail)?;
-        let fill = reference::round_to(fill, output);
-        let source = converted(&values, output);
-        let n: usize = padded_shape.iter().product();
-        let want: Vec<Value> = (0..n)
-            .map(|index| {
-                let at = coordinates(&padded_shape, index);
-                let mut inner = Vec::with_capacity(rank);
-                for axis in 0..rank {
-                    let (lo, _, interior) = config[axis];
-                    let position = at[axis] as i64 - lo;
-                    let step = interior as i64 + 1;
-                    if position < 0 || position % step != 0 || position / step >= shape[axis] as i64
-                    {
-                        return fill;
-                    }
-                    inner.push((position / step) as usize);
-                }
-                source[linear(shape, &inner)]
-            })
-            .collect();
         check_output_exact(
             &format!("pad {first} with {second} as {output} {config:?}"),
             &padded,
@@ -152,7 +117,7 @@ fn check_mixed(
         rng,
     );
     let joined = movement::concatenate_as(&[&input, &other, &input], axis, output).map_err(fail)?;
-    let (source, other_source) = (converted(&values, output), converted(&other_values, output));
+    let other_source = converted(&other_values, output);
     let (joined_shape, want) = joined_values(shape, &source, &other_shape, &other_source, axis);
     check_output_exact(
         &format!("concatenate {first} {second} as {output} on axis {axis}"),

@@ -2,7 +2,7 @@
 //! and seed: sizes run from 0 to 4, and most empty axes are replaced by 2, so a case is empty
 //! now and then, not half the time.
 
-use super::{ViewKind, any_view_kind, coordinates, linear};
+use super::{SplitMix, ViewKind, any_view_kind, coordinates, linear};
 use nxvk_kernels::reference::Value;
 use proptest::prelude::*;
 
@@ -88,4 +88,53 @@ pub fn put_values(
             }
         })
         .collect()
+}
+
+/// A random pad configuration for `rank` axes: lo and hi in -2..=2 (negative ones crop),
+/// interior 0 to 2.
+pub fn pad_config(rank: usize, rng: &mut SplitMix) -> Vec<(i64, i64, usize)> {
+    (0..rank)
+        .map(|_| {
+            (
+                rng.below(5) as i64 - 2,
+                rng.below(5) as i64 - 2,
+                rng.below(3) as usize,
+            )
+        })
+        .collect()
+}
+
+/// The host oracle of `pad`: the padded shape and values (`fill` where no input element
+/// lands), or `None` when an axis would have a negative size (an error for the op).
+pub fn padded_values(
+    shape: &[usize],
+    values: &[Value],
+    config: &[(i64, i64, usize)],
+    fill: Value,
+) -> Option<(Vec<usize>, Vec<Value>)> {
+    let padded_shape = shape
+        .iter()
+        .zip(config)
+        .map(|(&size, &(lo, hi, interior))| {
+            let size = size as i64;
+            usize::try_from(size + (size - 1).max(0) * interior as i64 + lo + hi).ok()
+        })
+        .collect::<Option<Vec<usize>>>()?;
+    let n: usize = padded_shape.iter().product();
+    let padded = (0..n)
+        .map(|index| {
+            let at = coordinates(&padded_shape, index);
+            let mut inner = Vec::with_capacity(shape.len());
+            for (axis, &(lo, _, interior)) in config.iter().enumerate() {
+                let position = at[axis] as i64 - lo;
+                let step = interior as i64 + 1;
+                if position < 0 || position % step != 0 || position / step >= shape[axis] as i64 {
+                    return fill;
+                }
+                inner.push((position / step) as usize);
+            }
+            values[linear(shape, &inner)]
+        })
+        .collect();
+    Some((padded_shape, padded))
 }
