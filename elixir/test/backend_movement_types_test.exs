@@ -32,6 +32,9 @@ if Code.ensure_loaded?(Nx) do
       cases = [
         {&Nx.concatenate/1, [[integers, halves, bytes]]},
         {&Nx.concatenate/2, [[bytes, integers], [axis: 0]]},
+        {&Nx.concatenate/1, [[Nx.tensor([1, 2, 3], type: :u4), Nx.tensor([15], type: :u4)]]},
+        {&Nx.concatenate/1, [[Nx.tensor([1.5, -448.0], type: :f8_e4m3fn), Nx.tensor([2.0])]]},
+        {&Nx.reverse/1, [Nx.tensor([[1, -2, 3], [0, -1, 1]], type: :s2)]},
         {&Nx.put_slice/3, [integers, [start, far], halves]},
         {&Nx.put_slice/3, [integers, [0, 1], Nx.tensor([[3.0]], type: :f64)]},
         {&Nx.slice/3, [integers, [start, far], [1, 2]]},
