@@ -4,7 +4,9 @@
 
 use crate::cooperative_matrix::{CooperativeMatrixShape, query_cooperative_matrices};
 use std::sync::Arc;
-use vulkano::device::physical::{PhysicalDevice, PhysicalDeviceType};
+use vulkano::device::physical::{
+    PhysicalDevice, PhysicalDeviceType, ShaderFloatControlsIndependence,
+};
 use vulkano::device::{DeviceExtensions, DeviceFeatures};
 use vulkano::memory::MemoryPropertyFlags;
 
@@ -32,6 +34,18 @@ pub struct SubgroupOperations {
     /// `subgroupPartitionNV` (VK_NV_shader_subgroup_partitioned): the invocations holding the
     /// same value, as a ballot, in one operation.
     pub partitioned: bool,
+}
+
+/// How independently a kernel may set the denormal modes of its 16-, 32- and 64-bit floats
+/// (`denormBehaviorIndependence`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloatControlsIndependence {
+    /// Each width on its own.
+    All,
+    /// 32-bit on its own; 16- and 64-bit together.
+    Float32Only,
+    /// All three the same.
+    None,
 }
 
 /// Everything nxvk asks of a device, probed from its properties, features and memory types.
@@ -64,6 +78,12 @@ pub struct Capabilities {
     pub float32_atomic_add: bool,
     pub float64_atomic_add: bool,
     pub int64_atomics: bool,
+    /// Float controls: the driver keeps subnormals of that width in a kernel that declares
+    /// DenormPreserve for it (otherwise it may flush them, as NVIDIA's does for f32).
+    pub shader_denorm_preserve_float16: bool,
+    pub shader_denorm_preserve_float32: bool,
+    pub shader_denorm_preserve_float64: bool,
+    pub denorm_behavior_independence: FloatControlsIndependence,
 
     pub subgroup_size: u32,
     pub subgroup_operations: SubgroupOperations,
@@ -158,6 +178,22 @@ impl Capabilities {
             float32_atomic_add: features.shader_buffer_float32_atomic_add,
             float64_atomic_add: features.shader_buffer_float64_atomic_add,
             int64_atomics: features.shader_buffer_int64_atomics,
+            shader_denorm_preserve_float16: properties
+                .shader_denorm_preserve_float16
+                .unwrap_or(false),
+            shader_denorm_preserve_float32: properties
+                .shader_denorm_preserve_float32
+                .unwrap_or(false),
+            shader_denorm_preserve_float64: properties
+                .shader_denorm_preserve_float64
+                .unwrap_or(false),
+            denorm_behavior_independence: match properties.denorm_behavior_independence {
+                Some(ShaderFloatControlsIndependence::Float32Only) => {
+                    FloatControlsIndependence::Float32Only
+                }
+                Some(ShaderFloatControlsIndependence::None) => FloatControlsIndependence::None,
+                _ => FloatControlsIndependence::All,
+            },
             subgroup_size: properties.subgroup_size.unwrap_or(1),
             subgroup_operations: SubgroupOperations {
                 basic: has(Sub::BASIC),
@@ -191,6 +227,26 @@ impl Capabilities {
             timestamp_period_ns: (queue_has_timestamps
                 && properties.timestamp_compute_and_graphics)
                 .then_some(properties.timestamp_period),
+        }
+    }
+
+    /// The float widths whose subnormals every kernel asks the driver to keep
+    /// (`nxvk_glsl::request_denorm_preserve`): f32 where the device offers it, so that f32
+    /// results match the host's; where the widths' modes cannot be set apart, all three widths
+    /// or none. f16 and f64 keep the driver's default otherwise (f64 is not flushed by the
+    /// drivers measured; f16 subnormals are rounded by nxvk's own helpers).
+    pub fn denorm_preserve_widths(&self) -> &'static [u32] {
+        if !self.shader_denorm_preserve_float32 {
+            return &[];
+        }
+        match self.denorm_behavior_independence {
+            FloatControlsIndependence::All | FloatControlsIndependence::Float32Only => &[32],
+            FloatControlsIndependence::None
+                if self.shader_denorm_preserve_float16 && self.shader_denorm_preserve_float64 =>
+            {
+                &[16, 32, 64]
+            }
+            FloatControlsIndependence::None => &[],
         }
     }
 

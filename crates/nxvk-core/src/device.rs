@@ -396,8 +396,18 @@ impl Device {
         local_size: Option<[u32; 3]>,
     ) -> Result<Kernel> {
         const OP: &str = "build kernel";
-        // SAFETY: the module passed the structural check; vulkano parses it again and the
-        // driver validates it when the pipeline is created.
+        // f32 subnormals are kept where the device can be asked to (capabilities.rs).
+        let widths = self.capabilities().denorm_preserve_widths();
+        let patched;
+        let spirv = if widths.is_empty() {
+            spirv
+        } else {
+            patched = nxvk_glsl::request_denorm_preserve(name, spirv, widths)?;
+            &patched[..]
+        };
+        // SAFETY: the module passed the structural check (the float-controls patch adds only
+        // well-formed instructions); vulkano parses it again and the driver validates it when
+        // the pipeline is created.
         let module = unsafe {
             ShaderModule::new(self.vk_device.clone(), ShaderModuleCreateInfo::new(spirv))
         }

@@ -36,7 +36,7 @@ mod transfer;
 
 pub use adapter::{Adapter, DEVICE_SELECTOR_ENV, list_adapters, select_adapter};
 pub use cache_dir::default_cache_dir;
-pub use capabilities::{Capabilities, DeviceKind, SubgroupOperations};
+pub use capabilities::{Capabilities, DeviceKind, FloatControlsIndependence, SubgroupOperations};
 pub use context::{Context, ContextOptions};
 pub use cooperative_matrix::CooperativeMatrixShape;
 pub use counters::CounterSnapshot;

@@ -8,9 +8,9 @@
 use crate::GlslError;
 
 const MAGIC: u32 = 0x0723_0203;
-const OP_ENTRY_POINT: u16 = 15;
-const OP_EXECUTION_MODE: u16 = 16;
-const OP_EXECUTION_MODE_ID: u16 = 331;
+pub(crate) const OP_ENTRY_POINT: u16 = 15;
+pub(crate) const OP_EXECUTION_MODE: u16 = 16;
+pub(crate) const OP_EXECUTION_MODE_ID: u16 = 331;
 const OP_FUNCTION_END: u16 = 56;
 const EXECUTION_MODEL_GL_COMPUTE: u32 = 5;
 const EXECUTION_MODE_LOCAL_SIZE: u32 = 17;

@@ -9,9 +9,11 @@
 
 mod check;
 mod compile;
+mod float_controls;
 
 pub use check::{ModuleInfo, check_module};
 pub use compile::{GLSL_PRELUDE, compile_compute};
+pub use float_controls::request_denorm_preserve;
 
 /// Why a shader could not be turned into a usable SPIR-V module.
 #[derive(Debug, thiserror::Error)]

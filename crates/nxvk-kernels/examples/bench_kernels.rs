@@ -175,6 +175,26 @@ fn main() {
             Box::new(move |b| b.argmax(side)),
         ),
         (
+            format!("argmax_row_f32_{big_label}"),
+            Box::new(move |b| b.argmax_row(big)),
+        ),
+        (
+            format!("concatenate_f32_s32_{half_label}"),
+            Box::new(move |b| b.concatenate_mixed(half)),
+        ),
+        (
+            format!("slice_tensor_start_f32_{side_label}"),
+            Box::new(move |b| b.slice_at_tensor_start(side)),
+        ),
+        (
+            format!("as_type_f32_f8_e4m3fn_{big_label}"),
+            Box::new(move |b| b.as_type(DType::F32, DType::F8E4M3FN, big)),
+        ),
+        (
+            format!("as_type_u4_f32_{big_label}"),
+            Box::new(move |b| b.as_type(DType::U4, DType::F32, big)),
+        ),
+        (
             format!("sort_f32_{sort_label}"),
             Box::new(move |b| b.sort(sort_elements)),
         ),
@@ -486,6 +506,57 @@ impl Bench {
             reduce::argmax(&x, Some(1), TieBreak::Low, false).map(drop)
         })?;
         Ok(Record::milliseconds(time))
+    }
+
+    /// argmax of one row of `elements` f32 (rows past 16M elements take two passes).
+    fn argmax_row(&self, elements: usize) -> Result<Record> {
+        let x = self.tensor(&[elements], DType::F32)?;
+        let time = gpu_median(&self.device, self.quick, || {
+            reduce::argmax(&x, None, TieBreak::Low, false).map(drop)
+        })?;
+        Ok(Record::gigabytes_per_second(elements as f64 * 4.0, time))
+    }
+
+    /// concatenate of an f32 and an s32 vector of `elements` each into f32 (the s32 operand
+    /// converted on load).
+    fn concatenate_mixed(&self, elements: usize) -> Result<Record> {
+        let floats = self.tensor(&[elements], DType::F32)?;
+        let integers = self.tensor(&[elements], DType::S32)?;
+        let time = gpu_median(&self.device, self.quick, || {
+            movement::concatenate_as(&[&floats, &integers], 0, DType::F32).map(drop)
+        })?;
+        Ok(Record::gigabytes_per_second(
+            4.0 * elements as f64 * 4.0,
+            time,
+        ))
+    }
+
+    /// Half the rows of a `side x side` f32 matrix from a start given as a tensor (clamped on
+    /// the device, then copied).
+    fn slice_at_tensor_start(&self, side: usize) -> Result<Record> {
+        let x = self.tensor(&[side, side], DType::F32)?;
+        let starts = Tensor::from_slice(&self.device, &[2], &[(side / 3) as i64, 0])?;
+        let time = gpu_median(&self.device, self.quick, || {
+            movement::slice_at(
+                &x,
+                movement::Starts::Tensor(&starts),
+                &[side / 2, side],
+                &[1, 1],
+            )
+            .map(drop)
+        })?;
+        Ok(Record::gigabytes_per_second(
+            2.0 * (side / 2 * side) as f64 * 4.0,
+            time,
+        ))
+    }
+
+    /// `as_type` of `elements` values from `from` to `to` (a narrow type on one side).
+    fn as_type(&self, from: DType, to: DType, elements: usize) -> Result<Record> {
+        let x = self.tensor(&[elements], from)?;
+        let time = gpu_median(&self.device, self.quick, || ops::as_type(&x, to).map(drop))?;
+        let bytes = from.storage_bytes(elements as u64) + to.storage_bytes(elements as u64);
+        Ok(Record::gigabytes_per_second(bytes as f64, time))
     }
 
     /// A stable ascending sort of `elements` random f32 (one row).

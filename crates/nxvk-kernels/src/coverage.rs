@@ -46,9 +46,6 @@ pub struct Row {
 }
 
 fn host_supports(op_name: &str, dtype: DType) -> bool {
-    if matches!(dtype, DType::F8E5M2 | DType::F8E4M3FN) {
-        return false;
-    }
     // Complex ops the host reference does not implement yet.
     !(dtype.is_complex() && matches!(op_name, "atan2" | "erf" | "erfc" | "erf_inv"))
 }

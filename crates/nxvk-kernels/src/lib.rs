@@ -41,10 +41,13 @@
 //! (`glsl_f64_math.glsl`: range reduction, polynomials and double-double arithmetic, held to
 //! the ulp bounds of [`accuracy`]; `cargo run -p nxvk-kernels --example ulp` measures them);
 //! c64/c128 run on the GPU too (component-type arithmetic, Elixir's Complex library's
-//! formulas); sub-byte integers take the host fallback, 8-bit floats are unsupported. See
+//! formulas). `as_type` to and from the 8-bit floats and the sub-byte integers and their data
+//! movement run on the GPU as well (`narrow_types.rs`, `f8.rs`), their other ops on the
+//! counted host fallback (8-bit float reductions are unsupported). See
 //! `fallback_allowlist.txt` and `cargo run -p nxvk-kernels --example coverage`.
 
 pub mod accuracy;
+mod argmax_two_pass;
 pub mod catalog;
 pub mod codegen;
 mod complex_view;
@@ -59,6 +62,7 @@ pub mod dot_autotune;
 pub mod dot_codegen;
 mod dot_complex;
 pub mod dot_cooperative;
+pub mod f8;
 mod fallback;
 pub mod fft;
 mod fft_codegen;
@@ -70,6 +74,7 @@ pub mod launch;
 pub mod linalg;
 pub mod movement;
 mod movement_codegen;
+mod narrow_types;
 pub mod op_table;
 mod operand_errors;
 pub mod ops;
@@ -81,6 +86,7 @@ pub mod reference;
 pub mod scan;
 mod scan_codegen;
 pub mod select;
+mod slice_starts;
 pub mod sort;
 mod sort_codegen;
 mod sort_radix;

@@ -6,23 +6,33 @@
 //! of a fresh contiguous output: the copy takes the shape, signed input strides and unsigned
 //! output strides, so a reversal is a negative stride, a strided slice a multiplied stride and
 //! an interior pad a multiplied output stride. Values are moved as raw bits, so every dtype of
-//! 1, 2, 4, 8 or 16 bytes (complex included) moves the same way; sub-byte types are reported
-//! as unsupported. A copy whose innermost output axis is strided in the input while another
+//! 1, 2, 4, 8 or 16 bytes (complex included) moves the same way; sub-byte types move as bytes
+//! (unpacked to s8/u8 on the GPU, moved, packed again). A copy whose innermost output axis is strided in the input while another
 //! axis is contiguous there (a materialised transpose, possibly batched) runs the tiled
 //! transpose kernel instead: shared-memory tiles make both its reads and its writes coalesced,
 //! where the strided copy would read one memory segment per element.
 //!
-//! Operands of several tensors must share the dtype (callers apply Nx's type promotion first).
+//! Operands of several tensors may have different types: the result has an explicit type (by
+//! default their merged one, `Nx.Type.merge`) and each operand is converted into it on load by
+//! a converting copy (`movement_codegen::CopyVariant`), as Nx.BinaryBackend converts each
+//! element with `as_type`. Starts of `slice` and `put_slice` may be a tensor, read on the
+//! device ([`Starts::Tensor`]).
 
 use crate::catalog::{COPY_KERNELS, TRANSPOSE_KERNELS};
+use crate::catalog::{device_supports, elem_of};
 use crate::grid::grid_stride_workgroups;
 use crate::launch::{MAX_ELEMENTS, poison_output};
+use crate::movement_codegen::CopyVariant;
 use crate::movement_codegen::{
     COPY_ELEMS, COPY_PARAMS_ADDRESS_OFFSET, COPY_PUSH_CONSTANT_BYTES, COPY_WORKGROUP_SIZE,
     TILE_SIDE, TRANSPOSE_PUSH_CONSTANT_BYTES,
 };
 use crate::operand_errors::bad_operands;
-use nxvk_core::{BufferAccess, DType, Device, Error, Result, Tensor, contiguous_strides};
+use crate::slice_starts;
+use crate::types::merge;
+use nxvk_core::{
+    BufferAccess, DType, Device, DeviceBuffer, Error, Result, Tensor, contiguous_strides,
+};
 use std::sync::Arc;
 
 /// Nx's names of the data-movement ops this module runs on the GPU.
@@ -37,10 +47,38 @@ pub const MOVEMENT_OPS: &[&str] = &[
     "put_slice",
 ];
 
-/// True when data movement of `dtype` runs on the GPU: every type of whole bytes (sub-byte
-/// types are unsupported for now).
+/// True when data movement of `dtype` runs on the GPU: every type (sub-byte ones through
+/// their byte carriers, see [`on_byte_carriers`]).
 pub const fn runs_on_gpu(dtype: DType) -> bool {
-    dtype.byte_size().is_some()
+    dtype.byte_size().is_some() || byte_carrier(dtype).is_some()
+}
+
+/// The byte type sub-byte elements move as (they have no addresses of their own): s8 for s2
+/// and s4, u8 for u2 and u4.
+const fn byte_carrier(dtype: DType) -> Option<DType> {
+    match dtype {
+        DType::S2 | DType::S4 => Some(DType::S8),
+        DType::U2 | DType::U4 => Some(DType::U8),
+        _ => None,
+    }
+}
+
+/// Runs a movement whose result has the sub-byte type `dtype` on byte carriers: each operand is
+/// converted to `dtype` by `as_type` (Nx's rules for that width; converting straight to the
+/// carrier would saturate infinities at the carrier's limits), widened to the carrier, moved,
+/// and packed again. Every step runs on the GPU (`narrow_types.rs` packs and unpacks).
+fn on_byte_carriers(
+    operands: &[&Tensor],
+    dtype: DType,
+    carrier: DType,
+    run: impl FnOnce(&[&Tensor]) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let widened = operands
+        .iter()
+        .map(|operand| crate::ops::as_type(&crate::ops::as_type(operand, dtype)?, carrier))
+        .collect::<Result<Vec<Tensor>>>()?;
+    let widened: Vec<&Tensor> = widened.iter().collect();
+    crate::ops::as_type(&run(&widened)?, dtype)
 }
 
 /// A fresh contiguous tensor for an op's result (poisoned in tests).
@@ -58,6 +96,9 @@ struct Source<'a> {
     /// Element index (in the input's buffer) of the source's logical element zero.
     start: usize,
     strides: Vec<i64>,
+    /// When set, the address of logical element zero is computed on the device and lies in
+    /// this 8-byte buffer (`start` is then unused).
+    start_address: Option<&'a DeviceBuffer>,
 }
 
 impl<'a> Source<'a> {
@@ -72,34 +113,69 @@ impl<'a> Source<'a> {
                 .iter()
                 .map(|&stride| stride as i64)
                 .collect(),
+            start_address: None,
         }
     }
 }
 
-/// Copies `source` (of `shape`) into `output`'s elements from `output_start` with
-/// `output_strides`.
-fn copy(
-    op: &'static str,
-    source: &Source<'_>,
-    shape: &[usize],
-    output: &Tensor,
-    output_start: usize,
-    output_strides: &[usize],
-) -> Result<()> {
+/// The region of a contiguous output one copy writes: its first element and strides.
+struct Target<'a> {
+    tensor: &'a Tensor,
+    start: usize,
+    strides: &'a [usize],
+    /// As [`Source::start_address`]: the first element's address, computed on the device.
+    start_address: Option<&'a DeviceBuffer>,
+}
+
+impl<'a> Target<'a> {
+    fn at(tensor: &'a Tensor, start: usize, strides: &'a [usize]) -> Self {
+        Target {
+            tensor,
+            start,
+            strides,
+            start_address: None,
+        }
+    }
+}
+
+/// `tensor` ready to be copied into an output of `dtype`: itself when the copy kernels move
+/// it as it is or convert it on load (two native real types the device computes in), else
+/// cast by [`as_type`](crate::ops::as_type) first (complex operands, 8-bit floats and sub-byte
+/// integers take that op's own GPU or counted host path).
+fn operand_as(tensor: &Tensor, dtype: DType) -> Result<Tensor> {
+    let capabilities = tensor.device().capabilities();
+    let converts_on_load =
+        |dtype| elem_of(dtype).is_some_and(|elem| device_supports(capabilities, elem));
+    if tensor.dtype() == dtype || (converts_on_load(tensor.dtype()) && converts_on_load(dtype)) {
+        Ok(tensor.clone())
+    } else {
+        crate::ops::as_type(tensor, dtype)
+    }
+}
+
+/// Copies `source` (of `shape`) into `target`'s region, converting the elements when their
+/// types differ (see [`operand_as`]).
+fn copy(op: &'static str, source: &Source<'_>, shape: &[usize], target: &Target<'_>) -> Result<()> {
     let n_elements: usize = shape.iter().product();
     if n_elements == 0 {
         return Ok(());
     }
-    let input = source.tensor;
-    let dtype = input.dtype();
-    let unsupported = || Error::Unsupported {
+    let (input, output) = (source.tensor, target.tensor);
+    let unsupported = |dtype, detail: &str| Error::Unsupported {
         op,
         dtype,
-        detail: "sub-byte elements have no addresses to copy".into(),
+        detail: detail.into(),
     };
-    let element_bytes = dtype.byte_size().ok_or_else(unsupported)?;
+    let byte_size = |dtype: DType| {
+        dtype
+            .byte_size()
+            .ok_or_else(|| unsupported(dtype, "sub-byte elements have no addresses to copy"))
+    };
+    let (input_bytes, output_bytes) = (byte_size(input.dtype())?, byte_size(output.dtype())?);
+    let converting = input.dtype() != output.dtype();
+    // Only raw copies move 16-byte elements (complex operands are cast before a conversion).
     let (shape, input_strides, output_strides, kernel_bytes, scale) =
-        kernel_axes(shape, &source.strides, output_strides, element_bytes);
+        kernel_axes(shape, &source.strides, target.strides, input_bytes);
     if n_elements as u64 * scale > MAX_ELEMENTS as u64 {
         return Err(bad_operands(
             op,
@@ -114,22 +190,55 @@ fn copy(
             format!("{value} does not fit the copy kernel's 32-bit layout words"),
         )
     };
-    let input_address = input.buffer().device_address() + source.start as u64 * element_bytes;
-    let output_address = output.buffer().device_address() + output_start as u64 * element_bytes;
-    let index = COPY_ELEMS
-        .iter()
-        .position(|&elem| u64::from(elem.bits() / 8) == kernel_bytes)
-        .expect("a copy kernel for every element size");
-    if let Some(across) = tiled_axis(&input_strides, &output_strides) {
-        let tiled = Tiled {
-            shape: &shape,
-            input_strides: &input_strides,
-            output_strides: &output_strides,
-            across,
-        };
-        let words = tiled.words().map_err(too_large)?;
-        return transpose_tiles(words, [input_address, output_address], index, input, output);
-    }
+    let address = |tensor: &Tensor, start: usize, bytes: u64, computed: Option<&DeviceBuffer>| {
+        computed.map_or(
+            tensor.buffer().device_address() + start as u64 * bytes,
+            DeviceBuffer::device_address,
+        )
+    };
+    let addresses = [
+        address(input, source.start, input_bytes, source.start_address),
+        address(output, target.start, output_bytes, target.start_address),
+    ];
+    let input_indirect = source.start_address.is_some();
+    let output_indirect = target.start_address.is_some();
+    // The catalog's copy for the element size, when the copy neither converts nor reads its
+    // addresses from the device.
+    let mut catalog_index = None;
+    let variant = if converting {
+        CopyVariant {
+            input: elem_of(input.dtype())
+                .ok_or_else(|| unsupported(input.dtype(), "no conversion on load"))?,
+            output: elem_of(output.dtype())
+                .ok_or_else(|| unsupported(output.dtype(), "no conversion on store"))?,
+            input_indirect,
+            output_indirect,
+        }
+    } else {
+        let index = COPY_ELEMS
+            .iter()
+            .position(|&elem| u64::from(elem.bits() / 8) == kernel_bytes)
+            .ok_or_else(|| unsupported(input.dtype(), "no copy kernel for its element size"))?;
+        if !input_indirect && !output_indirect {
+            if let Some(across) = tiled_axis(&input_strides, &output_strides) {
+                let tiled = Tiled {
+                    shape: &shape,
+                    input_strides: &input_strides,
+                    output_strides: &output_strides,
+                    across,
+                };
+                let words = tiled.words().map_err(too_large)?;
+                return transpose_tiles(words, addresses, index, input, output);
+            }
+            catalog_index = Some(index);
+        }
+        CopyVariant {
+            input: COPY_ELEMS[index],
+            output: COPY_ELEMS[index],
+            input_indirect,
+            output_indirect,
+        }
+    };
     let mut words: Vec<u32> = Vec::with_capacity(shape.len() * 3 + 1);
     for &size in &shape {
         words.push(u32::try_from(size).map_err(|_| too_large(format!("size {size}")))?);
@@ -145,24 +254,34 @@ fn copy(
     let params: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
     let count = n_elements as u64 * scale;
     let mut push = Vec::with_capacity(COPY_PUSH_CONSTANT_BYTES);
-    for word in [input_address, output_address, 0] {
+    for word in [addresses[0], addresses[1], 0] {
         push.extend_from_slice(&word.to_le_bytes());
     }
     push.extend_from_slice(&(count as u32).to_le_bytes());
     push.extend_from_slice(&(shape.len() as u32).to_le_bytes());
     let device = output.device();
-    let kernel = COPY_KERNELS[index].load(device)?;
+    let kernel = match catalog_index {
+        Some(index) => COPY_KERNELS[index].load(device)?,
+        None => device.kernel_from_glsl(&variant.name(), &variant.shader(), &[])?,
+    };
     let groups = grid_stride_workgroups(device, count, COPY_WORKGROUP_SIZE);
+    let mut accesses = vec![
+        BufferAccess::Read(input.buffer()),
+        BufferAccess::Write(output.buffer()),
+    ];
+    accesses.extend(
+        [source.start_address, target.start_address]
+            .into_iter()
+            .flatten()
+            .map(BufferAccess::Read),
+    );
     device.dispatch_with_params(
         &kernel,
         [groups, 1, 1],
         &push,
         &params,
         COPY_PARAMS_ADDRESS_OFFSET,
-        &[
-            BufferAccess::Read(input.buffer()),
-            BufferAccess::Write(output.buffer()),
-        ],
+        &accesses,
     )
 }
 
@@ -358,14 +477,16 @@ pub fn contiguous(input: &Tensor) -> Result<Tensor> {
     if input.layout().is_contiguous() {
         return Ok(input.clone());
     }
+    if let Some(carrier) = byte_carrier(input.dtype()) {
+        return on_byte_carriers(&[input], input.dtype(), carrier, |x| contiguous(x[0]));
+    }
     let output = fresh(input.device(), input.dtype(), input.shape())?;
+    let strides = contiguous_strides(input.shape());
     copy(
         "contiguous",
         &Source::of(input),
         input.shape(),
-        &output,
-        0,
-        &contiguous_strides(input.shape()),
+        &Target::at(&output, 0, &strides),
     )?;
     Ok(output)
 }
@@ -380,7 +501,8 @@ pub fn broadcast(input: &Tensor, shape: &[usize], axes: &[usize]) -> Result<Tens
     contiguous(&input.broadcast(shape, axes)?)
 }
 
-/// Nx's `stack`: the operands (one dtype and shape) joined along a new axis `axis`.
+/// Nx's `stack`: the operands (one shape, any types: the result has their merged type) joined
+/// along a new axis `axis`.
 pub fn stack(inputs: &[&Tensor], axis: usize) -> Result<Tensor> {
     const OP: &str = "stack";
     let Some(first) = inputs.first() else {
@@ -410,6 +532,9 @@ pub fn stack(inputs: &[&Tensor], axis: usize) -> Result<Tensor> {
 /// Nx's `reverse` over `axes`.
 pub fn reverse(input: &Tensor, axes: &[usize]) -> Result<Tensor> {
     const OP: &str = "reverse";
+    if let Some(carrier) = byte_carrier(input.dtype()) {
+        return on_byte_carriers(&[input], input.dtype(), carrier, |x| reverse(x[0], axes));
+    }
     let shape = input.shape();
     if let Some(&axis) = axes.iter().find(|&&axis| axis >= shape.len()) {
         return Err(bad_operands(
@@ -427,29 +552,109 @@ pub fn reverse(input: &Tensor, axes: &[usize]) -> Result<Tensor> {
         }
     }
     let output = fresh(input.device(), input.dtype(), shape)?;
-    copy(OP, &source, shape, &output, 0, &contiguous_strides(shape))?;
+    let strides = contiguous_strides(shape);
+    copy(OP, &source, shape, &Target::at(&output, 0, &strides))?;
     Ok(output)
+}
+
+/// Where a slice's window (or a put_slice's update) starts, per axis; either form is clamped
+/// as Nx clamps it, so that the window fits.
+#[derive(Debug, Clone, Copy)]
+pub enum Starts<'a> {
+    /// Known on the host.
+    Fixed(&'a [i64]),
+    /// A rank-1 integer tensor (Nx accepts tensors as start indices), read on the device: the
+    /// clamped window's address is computed there (`slice_starts.rs`), never read back.
+    Tensor(&'a Tensor),
+}
+
+impl Starts<'_> {
+    /// Checks that there is one start per axis of `operand` (a tensor: rank 1, integers).
+    fn check(&self, op: &'static str, operand: &Tensor) -> Result<()> {
+        let rank = operand.shape().len();
+        match self {
+            Starts::Fixed(starts) if starts.len() == rank => Ok(()),
+            Starts::Fixed(starts) => Err(bad_operands(
+                op,
+                &[operand],
+                format!("{} starts for rank {rank}", starts.len()),
+            )),
+            Starts::Tensor(starts) => {
+                slice_starts::check_starts(op, operand, starts, rank).map(|_| ())
+            }
+        }
+    }
+}
+
+/// The first element of a window of `lengths` inside `tensor`'s view (elements `start` and
+/// `strides` from its buffer), at `starts` clamped as Nx clamps them: an element index, or
+/// (starts given as a tensor) a device buffer holding its address.
+enum WindowStart {
+    Element(usize),
+    Address(DeviceBuffer),
+}
+
+fn window_start(
+    op: &'static str,
+    tensor: &Tensor,
+    start: usize,
+    strides: &[i64],
+    starts: Starts<'_>,
+    lengths: &[usize],
+) -> Result<WindowStart> {
+    let limits: Vec<usize> = tensor
+        .shape()
+        .iter()
+        .zip(lengths)
+        .map(|(size, length)| size - length)
+        .collect();
+    match starts {
+        Starts::Fixed(starts) => {
+            let offset: i64 = (0..limits.len())
+                .map(|axis| starts[axis].clamp(0, limits[axis] as i64) * strides[axis])
+                .sum();
+            Ok(WindowStart::Element((start as i64 + offset) as usize))
+        }
+        Starts::Tensor(starts) => {
+            slice_starts::window_address(op, tensor, start, strides, starts, &limits)
+                .map(WindowStart::Address)
+        }
+    }
+}
+
+/// Nx's `slice` with starts known on the host (see [`slice_at`]).
+pub fn slice(input: &Tensor, starts: &[i64], lengths: &[usize], steps: &[usize]) -> Result<Tensor> {
+    slice_at(input, Starts::Fixed(starts), lengths, steps)
 }
 
 /// Nx's `slice`: `lengths[i]` elements of axis `i` from `starts[i]` (clamped, as Nx does, so
 /// the window fits), every `steps[i]`-th of them (`ceil(lengths[i] / steps[i])` in the result).
-pub fn slice(input: &Tensor, starts: &[i64], lengths: &[usize], steps: &[usize]) -> Result<Tensor> {
+pub fn slice_at(
+    input: &Tensor,
+    starts: Starts<'_>,
+    lengths: &[usize],
+    steps: &[usize],
+) -> Result<Tensor> {
     const OP: &str = "slice";
+    if let Some(carrier) = byte_carrier(input.dtype()) {
+        return on_byte_carriers(&[input], input.dtype(), carrier, |x| {
+            slice_at(x[0], starts, lengths, steps)
+        });
+    }
     let shape = input.shape();
     let rank = shape.len();
-    if starts.len() != rank || lengths.len() != rank || steps.len() != rank {
+    starts.check(OP, input)?;
+    if lengths.len() != rank || steps.len() != rank {
         return Err(bad_operands(
             OP,
             &[input],
             format!(
-                "{} starts, {} lengths and {} steps for rank {rank}",
-                starts.len(),
+                "{} lengths and {} steps for rank {rank}",
                 lengths.len(),
                 steps.len()
             ),
         ));
     }
-    let mut source = Source::of(input);
     let mut result_shape = Vec::with_capacity(rank);
     for axis in 0..rank {
         if lengths[axis] > shape[axis] || steps[axis] == 0 {
@@ -462,34 +667,58 @@ pub fn slice(input: &Tensor, starts: &[i64], lengths: &[usize], steps: &[usize])
                 ),
             ));
         }
-        let start = starts[axis].clamp(0, (shape[axis] - lengths[axis]) as i64);
-        source.start = (source.start as i64 + start * source.strides[axis]) as usize;
-        source.strides[axis] *= steps[axis] as i64;
         result_shape.push(lengths[axis].div_ceil(steps[axis]));
     }
     let output = fresh(input.device(), input.dtype(), &result_shape)?;
+    if output.n_elements() == 0 {
+        return Ok(output);
+    }
+    let mut source = Source::of(input);
+    let window = window_start(OP, input, source.start, &source.strides, starts, lengths)?;
+    match &window {
+        WindowStart::Element(start) => source.start = *start,
+        WindowStart::Address(address) => source.start_address = Some(address),
+    }
+    for (stride, step) in source.strides.iter_mut().zip(steps) {
+        *stride *= *step as i64;
+    }
+    let strides = contiguous_strides(&result_shape);
     copy(
         OP,
         &source,
         &result_shape,
-        &output,
-        0,
-        &contiguous_strides(&result_shape),
+        &Target::at(&output, 0, &strides),
     )?;
     Ok(output)
 }
 
-/// Nx's `pad`: per axis `(lo, hi, interior)`; negative `lo`/`hi` crop. `value` is a scalar of
-/// the input's dtype.
+/// Nx's `pad` into the operands' merged type (see [`pad_as`]).
 pub fn pad(input: &Tensor, value: &Tensor, config: &[(i64, i64, usize)]) -> Result<Tensor> {
+    pad_as(input, value, config, merge(input.dtype(), value.dtype()))
+}
+
+/// Nx's `pad`: per axis `(lo, hi, interior)`; negative `lo`/`hi` crop. `value` is a scalar;
+/// the result has type `dtype`, into which the input and the value are converted as by
+/// `as_type` (on load, in the copy kernels).
+pub fn pad_as(
+    input: &Tensor,
+    value: &Tensor,
+    config: &[(i64, i64, usize)],
+    dtype: DType,
+) -> Result<Tensor> {
     const OP: &str = "pad";
+    if let Some(carrier) = byte_carrier(dtype) {
+        return on_byte_carriers(&[input, value], dtype, carrier, |x| {
+            pad_as(x[0], x[1], config, carrier)
+        });
+    }
     let shape = input.shape();
-    if config.len() != shape.len() || value.n_elements() != 1 || value.dtype() != input.dtype() {
+    if config.len() != shape.len() || value.n_elements() != 1 {
         return Err(bad_operands(
             OP,
             &[input, value],
             format!(
-                "needs one (lo, hi, interior) per axis ({} given for rank {}) and a scalar pad value of the input's dtype",
+                "needs one (lo, hi, interior) per axis ({} given for rank {}) and a scalar pad value",
                 config.len(),
                 shape.len()
             ),
@@ -508,22 +737,22 @@ pub fn pad(input: &Tensor, value: &Tensor, config: &[(i64, i64, usize)]) -> Resu
         output_shape.push(padded as usize);
     }
     let device = input.device();
-    let output = fresh(device, input.dtype(), &output_shape)?;
+    let output = fresh(device, dtype, &output_shape)?;
     if output.n_elements() == 0 {
         return Ok(output);
     }
+    let value = operand_as(value, dtype)?;
     let scalar = value.reshape(&[])?.broadcast_to(&output_shape)?;
     let output_strides = contiguous_strides(&output_shape);
     copy(
         OP,
         &Source::of(&scalar),
         &output_shape,
-        &output,
-        0,
-        &output_strides,
+        &Target::at(&output, 0, &output_strides),
     )?;
     // Element i of an axis lands at lo + i * (interior + 1); keep those inside the result.
-    let mut source = Source::of(input);
+    let input = operand_as(input, dtype)?;
+    let mut source = Source::of(&input);
     let mut kept_shape = Vec::with_capacity(shape.len());
     let mut output_start = 0usize;
     let mut strides = Vec::with_capacity(shape.len());
@@ -545,21 +774,43 @@ pub fn pad(input: &Tensor, value: &Tensor, config: &[(i64, i64, usize)]) -> Resu
         }
         strides.push(output_strides[axis] * step as usize);
     }
-    copy(OP, &source, &kept_shape, &output, output_start, &strides)?;
+    copy(
+        OP,
+        &source,
+        &kept_shape,
+        &Target::at(&output, output_start, &strides),
+    )?;
     Ok(output)
 }
 
-/// Nx's `concatenate` along `axis` (operands of one dtype, equal sizes on the other axes).
+/// Nx's `concatenate` into the operands' merged type (see [`concatenate_as`]).
 pub fn concatenate(inputs: &[&Tensor], axis: usize) -> Result<Tensor> {
+    let dtypes = inputs.iter().map(|input| input.dtype());
+    match dtypes.reduce(merge) {
+        Some(dtype) => concatenate_as(inputs, axis, dtype),
+        None => Err(bad_operands(
+            "concatenate",
+            inputs,
+            "needs at least one tensor".into(),
+        )),
+    }
+}
+
+/// Nx's `concatenate` along `axis` (equal sizes on the other axes) into a result of type
+/// `dtype`: operands of other types are converted as by `as_type`, on load in the copy
+/// kernels (Nx passes mixed operands with the merged type).
+pub fn concatenate_as(inputs: &[&Tensor], axis: usize, dtype: DType) -> Result<Tensor> {
     const OP: &str = "concatenate";
+    if let Some(carrier) = byte_carrier(dtype) {
+        return on_byte_carriers(inputs, dtype, carrier, |x| concatenate_as(x, axis, carrier));
+    }
     let Some(first) = inputs.first() else {
         return Err(bad_operands(OP, inputs, "needs at least one tensor".into()));
     };
     let rank = first.shape().len();
     let compatible = axis < rank
         && inputs.iter().all(|input| {
-            input.dtype() == first.dtype()
-                && input.shape().len() == rank
+            input.shape().len() == rank
                 && (0..rank)
                     .all(|other| other == axis || input.shape()[other] == first.shape()[other])
         });
@@ -567,61 +818,79 @@ pub fn concatenate(inputs: &[&Tensor], axis: usize) -> Result<Tensor> {
         return Err(bad_operands(
             OP,
             inputs,
-            format!("operands must share dtype, rank and every size but axis {axis}'s"),
+            format!("operands must share rank and every size but axis {axis}'s"),
         ));
     }
     let mut output_shape = first.shape().to_vec();
     output_shape[axis] = inputs.iter().map(|input| input.shape()[axis]).sum();
-    let output = fresh(first.device(), first.dtype(), &output_shape)?;
+    let output = fresh(first.device(), dtype, &output_shape)?;
     let strides = contiguous_strides(&output_shape);
     let mut position = 0;
     for input in inputs {
+        let operand = operand_as(input, dtype)?;
         copy(
             OP,
-            &Source::of(input),
+            &Source::of(&operand),
             input.shape(),
-            &output,
-            position * strides[axis],
-            &strides,
+            &Target::at(&output, position * strides[axis], &strides),
         )?;
         position += input.shape()[axis];
     }
     Ok(output)
 }
 
-/// Nx's `put_slice`: `input` with `update` written from `starts` (clamped, as Nx does, so the
-/// update fits).
+/// Nx's `put_slice` with starts known on the host, into the operands' merged type (see
+/// [`put_slice_as`]).
 pub fn put_slice(input: &Tensor, starts: &[i64], update: &Tensor) -> Result<Tensor> {
+    let dtype = merge(input.dtype(), update.dtype());
+    put_slice_as(input, Starts::Fixed(starts), update, dtype)
+}
+
+/// Nx's `put_slice`: `input` with `update` written from `starts` (clamped, as Nx does, so the
+/// update fits), as a result of type `dtype` into which both are converted as by `as_type`.
+pub fn put_slice_as(
+    input: &Tensor,
+    starts: Starts<'_>,
+    update: &Tensor,
+    dtype: DType,
+) -> Result<Tensor> {
     const OP: &str = "put_slice";
+    if let Some(carrier) = byte_carrier(dtype) {
+        return on_byte_carriers(&[input, update], dtype, carrier, |x| {
+            put_slice_as(x[0], starts, x[1], carrier)
+        });
+    }
     let shape = input.shape();
-    let fits = starts.len() == shape.len()
-        && update.shape().len() == shape.len()
-        && update.dtype() == input.dtype()
+    starts.check(OP, input)?;
+    let fits = update.shape().len() == shape.len()
         && update.shape().iter().zip(shape).all(|(u, s)| u <= s);
     if !fits {
         return Err(bad_operands(
             OP,
             &[input, update],
-            "the update must have the input's dtype and rank, fit inside it, and one start per axis"
-                .into(),
+            "the update must have the input's rank and fit inside it".into(),
         ));
     }
-    let output = fresh(input.device(), input.dtype(), shape)?;
+    let output = fresh(input.device(), dtype, shape)?;
     let strides = contiguous_strides(shape);
-    copy(OP, &Source::of(input), shape, &output, 0, &strides)?;
-    let output_start: usize = (0..shape.len())
-        .map(|axis| {
-            let start = starts[axis].clamp(0, (shape[axis] - update.shape()[axis]) as i64);
-            start as usize * strides[axis]
-        })
-        .sum();
+    let operand = operand_as(input, dtype)?;
     copy(
         OP,
-        &Source::of(update),
-        update.shape(),
-        &output,
-        output_start,
-        &strides,
+        &Source::of(&operand),
+        shape,
+        &Target::at(&output, 0, &strides),
     )?;
+    if update.n_elements() == 0 {
+        return Ok(output);
+    }
+    let signed_strides: Vec<i64> = strides.iter().map(|&stride| stride as i64).collect();
+    let window = window_start(OP, &output, 0, &signed_strides, starts, update.shape())?;
+    let mut target = Target::at(&output, 0, &strides);
+    match &window {
+        WindowStart::Element(start) => target.start = *start,
+        WindowStart::Address(address) => target.start_address = Some(address),
+    }
+    let update = operand_as(update, dtype)?;
+    copy(OP, &Source::of(&update), update.shape(), &target)?;
     Ok(output)
 }

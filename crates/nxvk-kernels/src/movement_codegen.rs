@@ -6,8 +6,18 @@
 //! is addressed with signed element strides (a reversed axis walks backwards from its last
 //! element), the output with unsigned ones (a slice, strided or interior-padded region of a
 //! larger tensor). Like `codegen.rs`, this file is included by the build script.
+//!
+//! Ops joining operands of several types into one result type (Nx's `concatenate`, `pad` and
+//! `put_slice` with mixed operands) use a *converting* copy instead: the same strided walk,
+//! with Nx's `as_type` applied between load and store (`codegen::cast_function`), so a mixed
+//! concatenation reads each operand once instead of casting it into a temporary first. One
+//! converting copy exists per (from, to) pair of native real types: 132 modules the catalog
+//! does not precompile; they are generated and compiled at run time on first use, as are the
+//! copies whose first element's address is computed on the device ([`CopyVariant`]).
 
-use crate::codegen::{storage_bytes, storage_type};
+use crate::codegen::{
+    cast_function, elementwise_prelude, load, storage_bytes, storage_type, store,
+};
 use crate::op_table::Elem;
 use std::fmt::Write as _;
 
@@ -39,22 +49,89 @@ pub fn copy_kernel_name(elem: Elem) -> String {
     format!("copy_{}", elem.bits())
 }
 
-/// The references both copy kernels read and write elements stored as `elem` through (one
-/// element each, addressed in 64 bits), and their parameter block.
-fn element_references(elem: Elem) -> String {
+/// The references the copy kernels read elements stored as `input` and write elements stored
+/// as `output` through (one element each, addressed in 64 bits), and their parameter block.
+fn element_references(input: Elem, output: Elem) -> String {
     format!(
-        "layout(buffer_reference, scalar, buffer_reference_align = {bytes}) readonly buffer Input {{ {storage} v; }};
-layout(buffer_reference, scalar, buffer_reference_align = {bytes}) writeonly buffer Output {{ {storage} v; }};
-layout(buffer_reference, scalar) readonly buffer Params {{ uint v[]; }};",
-        bytes = storage_bytes(elem),
-        storage = storage_type(elem),
+        "layout(buffer_reference, scalar, buffer_reference_align = {input_bytes}) readonly buffer Input {{ {input_storage} v; }};
+layout(buffer_reference, scalar, buffer_reference_align = {output_bytes}) writeonly buffer Output {{ {output_storage} v; }};
+layout(buffer_reference, scalar) readonly buffer Params {{ uint v[]; }};
+layout(buffer_reference, scalar, buffer_reference_align = 8) readonly buffer Address {{ uint64_t v; }};",
+        input_bytes = storage_bytes(input),
+        input_storage = storage_type(input),
+        output_bytes = storage_bytes(output),
+        output_storage = storage_type(output),
     )
 }
 
 /// The strided copy of elements stored as `elem`.
 pub fn copy_shader(elem: Elem) -> String {
-    let mut shader = String::new();
-    let _ = write!(
+    CopyVariant {
+        input: elem,
+        output: elem,
+        input_indirect: false,
+        output_indirect: false,
+    }
+    .shader()
+}
+
+/// A strided copy beyond the catalog's plain ones, generated and compiled at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyVariant {
+    /// The stored input and output types: equal for a raw copy (then the unsigned type of the
+    /// element size), different for a converting one (then native real types).
+    pub input: Elem,
+    pub output: Elem,
+    /// The input (output) address in the push constants points at an 8-byte device word that
+    /// holds the real address of the first element (written on the device by
+    /// `slice_starts.rs`, for starts given as a tensor).
+    pub input_indirect: bool,
+    pub output_indirect: bool,
+}
+
+impl CopyVariant {
+    /// The kernel name (`copy_s32_to_f32`, `copy_32_indirect_input`).
+    pub fn name(&self) -> String {
+        let mut name = if self.input == self.output {
+            format!("copy_{}", self.input.bits())
+        } else {
+            format!("copy_{}_to_{}", self.input.name(), self.output.name())
+        };
+        if self.input_indirect {
+            name.push_str("_indirect_input");
+        }
+        if self.output_indirect {
+            name.push_str("_indirect_output");
+        }
+        name
+    }
+
+    /// The GLSL: a converting copy applies Nx's `as_type` between load and store (the cast
+    /// kernels' function, so both agree bit for bit).
+    pub fn shader(&self) -> String {
+        let (input, output) = (self.input, self.output);
+        if input == output {
+            return self.strided_copy_shader(String::new(), "Input(input_address).v");
+        }
+        let (function, helpers) = cast_function(input, output);
+        let mut prelude = elementwise_prelude(input, &function, helpers);
+        prelude.push_str(&function);
+        let loaded = load(input, "Input(input_address).v");
+        let converted = store(output, &format!("nx_apply({loaded})"));
+        self.strided_copy_shader(prelude, &converted)
+    }
+
+    /// The strided copy storing `value` (GLSL reading `Input(input_address).v`) after
+    /// `shader` (a prelude, or nothing).
+    fn strided_copy_shader(&self, mut shader: String, value: &str) -> String {
+        let base = |indirect: bool, address: &str| {
+            if indirect {
+                format!("Address({address}).v")
+            } else {
+                address.to_owned()
+            }
+        };
+        let _ = write!(
         shader,
         "
 layout(local_size_x = {COPY_WORKGROUP_SIZE}) in;
@@ -72,6 +149,8 @@ layout(push_constant, scalar) uniform Push {{
 // Parameter words: shape, input strides (signed), output strides.
 void main() {{
     uint threads = gl_NumWorkGroups.x * {COPY_WORKGROUP_SIZE}u;
+    uint64_t input0 = {input_base};
+    uint64_t output0 = {output_base};
     for (uint index = gl_GlobalInvocationID.x; index < push.count; index += threads) {{
         uint rest = index;
         int64_t input_offset = 0l;
@@ -84,15 +163,19 @@ void main() {{
             output_offset += uint64_t(coordinate) * uint64_t(push.params.v[2u * push.rank + axis - 1u]);
         }}
         // Two's complement: a negative offset walks back from the base address.
-        Output(push.output0 + output_offset * {bytes}ul).v =
-            Input(push.input0 + uint64_t(input_offset) * {bytes}ul).v;
+        uint64_t input_address = input0 + uint64_t(input_offset) * {input_bytes}ul;
+        Output(output0 + output_offset * {output_bytes}ul).v = {value};
     }}
 }}
 ",
-        bytes = storage_bytes(elem),
-        references = element_references(elem),
-    );
-    shader
+            input_bytes = storage_bytes(self.input),
+            output_bytes = storage_bytes(self.output),
+            references = element_references(self.input, self.output),
+            input_base = base(self.input_indirect, "push.input0"),
+            output_base = base(self.output_indirect, "push.output0"),
+        );
+        shader
+    }
 }
 
 /// The kernel name of the tiled transpose of `elem`'s size (`transpose_tiles_32`).
@@ -177,7 +260,7 @@ void main() {{
 ",
         invocations = TILE_SIDE * TILE_SIDE / TILE_ROWS_PER_INVOCATION,
         bytes = storage_bytes(elem),
-        references = element_references(elem),
+        references = element_references(elem, elem),
         storage = storage_type(elem),
     );
     shader

@@ -211,6 +211,10 @@ pub fn as_type(input: &Tensor, dtype: DType) -> Result<Tensor> {
     if input.n_elements() == 0 {
         return Tensor::empty(device, dtype, input.shape());
     }
+    // 8-bit floats and sub-byte integers have kernels of their own (`narrow_types.rs`).
+    if crate::narrow_types::converts(input.dtype(), dtype, device.capabilities()) {
+        return crate::narrow_types::convert(input, dtype);
+    }
     match plan_values(device.capabilities(), dtype, &[input.dtype()], |_| true) {
         Path::Gpu => cast_on_gpu(OP, input, dtype),
         Path::Fallback(counted) => run_on_host(

@@ -30,6 +30,7 @@
 //! lacks a shader feature for) take the counted host fallback, which obeys strict mode; 8-bit
 //! floats are unsupported.
 
+use crate::argmax_two_pass;
 use crate::catalog::{
     CatalogKernel, REDUCE_F64_KERNELS, REDUCE_KERNELS, cast_kernel, device_supports,
     device_supports_value, dtype_of, elem_of, value_of,
@@ -43,8 +44,9 @@ use crate::reduce_codegen::{
     REDUCE_PUSH_CONSTANT_BYTES, REDUCE_WORKGROUP_SIZE,
 };
 use crate::reference::{self, Value};
-use nxvk_core::{BufferAccess, Capabilities, DType, Error, Result, Tensor};
+use nxvk_core::{BufferAccess, Capabilities, DType, DeviceBuffer, Error, Kernel, Result, Tensor};
 
+pub use crate::argmax_two_pass::arg_reduce_in_chunks;
 pub use crate::reduce_codegen::{Accumulation, ReduceLayout, ReduceOp, accumulator_elem, fold};
 
 /// Which index argmax/argmin return among equal extremes (Nx's `:tie_break`).
@@ -154,7 +156,7 @@ pub(crate) fn to_u32(op: &'static str, input: &Tensor, value: usize) -> Result<u
     })
 }
 
-fn kernel(
+pub(crate) fn kernel(
     op: ReduceOp,
     elem: Elem,
     accumulation: Accumulation,
@@ -184,15 +186,28 @@ pub(crate) struct Pass<'a> {
 
 /// Records `pass`, writing its accumulator values into `output`.
 pub(crate) fn dispatch(pass: &Pass<'_>, output: &Tensor) -> Result<()> {
+    let loaded = pass.kernel.load(output.device())?;
+    dispatch_kernel(pass, &loaded, &[], &[], output)
+}
+
+/// Records `pass` with `loaded` in place of its catalog kernel, `extra_words` after the
+/// layout words of the parameter block, and `extra_reads` read besides the input.
+pub(crate) fn dispatch_kernel(
+    pass: &Pass<'_>,
+    loaded: &Kernel,
+    extra_words: &[u32],
+    extra_reads: &[&DeviceBuffer],
+    output: &Tensor,
+) -> Result<()> {
     let Pass {
         op,
-        kernel,
         input,
         kept,
         reduced,
         chunks,
         flags,
         groups,
+        ..
     } = *pass;
     let name = op.name();
     let n_outputs: usize = kept.0.iter().product();
@@ -203,6 +218,7 @@ pub(crate) fn dispatch(pass: &Pass<'_>, output: &Tensor) -> Result<()> {
             words.push(to_u32(name, input, value)?);
         }
     }
+    words.extend_from_slice(extra_words);
     // The block must not be empty; rank-0 views read no words.
     words.push(0);
     let params: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
@@ -223,19 +239,20 @@ pub(crate) fn dispatch(pass: &Pass<'_>, output: &Tensor) -> Result<()> {
     to_u32(name, input, n_outputs * chunks)?;
     let device = output.device();
     poison_output(output.buffer())?;
-    let loaded = kernel.load(device)?;
     let max_groups = device.capabilities().max_workgroup_count[0] as usize;
     let groups = groups.clamp(1, MAX_GROUPS.min(max_groups)) as u32;
+    let mut accesses = vec![
+        BufferAccess::Read(input.buffer()),
+        BufferAccess::Write(output.buffer()),
+    ];
+    accesses.extend(extra_reads.iter().map(|&buffer| BufferAccess::Read(buffer)));
     device.dispatch_with_params(
-        &loaded,
+        loaded,
         [groups, 1, 1],
         &push,
         &params,
         REDUCE_PARAMS_ADDRESS_OFFSET,
-        &[
-            BufferAccess::Read(input.buffer()),
-            BufferAccess::Write(output.buffer()),
-        ],
+        &accesses,
     )
 }
 
@@ -437,6 +454,18 @@ pub fn first_pass_layout(
 
 /// Runs `op` over `options.axes` of `input`.
 pub fn reduce(op: ReduceOp, input: &Tensor, options: &ReduceOptions<'_>) -> Result<Tensor> {
+    reduce_with_arg_chunks(op, input, options, None)
+}
+
+/// [`reduce`], with argmax/argmin rows split into `arg_chunks` chunks reduced in two passes
+/// (`argmax_two_pass.rs`) when given, whatever the rows' length; `None` splits only rows too
+/// long for one pass.
+pub(crate) fn reduce_with_arg_chunks(
+    op: ReduceOp,
+    input: &Tensor,
+    options: &ReduceOptions<'_>,
+    arg_chunks: Option<usize>,
+) -> Result<Tensor> {
     let name = op.name();
     let dtype = input.dtype();
     let device = input.device();
@@ -494,16 +523,28 @@ pub fn reduce(op: ReduceOp, input: &Tensor, options: &ReduceOptions<'_>) -> Resu
     let kept = (&kept_shape[..], &kept_strides[..]);
     let reduced = (&reduced_shape[..], &reduced_strides[..]);
     let accumulator_dtype = dtype_of(accumulator);
-    let accumulated = reduce_passes(
-        op,
-        elem,
-        options.accumulation,
-        input,
-        kept,
-        reduced,
-        options.tie_break,
-        &output_shape,
-    )?;
+    let accumulated = match argmax_two_pass::chunks(op, n_reduced, arg_chunks) {
+        Some(chunks) => argmax_two_pass::reduce(
+            op,
+            elem,
+            input,
+            kept,
+            reduced,
+            options.tie_break,
+            &output_shape,
+            chunks,
+        )?,
+        None => reduce_passes(
+            op,
+            elem,
+            options.accumulation,
+            input,
+            kept,
+            reduced,
+            options.tie_break,
+            &output_shape,
+        )?,
+    };
     if accumulator_dtype == result {
         return Ok(accumulated);
     }
@@ -727,7 +768,7 @@ pub fn argmax(
     tie_break: TieBreak,
     keep_axis: bool,
 ) -> Result<Tensor> {
-    arg_reduce(ReduceOp::ArgMax, input, axis, tie_break, keep_axis)
+    arg_reduce(ReduceOp::ArgMax, input, axis, tie_break, keep_axis, None)
 }
 
 /// Nx's `argmin`: over `axis`, or over the flattened tensor when `None` (s64 result).
@@ -737,25 +778,25 @@ pub fn argmin(
     tie_break: TieBreak,
     keep_axis: bool,
 ) -> Result<Tensor> {
-    arg_reduce(ReduceOp::ArgMin, input, axis, tie_break, keep_axis)
+    arg_reduce(ReduceOp::ArgMin, input, axis, tie_break, keep_axis, None)
 }
 
-fn arg_reduce(
+/// argmax or argmin, with rows split into `arg_chunks` when given (see
+/// [`reduce_with_arg_chunks`]).
+pub(crate) fn arg_reduce(
     op: ReduceOp,
     input: &Tensor,
     axis: Option<usize>,
     tie_break: TieBreak,
     keep_axis: bool,
+    arg_chunks: Option<usize>,
 ) -> Result<Tensor> {
     let axes = [axis.unwrap_or(0)];
-    reduce(
-        op,
-        input,
-        &ReduceOptions {
-            axes: axis.map(|_| &axes[..]),
-            keep_axes: keep_axis,
-            tie_break,
-            ..ReduceOptions::default()
-        },
-    )
+    let options = ReduceOptions {
+        axes: axis.map(|_| &axes[..]),
+        keep_axes: keep_axis,
+        tie_break,
+        ..ReduceOptions::default()
+    };
+    reduce_with_arg_chunks(op, input, &options, arg_chunks)
 }

@@ -252,6 +252,16 @@ pub fn fold(op: ReduceOp, value_type: &str, is_float: bool) -> (String, String) 
     }
 }
 
+/// The value type folded: the accumulator's compute type, or the input's for argmax/argmin
+/// (whose accumulator is the index beside it).
+fn folded_type(op: ReduceOp, input: Elem, accumulation: Accumulation) -> &'static str {
+    if op.is_arg() {
+        compute_type(input)
+    } else {
+        compute_type(accumulator_elem(op, input, accumulation))
+    }
+}
+
 /// The whole shader of `op` on `input` elements for `layout`.
 pub fn reduce_shader(
     op: ReduceOp,
@@ -259,14 +269,24 @@ pub fn reduce_shader(
     accumulation: Accumulation,
     layout: ReduceLayout,
 ) -> String {
+    let mut shader = reduce_prelude(op, input, accumulation);
+    shader.push_str(&match layout {
+        ReduceLayout::Strided => STRIDED_MAIN.to_owned(),
+        ReduceLayout::Rows => format!(
+            "{}{ROWS_MAIN}",
+            subgroup_helpers(folded_type(op, input, accumulation))
+        ),
+        ReduceLayout::Columns => COLUMNS_MAIN.to_owned(),
+    });
+    shader
+}
+
+/// Everything of a reduction shader but its `main`: the push constants, the loads and
+/// offsets, the fold and store functions (shared with the second pass of
+/// `argmax_two_pass.rs`).
+pub fn reduce_prelude(op: ReduceOp, input: Elem, accumulation: Accumulation) -> String {
     let accumulator = accumulator_elem(op, input, accumulation);
-    // The value type folded: the accumulator's compute type, or the input's for argmax/argmin
-    // (whose accumulator is the index beside it).
-    let value_type = if op.is_arg() {
-        compute_type(input)
-    } else {
-        compute_type(accumulator)
-    };
+    let value_type = folded_type(op, input, accumulation);
     let is_float = input.is_float();
     let (identity, combine) = fold(op, value_type, is_float);
     let loaded = load(input, "raw");
@@ -365,11 +385,6 @@ bool nx_take(V a, uint a_index, V b, uint b_index) {{
             store(accumulator, "value")
         },
     );
-    shader.push_str(&match layout {
-        ReduceLayout::Strided => STRIDED_MAIN.to_owned(),
-        ReduceLayout::Rows => format!("{}{ROWS_MAIN}", subgroup_helpers(value_type)),
-        ReduceLayout::Columns => COLUMNS_MAIN.to_owned(),
-    });
     shader
 }
 
@@ -414,13 +429,13 @@ pub fn complex_product_shader(complex: ComplexElem) -> String {
         "
 #define V C
 #define INPUT_BYTES {bytes}ul
-#define NO_INDEX 0xFFFFFFFFFFFFFFFFul
+#define NO_INDEX 0xFFFFFFFFu
 #define IDENTITY C(1, 0)
 #define WORKGROUP_SIZE {REDUCE_WORKGROUP_SIZE}u
 #define NX_FOLD(value, index, other_value, other_index) {{ \\
     if (other_index != NO_INDEX) {{ \\
         value = (index == NO_INDEX) ? other_value : nx_cmul(value, other_value); \\
-        index = 0ul; \\
+        index = 0u; \\
     }} \\
 }}
 layout(local_size_x = {REDUCE_WORKGROUP_SIZE}) in;
@@ -429,7 +444,7 @@ layout(buffer_reference, scalar, buffer_reference_align = {align}) writeonly buf
 {PUSH_AND_OFFSETS}
 V nx_load(uint64_t element) {{ return Input(push.input0 + element * INPUT_BYTES).v; }}
 
-void nx_store(uint position, V value, uint64_t index) {{
+void nx_store(uint position, V value, uint index) {{
     bool final_pass = (push.flags & {FLAG_FINAL_PASS}u) != 0u;
     V stored = (index == NO_INDEX) ? IDENTITY : (final_pass ? nx_times_one(value) : value);
     Output(push.output0 + uint64_t(position) * INPUT_BYTES).v = stored;

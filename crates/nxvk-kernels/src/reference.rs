@@ -85,7 +85,26 @@ fn round_f32_to(value: f32, dtype: DType) -> f64 {
     match dtype {
         DType::F16 => f64::from(f16::from_f32(value).to_f32()),
         DType::BF16 => f64::from(bf16::from_f32(value).to_f32()),
+        DType::F8E5M2 | DType::F8E4M3FN => f8_value(dtype, f8_bits(dtype, f64::from(value))),
         _ => f64::from(value),
+    }
+}
+
+/// The 8-bit float bits Nx writes for `value` (`f8.rs`).
+fn f8_bits(dtype: DType, value: f64) -> u8 {
+    if dtype == DType::F8E5M2 {
+        crate::f8::e5m2_from_f64(value)
+    } else {
+        crate::f8::e4m3fn_from_f64(value)
+    }
+}
+
+/// The value Nx reads from 8-bit float bits (`f8.rs`).
+fn f8_value(dtype: DType, bits: u8) -> f64 {
+    if dtype == DType::F8E5M2 {
+        crate::f8::e5m2_to_f64(bits)
+    } else {
+        crate::f8::e4m3fn_to_f64(bits)
     }
 }
 
@@ -112,6 +131,8 @@ pub fn round_to(value: Value, dtype: DType) -> Value {
             Value::Int(integer) => round_f32_to(integer as f32, dtype),
             Value::Float(float) | Value::Complex(Complex64 { re: float, .. }) => match dtype {
                 DType::F64 => float,
+                // Nx writes E4M3FN from the f64 value itself.
+                DType::F8E4M3FN => f8_value(dtype, f8_bits(dtype, float)),
                 _ => round_f32_to(float as f32, dtype),
             },
         }),
@@ -126,10 +147,15 @@ pub fn round_to(value: Value, dtype: DType) -> Value {
     }
 }
 
-/// The elements of Nx binary data of `dtype`; `None` for the 8-bit float types (not yet).
+/// The elements of Nx binary data of `dtype` (always `Some`).
 pub fn decode(dtype: DType, bytes: &[u8], n_elements: usize) -> Option<Vec<Value>> {
     if matches!(dtype, DType::F8E5M2 | DType::F8E4M3FN) {
-        return None;
+        let values = bytes.iter().take(n_elements);
+        return Some(
+            values
+                .map(|&bits| Value::Float(f8_value(dtype, bits)))
+                .collect(),
+        );
     }
     let bits = dtype.bits() as usize;
     if dtype.is_sub_byte() {
@@ -184,6 +210,12 @@ pub fn encode(dtype: DType, values: &[Value]) -> Vec<u8> {
     let bits = dtype.bits() as usize;
     let mut bytes = vec![0u8; dtype.storage_bytes(values.len() as u64) as usize];
     for (index, &value) in values.iter().enumerate() {
+        if matches!(dtype, DType::F8E5M2 | DType::F8E4M3FN) {
+            // Written from the value itself: rounding first would write E5M2 subnormals
+            // twice (Nx reads them back as other values, see `f8.rs`).
+            bytes[index] = f8_bits(dtype, value.as_f64());
+            continue;
+        }
         let value = round_to(value, dtype);
         let raw: u128 = match value {
             Value::Int(integer) => (integer as u128) & ((1u128 << bits) - 1),

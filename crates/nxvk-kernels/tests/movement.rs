@@ -4,6 +4,9 @@
 
 mod common;
 
+use common::movement_cases::{
+    ShapeCase, joined_values, pad_config, padded_values, put_values, shape_case,
+};
 use common::*;
 use nxvk_core::{DType, Layout, Tensor};
 use nxvk_kernels::movement;
@@ -33,36 +36,7 @@ fn expected(
         .collect()
 }
 
-#[derive(Debug, Clone)]
-struct Case {
-    shape: Vec<usize>,
-    view: ViewKind,
-    seed: u64,
-}
-
-fn case() -> impl Strategy<Value = Case> {
-    (
-        prop::collection::vec(0usize..5, 0..=4),
-        any_view_kind(),
-        any::<u64>(),
-    )
-        .prop_map(|(shape, view, seed)| {
-            let shape = shape
-                .iter()
-                .enumerate()
-                .map(|(axis, &size)| {
-                    if size == 0 && (seed >> axis) & 3 != 0 {
-                        2
-                    } else {
-                        size
-                    }
-                })
-                .collect();
-            Case { shape, view, seed }
-        })
-}
-
-fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), String> {
+fn check_case(case: &ShapeCase, dtype: DType, rng: &mut SplitMix) -> Result<(), String> {
     let device = device();
     let shape = &case.shape[..];
     let rank = shape.len();
@@ -141,36 +115,9 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
     let fill = random_value(dtype, Domain::Wide, rng);
     let value =
         Tensor::from_bytes(&device, dtype, &[], &reference::encode(dtype, &[fill])).unwrap();
-    let config: Vec<(i64, i64, usize)> = (0..rank)
-        .map(|_| {
-            (
-                rng.below(5) as i64 - 2,
-                rng.below(5) as i64 - 2,
-                rng.below(3) as usize,
-            )
-        })
-        .collect();
-    let padded: Vec<i64> = (0..rank)
-        .map(|axis| {
-            let (lo, hi, interior) = config[axis];
-            let size = shape[axis] as i64;
-            size + (size - 1).max(0) * interior as i64 + lo + hi
-        })
-        .collect();
-    if padded.iter().all(|&size| size >= 0) {
-        let padded_shape: Vec<usize> = padded.iter().map(|&size| size as usize).collect();
+    let config = pad_config(rank, rng);
+    if let Some((padded_shape, want)) = padded_values(shape, &values, &config, fill) {
         let output = movement::pad(&input, &value, &config).map_err(|error| error.to_string())?;
-        let want = expected(&padded_shape, &values, shape, Some(fill), |coordinates| {
-            (0..rank)
-                .map(|axis| {
-                    let (lo, _, interior) = config[axis];
-                    let step = interior as i64 + 1;
-                    let position = coordinates[axis] as i64 - lo;
-                    (position >= 0 && position % step == 0 && position / step < shape[axis] as i64)
-                        .then_some((position / step) as usize)
-                })
-                .collect()
-        });
         check_output_exact(&format!("pad {config:?}"), &output, &padded_shape, &want)?;
     } else {
         let error = movement::pad(&input, &value, &config).unwrap_err();
@@ -198,24 +145,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
     );
     let output = movement::concatenate(&[&input, &other, &input], axis)
         .map_err(|error| error.to_string())?;
-    let mut joined_shape = shape.to_vec();
-    joined_shape[axis] = 2 * shape[axis] + other_shape[axis];
-    let n: usize = joined_shape.iter().product();
-    let want: Vec<Value> = (0..n)
-        .map(|index| {
-            let mut coordinates = coordinates(&joined_shape, index);
-            let position = coordinates[axis];
-            if position < shape[axis] {
-                values[linear(shape, &coordinates)]
-            } else if position < shape[axis] + other_shape[axis] {
-                coordinates[axis] -= shape[axis];
-                other_values[linear(&other_shape, &coordinates)]
-            } else {
-                coordinates[axis] -= shape[axis] + other_shape[axis];
-                values[linear(shape, &coordinates)]
-            }
-        })
-        .collect();
+    let (joined_shape, want) = joined_values(shape, &values, &other_shape, &other_values, axis);
     check_output_exact(
         &format!("concatenate axis {axis}"),
         &output,
@@ -242,24 +172,7 @@ fn check_case(case: &Case, dtype: DType, rng: &mut SplitMix) -> Result<(), Strin
         .collect();
     let output =
         movement::put_slice(&input, &starts, &update).map_err(|error| error.to_string())?;
-    let n: usize = shape.iter().product();
-    let want: Vec<Value> = (0..n)
-        .map(|index| {
-            let coordinates = coordinates(shape, index);
-            let inside = (0..rank).all(|axis| {
-                coordinates[axis] >= clamped[axis]
-                    && coordinates[axis] < clamped[axis] + update_shape[axis]
-            });
-            if inside {
-                let local: Vec<usize> = (0..rank)
-                    .map(|axis| coordinates[axis] - clamped[axis])
-                    .collect();
-                update_values[linear(&update_shape, &local)]
-            } else {
-                values[index]
-            }
-        })
-        .collect();
+    let want = put_values(shape, &values, &update_shape, &update_values, &clamped);
     check_output_exact(&format!("put_slice {starts:?}"), &output, shape, &want)
 }
 
@@ -267,7 +180,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: cases_or(24), max_shrink_iters: 32, ..ProptestConfig::default() })]
 
     #[test]
-    fn movement_matches_host_index_arithmetic_on_every_dtype(case in case()) {
+    fn movement_matches_host_index_arithmetic_on_every_dtype(case in shape_case(4)) {
         let mut rng = SplitMix(case.seed);
         for dtype in dtypes() {
             check_case(&case, dtype, &mut rng).map_err(TestCaseError::fail)?;
@@ -307,13 +220,15 @@ fn known_values_and_errors() {
     assert!(movement::stack(&[&matrix, &transposed], 0).is_err());
     let error = movement::pad(&matrix, &zero, &[(0, 0, 0)]).unwrap_err();
     assert!(error.to_string().contains("pad"), "{error}");
-    let floats = Tensor::from_slice(&device, &[1], &[1.0f32]).unwrap();
-    let error = movement::concatenate(&[&floats, &zero.reshape(&[1]).unwrap()], 0).unwrap_err();
+    let error = movement::concatenate(&[&matrix, &zero.reshape(&[1]).unwrap()], 0).unwrap_err();
     assert!(error.to_string().contains("concatenate"), "{error}");
     let error = movement::reverse(&matrix, &[2]).unwrap_err();
     assert!(error.to_string().contains("reverse"), "{error}");
-    let sub_byte = Tensor::zeros(&device, DType::U4, &[4]).unwrap();
-    assert!(movement::reverse(&sub_byte, &[0]).is_err());
+    // Sub-byte elements move as bytes, packed again afterwards (first element in the high bits).
+    let nibbles = Tensor::from_bytes(&device, DType::U4, &[5], &[0x12, 0x34, 0x50]).unwrap();
+    let reversed = movement::reverse(&nibbles, &[0]).unwrap();
+    assert_eq!(reversed.dtype(), DType::U4);
+    assert_eq!(reversed.to_bytes().unwrap(), [0x54, 0x32, 0x10]);
 }
 
 /// Materialised transposes that take the tiled kernel: several 32 x 32 tiles with partial

@@ -33,14 +33,16 @@ fn strict_raise_refuses_fallbacks_and_keeps_gpu_ops() {
     );
     // Refused even though `* s4` is on the allowlist.
     assert!(nxvk_kernels::is_allowlisted("sum", DType::S4));
-    // Casts of packed sub-byte tensors are fallbacks as well, refused the same way.
+    // Element-wise ops on packed sub-byte tensors are fallbacks as well, refused the same way
+    // (their casts run on the GPU).
     let packed = Tensor::from_bytes(&device, DType::U4, &[2], &[0x12]).unwrap();
-    let error = ops::as_type(&packed, DType::F32).unwrap_err();
+    assert!(ops::as_type(&packed, DType::F32).is_ok());
+    let error = ops::negate(&packed).unwrap_err();
     assert!(
         matches!(
             error,
             Error::HostFallbackRefused {
-                op: "as_type",
+                op: "negate",
                 dtype: DType::U4,
                 ..
             }

@@ -3,12 +3,15 @@
 //!
 //! Each NIF decodes its arguments and calls the catalog; bounds, clamping and dtype rules are
 //! nxvk-kernels'. All are dirty: they allocate, may compile a kernel and record GPU work.
+//! The `_as` variants take the result type Nx chose (`out`'s type): operands of other types
+//! are converted on the device while they are copied. Starts of `slice_at` and `put_slice_as`
+//! may be a tensor, read and clamped on the device.
 
 use crate::reply::{Reply, guarded, message};
-use crate::tensor::{TensorArc, wrap};
+use crate::tensor::{TensorArc, decode_dtype, wrap};
 use crate::terms::{decode_indices, tuple_or_list_items};
 use nxvk_core::Tensor;
-use nxvk_kernels::movement;
+use nxvk_kernels::movement::{self, Starts};
 use rustler::Term;
 
 /// A list of (possibly negative) integers given as a tuple or a list.
@@ -65,29 +68,85 @@ fn strided_slice<'a>(
     })
 }
 
-/// Nx's `pad`: `config` is a list of `{low, high, interior}`; `value` a scalar tensor of the
-/// input's dtype.
+/// Nx's `slice` at starts given as a rank-1 integer tensor, read and clamped on the device.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn slice_at<'a>(
+    tensor: TensorArc,
+    starts: TensorArc,
+    lengths: Term<'a>,
+    steps: Term<'a>,
+) -> Reply<TensorArc> {
+    guarded("slice_at", || {
+        let lengths = decode_indices("slice", lengths)?;
+        let steps = decode_indices("slice", steps)?;
+        movement::slice_at(
+            &tensor.tensor,
+            Starts::Tensor(&starts.tensor),
+            &lengths,
+            &steps,
+        )
+        .map(wrap)
+        .map_err(message)
+    })
+}
+
+/// `config`: a list of `{low, high, interior}` with a non-negative interior.
+fn decode_pad_config(config: Vec<(i64, i64, i64)>) -> Reply<Vec<(i64, i64, usize)>> {
+    config
+        .into_iter()
+        .map(|(low, high, interior)| {
+            usize::try_from(interior)
+                .map(|interior| (low, high, interior))
+                .map_err(|_| format!("pad: interior padding {interior} is negative"))
+        })
+        .collect()
+}
+
+/// Nx's `pad` into the operands' merged type: `config` is a list of `{low, high, interior}`;
+/// `value` a scalar tensor.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn pad(tensor: TensorArc, value: TensorArc, config: Vec<(i64, i64, i64)>) -> Reply<TensorArc> {
     guarded("pad", || {
-        let config = config
-            .into_iter()
-            .map(|(low, high, interior)| {
-                usize::try_from(interior)
-                    .map(|interior| (low, high, interior))
-                    .map_err(|_| format!("pad: interior padding {interior} is negative"))
-            })
-            .collect::<Reply<Vec<_>>>()?;
+        let config = decode_pad_config(config)?;
         movement::pad(&tensor.tensor, &value.tensor, &config)
             .map(wrap)
             .map_err(message)
     })
 }
 
+/// Nx's `pad` into `dtype` (Nx's `out` type).
+#[rustler::nif(schedule = "DirtyCpu")]
+fn pad_as(
+    tensor: TensorArc,
+    value: TensorArc,
+    config: Vec<(i64, i64, i64)>,
+    dtype: String,
+) -> Reply<TensorArc> {
+    guarded("pad_as", || {
+        let config = decode_pad_config(config)?;
+        let dtype = decode_dtype("pad_as", &dtype)?;
+        movement::pad_as(&tensor.tensor, &value.tensor, &config, dtype)
+            .map(wrap)
+            .map_err(message)
+    })
+}
+
+/// Nx's `concatenate` into the operands' merged type.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn concatenate(list: Vec<TensorArc>, axis: usize) -> Reply<TensorArc> {
     guarded("concatenate", || {
         movement::concatenate(&tensors(&list), axis)
+            .map(wrap)
+            .map_err(message)
+    })
+}
+
+/// Nx's `concatenate` into `dtype` (Nx's `out` type).
+#[rustler::nif(schedule = "DirtyCpu")]
+fn concatenate_as(list: Vec<TensorArc>, axis: usize, dtype: String) -> Reply<TensorArc> {
+    guarded("concatenate_as", || {
+        let dtype = decode_dtype("concatenate_as", &dtype)?;
+        movement::concatenate_as(&tensors(&list), axis, dtype)
             .map(wrap)
             .map_err(message)
     })
@@ -102,7 +161,7 @@ fn stack(list: Vec<TensorArc>, axis: usize) -> Reply<TensorArc> {
     })
 }
 
-/// Nx's `put_slice`: starts are clamped so the update fits.
+/// Nx's `put_slice` into the operands' merged type: starts are clamped so the update fits.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn put_slice<'a>(tensor: TensorArc, starts: Term<'a>, update: TensorArc) -> Reply<TensorArc> {
     guarded("put_slice", || {
@@ -110,5 +169,37 @@ fn put_slice<'a>(tensor: TensorArc, starts: Term<'a>, update: TensorArc) -> Repl
         movement::put_slice(&tensor.tensor, &starts, &update.tensor)
             .map(wrap)
             .map_err(message)
+    })
+}
+
+/// Nx's `put_slice` into `dtype` (Nx's `out` type); `starts` is a list (or tuple) of integers
+/// or a rank-1 integer tensor, read and clamped on the device.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn put_slice_as<'a>(
+    tensor: TensorArc,
+    starts: Term<'a>,
+    update: TensorArc,
+    dtype: String,
+) -> Reply<TensorArc> {
+    guarded("put_slice_as", || {
+        let dtype = decode_dtype("put_slice_as", &dtype)?;
+        let result = match starts.decode::<TensorArc>() {
+            Ok(starts) => movement::put_slice_as(
+                &tensor.tensor,
+                Starts::Tensor(&starts.tensor),
+                &update.tensor,
+                dtype,
+            ),
+            Err(_) => {
+                let starts = decode_offsets("put_slice", starts)?;
+                movement::put_slice_as(
+                    &tensor.tensor,
+                    Starts::Fixed(&starts),
+                    &update.tensor,
+                    dtype,
+                )
+            }
+        };
+        result.map(wrap).map_err(message)
     })
 }

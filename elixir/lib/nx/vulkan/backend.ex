@@ -205,34 +205,43 @@ if Code.ensure_loaded?(Nx) do
     @impl true
     def reverse(out, tensor, axes), do: put_ref(out, unwrap!(NIF.reverse(ref(tensor), axes)))
 
+    # Operands of other types than `out`'s are converted on the device while they are copied.
     @impl true
     def pad(%T{type: type} = out, tensor, pad_value, config) do
-      value = ref_as(pad_value, type)
-      put_ref(out, unwrap!(NIF.pad(ref_as(tensor, type), value, config)))
+      result = NIF.pad_as(ref(tensor), ref(pad_value), config, dtype_name(type))
+      put_ref(out, unwrap!(result))
     end
 
-    # Unit steps are views (starts clamped here as Nx clamps them); other steps copy.
+    # Unit steps at integer starts are views (starts clamped here as Nx clamps them); starts
+    # given as tensors are read and clamped on the device, never read back; other steps copy.
     @impl true
     def slice(out, %T{shape: shape} = tensor, starts, lengths, strides) do
-      starts = Enum.map(starts, &to_index/1)
+      cond do
+        Enum.any?(starts, &is_struct(&1, T)) ->
+          result = NIF.slice_at(ref(tensor), device_starts(starts), lengths, strides)
+          put_ref(out, unwrap!(result))
 
-      if Enum.all?(strides, &(&1 == 1)) do
-        starts = clamp_starts(starts, Tuple.to_list(shape), lengths)
-        put_ref(out, unwrap!(NIF.slice(ref(tensor), starts, lengths)))
-      else
-        put_ref(out, unwrap!(NIF.strided_slice(ref(tensor), starts, lengths, strides)))
+        Enum.all?(strides, &(&1 == 1)) ->
+          starts = clamp_starts(starts, Tuple.to_list(shape), lengths)
+          put_ref(out, unwrap!(NIF.slice(ref(tensor), starts, lengths)))
+
+        true ->
+          put_ref(out, unwrap!(NIF.strided_slice(ref(tensor), starts, lengths, strides)))
       end
     end
 
     @impl true
     def put_slice(%T{type: type} = out, tensor, starts, update) do
-      starts = Enum.map(starts, &to_index/1)
-      put_ref(out, unwrap!(NIF.put_slice(ref_as(tensor, type), starts, ref_as(update, type))))
+      starts = if Enum.any?(starts, &is_struct(&1, T)), do: device_starts(starts), else: starts
+      result = NIF.put_slice_as(ref(tensor), starts, ref(update), dtype_name(type))
+      put_ref(out, unwrap!(result))
     end
 
     @impl true
-    def concatenate(%T{type: type} = out, tensors, axis),
-      do: put_ref(out, unwrap!(NIF.concatenate(Enum.map(tensors, &ref_as(&1, type)), axis)))
+    def concatenate(%T{type: type} = out, tensors, axis) do
+      result = NIF.concatenate_as(Enum.map(tensors, &ref/1), axis, dtype_name(type))
+      put_ref(out, unwrap!(result))
+    end
 
     # nxvk-kernels' stack reshapes its operands as views, which a transposed operand refuses:
     # materialise them first (a no-op for contiguous ones).
@@ -670,8 +679,9 @@ if Code.ensure_loaded?(Nx) do
       ref
     end
 
-    defp to_index(index) when is_integer(index), do: index
-    defp to_index(%T{} = index), do: Nx.to_number(index)
+    # Start indices given as scalar tensors (Nx makes the integers among them constants) as
+    # one rank-1 tensor on the device, for the NIFs that read and clamp starts on the GPU.
+    defp device_starts(starts), do: starts |> Nx.stack() |> ref()
 
     defp clamp_starts(starts, dimensions, lengths) do
       [starts, dimensions, lengths]

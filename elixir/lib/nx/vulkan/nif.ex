@@ -32,10 +32,14 @@ defmodule Nx.Vulkan.NIF do
   def contiguous(_tensor), do: :erlang.nif_error(:nif_not_loaded)
   def reverse(_tensor, _axes), do: :erlang.nif_error(:nif_not_loaded)
   def strided_slice(_tensor, _starts, _lengths, _steps), do: :erlang.nif_error(:nif_not_loaded)
+  def slice_at(_tensor, _starts, _lengths, _steps), do: :erlang.nif_error(:nif_not_loaded)
   def pad(_tensor, _value, _config), do: :erlang.nif_error(:nif_not_loaded)
+  def pad_as(_tensor, _value, _config, _dtype), do: :erlang.nif_error(:nif_not_loaded)
   def concatenate(_tensors, _axis), do: :erlang.nif_error(:nif_not_loaded)
+  def concatenate_as(_tensors, _axis, _dtype), do: :erlang.nif_error(:nif_not_loaded)
   def stack(_tensors, _axis), do: :erlang.nif_error(:nif_not_loaded)
   def put_slice(_tensor, _starts, _update), do: :erlang.nif_error(:nif_not_loaded)
+  def put_slice_as(_tensor, _starts, _update, _dtype), do: :erlang.nif_error(:nif_not_loaded)
 
   # --- Element-wise ---
   def binary_op(_name, _left, _right), do: :erlang.nif_error(:nif_not_loaded)
