@@ -256,7 +256,9 @@ impl Differentiator<'_> {
                         WindowOp::Max | WindowOp::Min => {
                             self.window_extreme_rule(*op, *input, gradient, window, options)?
                         }
-                        WindowOp::Product => return Err(self.no_rule(op.name(), node)),
+                        WindowOp::Product => {
+                            return Err(self.not_differentiable(op.name(), node));
+                        }
                     };
                     contributions.push((*input, value));
                 }
