@@ -283,6 +283,14 @@ impl Differentiator<'_> {
         self.builder.broadcast_to(reshaped, &input.shape)
     }
 
+    /// The op of `node` (a copy: the rules append to the builder while they read it).
+    fn op_of(&self, node: NodeId) -> Op {
+        self.builder
+            .node(node)
+            .map(|node| node.op.clone())
+            .expect("node ids come from this builder")
+    }
+
     /// The contributions of `node`'s adjoint `gradient` to its differentiable operands.
     fn backward(
         &mut self,
@@ -290,11 +298,7 @@ impl Differentiator<'_> {
         gradient: NodeId,
         needed: &[bool],
     ) -> Result<Vec<(NodeId, NodeId)>> {
-        let op = self
-            .builder
-            .node(node)
-            .map(|node| node.op.clone())
-            .expect("node ids come from this builder");
+        let op = self.op_of(node);
         let wants = |operand: NodeId| needed[operand.index()];
         let is_float = |this: &Self, operand: NodeId| {
             this.ty(operand)

@@ -443,3 +443,87 @@ fn ops_nx_does_not_differentiate_are_named_errors_and_stop_grad_helps() {
         assert_ne!(gradient, values, "null arm: not the identity");
     }
 }
+
+const SCALAR_EMPTY_VECTOR: &[&[usize]] = &[&[], &[0, 3], &[3]];
+
+/// A cond over (a scalar s, an empty e [0, 3], a vector v [3]) whose predicate reads s, fed
+/// to a block; the loss sums both outputs.
+fn scalar_and_empty_through_cond_and_block(
+    builder: &mut GraphBuilder,
+    parameters: &[NodeId],
+) -> NodeId {
+    let types: &[(DType, &[usize])] =
+        &[(DType::F64, &[]), (DType::F64, &[0, 3]), (DType::F64, &[3])];
+    let positive = nested(types, |builder, inputs| {
+        let zero = scalar(builder, DType::F64, 0.0);
+        vec![binary(builder, BinaryOp::Greater, inputs[0], zero)]
+    });
+    let scaled = nested(types, |builder, inputs| {
+        let (s, e, v) = (inputs[0], inputs[1], inputs[2]);
+        vec![
+            binary(builder, BinaryOp::Multiply, s, v),
+            binary(builder, BinaryOp::Multiply, e, v),
+        ]
+    });
+    let damped = nested(types, |builder, inputs| {
+        let (s, e, v) = (inputs[0], inputs[1], inputs[2]);
+        let lifted = {
+            let square = binary(builder, BinaryOp::Multiply, s, s);
+            affine(builder, square, 1.0, 1.0)
+        };
+        vec![binary(builder, BinaryOp::Divide, v, lifted), e]
+    });
+    let clauses = vec![CondClause {
+        predicate: Arc::new(positive),
+        body: Arc::new(scaled),
+    }];
+    let chosen = builder.cond(parameters, clauses, damped).unwrap();
+    let (vector, empty) = (
+        builder.elem(chosen, 0).unwrap(),
+        builder.elem(chosen, 1).unwrap(),
+    );
+    let default = nested(
+        &[(DType::F64, &[3]), (DType::F64, &[0, 3])],
+        |builder, inputs| {
+            let square = binary(builder, BinaryOp::Multiply, inputs[0], inputs[0]);
+            let total = sum(builder, inputs[1]);
+            vec![binary(builder, BinaryOp::Add, square, total)]
+        },
+    );
+    let block = builder
+        .block("square_plus_empty_sum", &[vector, empty], default)
+        .unwrap();
+    builder.elem(block, 0).unwrap()
+}
+
+#[test]
+fn rank_zero_and_empty_values_pass_through_cond_and_block() {
+    for s in [0.7, -0.4] {
+        let mut values = deterministic_values(SCALAR_EMPTY_VECTOR);
+        values[0] = vec![s];
+        let loss = scalar_and_empty_through_cond_and_block;
+        let failure = finite_difference_failure(SCALAR_EMPTY_VECTOR, &loss, &loss, &values);
+        assert!(failure.is_none(), "s {s}: {failure:?}");
+    }
+}
+
+/// While `x < 3`: `x = 1.5 x + 0.5` on a rank-0 state (3 iterations from 0.2, none from 3.5).
+fn scalar_loop(builder: &mut GraphBuilder, parameters: &[NodeId]) -> NodeId {
+    let state: &[(DType, &[usize])] = &[(DType::F64, &[])];
+    let condition = nested(state, |builder, x| {
+        let three = scalar(builder, DType::F64, 3.0);
+        vec![binary(builder, BinaryOp::Less, x[0], three)]
+    });
+    let body = nested(state, |builder, x| vec![affine(builder, x[0], 1.5, 0.5)]);
+    let looped = builder.while_loop(parameters, condition, body).unwrap();
+    let x = builder.elem(looped, 0).unwrap();
+    binary(builder, BinaryOp::Multiply, x, x)
+}
+
+#[test]
+fn a_rank_zero_loop_state_gets_its_gradient() {
+    for x in [0.2, 3.5] {
+        let failure = finite_difference_failure(&[&[]], &scalar_loop, &scalar_loop, &[vec![x]]);
+        assert!(failure.is_none(), "x {x}: {failure:?}");
+    }
+}

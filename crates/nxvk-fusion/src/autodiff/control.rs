@@ -61,11 +61,7 @@ impl Differentiator<'_> {
         elements: &[Option<NodeId>],
         needed: &[bool],
     ) -> Result<Vec<(NodeId, NodeId)>> {
-        let op = self
-            .builder
-            .node(node)
-            .map(|node| node.op.clone())
-            .expect("node ids come from this builder");
+        let op = self.op_of(node);
         let wanted = |this: &Self, inputs: &[NodeId]| -> Vec<usize> {
             (0..inputs.len())
                 .filter(|&position| {

@@ -39,7 +39,20 @@ pub(super) fn inline(
             Op::Parameter { index } => arguments[index],
             _ => {
                 let mut op = node.op.clone();
-                for operand in operands_mut(&mut op) {
+                let operands = op.operands();
+                let rewritable = operands_mut(&mut op);
+                // The two lists are written apart (shared and mutable access); a node whose
+                // lists disagree is refused rather than copied with wrong operands.
+                if rewritable.len() != operands.len()
+                    || rewritable.iter().zip(&operands).any(|(a, b)| **a != *b)
+                {
+                    return Err(Error::Unsupported {
+                        op: node.op.name(),
+                        dtype: node.ty.tensor().map_or(nxvk_core::DType::F32, |ty| ty.dtype),
+                        detail: "grad: autodiff/inline.rs lists this op's operands differently from Op::operands".into(),
+                    });
+                }
+                for operand in rewritable {
                     *operand = copies[operand.index()];
                 }
                 builder.push(op, node.ty.clone())?
@@ -54,7 +67,10 @@ pub(super) fn inline(
         .collect())
 }
 
-/// The operand handles of `op`, in [`Op::operands`]'s order, for rewriting.
+/// The operand handles of `op`, in [`Op::operands`]'s order, for rewriting: that function's
+/// mutable twin, kept here rather than in `graph.rs` (one body cannot serve both kinds of
+/// access without a macro, or a clone of every literal), and checked against it on every
+/// copy.
 fn operands_mut(op: &mut Op) -> Vec<&mut NodeId> {
     match op {
         Op::Parameter { .. }
