@@ -178,3 +178,61 @@ proptest! {
         prop_assert!(failure.is_none(), "{select:?}: {failure:?}");
     }
 }
+
+/// `bump(window_scatter_max(x, source, init))` over an input of `shape` with `window` and
+/// `padding` (no strides).
+fn scattered_over(
+    shape: &'static [usize],
+    window: &'static [usize],
+    padding: Vec<(i64, i64)>,
+) -> Loss {
+    Box::new(move |builder, parameters| {
+        let options = WindowOptions {
+            padding: padding.clone(),
+            ..WindowOptions::default()
+        };
+        let output = builder
+            .window_scatter(
+                ScatterSelect::Max,
+                parameters[0],
+                parameters[1],
+                parameters[2],
+                window,
+                options,
+            )
+            .unwrap();
+        assert_eq!(
+            builder.type_of(output).unwrap().tensor().unwrap().shape,
+            shape
+        );
+        let square = builder.binary(BinaryOp::Multiply, output, output).unwrap();
+        let one = builder.constant(DType::F64, 1.0).unwrap();
+        let denominator = builder.binary(BinaryOp::Add, square, one).unwrap();
+        builder
+            .binary(BinaryOp::Divide, output, denominator)
+            .unwrap()
+    })
+}
+
+#[test]
+fn rank_zero_and_empty_inputs_scatter_with_their_gradients() {
+    // Rank 0: one window, the one element; the source lands on it.
+    let loss = scattered_over(&[], &[], Vec::new());
+    let failure = finite_difference_failure(
+        &[&[], &[], &[]],
+        &loss,
+        &loss,
+        &[vec![0.3], vec![0.8], vec![-0.2]],
+    );
+    assert!(failure.is_none(), "rank 0: {failure:?}");
+    // An empty input whose padding makes two windows: both select padding, so the sources
+    // are dropped (a zero gradient) and only the init value matters.
+    let loss = scattered_over(&[0, 3], &[1, 2], vec![(1, 0), (0, 0)]);
+    let failure = finite_difference_failure(
+        &[&[0, 3], &[1, 2], &[]],
+        &loss,
+        &loss,
+        &[Vec::new(), vec![0.4, -0.9], vec![0.25]],
+    );
+    assert!(failure.is_none(), "empty: {failure:?}");
+}

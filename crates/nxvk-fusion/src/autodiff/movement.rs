@@ -542,10 +542,6 @@ impl Differentiator<'_> {
             // One window holding the one element: the scatter adds the source to it.
             return Ok(gradient);
         }
-        if pooled.contains(&0) {
-            let zero = self.scalar(output_type.dtype, 0.0)?;
-            return self.builder.broadcast_to(zero, &pooled);
-        }
         let converted = self.converted(input, output_type.dtype)?;
         let init = self.converted(init_value, output_type.dtype)?;
         let config: Vec<(i64, i64, usize)> = options
