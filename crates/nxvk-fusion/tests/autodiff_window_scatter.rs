@@ -28,9 +28,20 @@ fn options() -> WindowOptions {
     }
 }
 
-/// `bump(window_scatter(select, input, source, init))` with `bump(v) = v / (v^2 + 1)` (so the
-/// output gradient differs between positions), the input given by `input` (a parameter, or a
-/// literal the gradient does not see).
+/// `v / (v^2 + 1)`: the loss applied to the scatter's output, so that the output gradient
+/// differs between positions (arithmetic only: f64 transcendentals compile slowly on
+/// lavapipe).
+fn bump(builder: &mut GraphBuilder, value: NodeId) -> NodeId {
+    let square = builder.binary(BinaryOp::Multiply, value, value).unwrap();
+    let one = builder.constant(DType::F64, 1.0).unwrap();
+    let denominator = builder.binary(BinaryOp::Add, square, one).unwrap();
+    builder
+        .binary(BinaryOp::Divide, value, denominator)
+        .unwrap()
+}
+
+/// `bump(window_scatter(select, input, source, init))`, the input given by `input` (a
+/// parameter, or a literal the gradient does not see).
 fn scattered(select: ScatterSelect, input: Option<Vec<f64>>) -> Loss {
     Box::new(move |builder, parameters| {
         let (x, rest) = match &input {
@@ -49,12 +60,7 @@ fn scattered(select: ScatterSelect, input: Option<Vec<f64>>) -> Loss {
         let output = builder
             .window_scatter(select, x, rest[0], rest[1], WINDOW, options())
             .unwrap();
-        let square = builder.binary(BinaryOp::Multiply, output, output).unwrap();
-        let one = builder.constant(DType::F64, 1.0).unwrap();
-        let denominator = builder.binary(BinaryOp::Add, square, one).unwrap();
-        builder
-            .binary(BinaryOp::Divide, output, denominator)
-            .unwrap()
+        bump(builder, output)
     })
 }
 
@@ -205,12 +211,7 @@ fn scattered_over(
             builder.type_of(output).unwrap().tensor().unwrap().shape,
             shape
         );
-        let square = builder.binary(BinaryOp::Multiply, output, output).unwrap();
-        let one = builder.constant(DType::F64, 1.0).unwrap();
-        let denominator = builder.binary(BinaryOp::Add, square, one).unwrap();
-        builder
-            .binary(BinaryOp::Divide, output, denominator)
-            .unwrap()
+        bump(builder, output)
     })
 }
 
