@@ -31,6 +31,12 @@
 //! - `embedding_grad_f32_64Kx64`: loss = sum(sin(take(table, ids, axis 0))) for a table
 //!   f32[65536, 64] and 16384 ids (repeats included), and the table's gradient (an
 //!   indexed_add of the rows), as one plan, GPU time.
+//! - `while_rnn_grad_f32_b64_h512_t16@wall`: loss = sum(h_16) for `h = tanh(dot(h, w))` run
+//!   16 times by a `while` node (state: h f32[64, 512], w f32[512, 512], an s32 counter), and
+//!   the gradients with respect to h_0 and w (`autodiff/control.rs`: a counting loop, then
+//!   the body replayed from h_0 before each of the 16 vector-Jacobian products, 136 body
+//!   runs in all), wall time to the read-back: the loops read their predicates back. Torch's
+//!   backward through 16 unrolled steps keeps every state (16 body runs forward, 16 back).
 //!
 //! GPU-side workloads are timed with GPU timestamps (median of 20 after at least 300 ms of
 //! warm-up, which brings the GPU's clocks up). `--quick` runs smaller sizes under the same
@@ -44,7 +50,7 @@
 mod model;
 
 use nxvk_core::{DType, Device, Result, Tensor};
-use nxvk_fusion::{Graph, GraphBuilder, PlanCache, gradients};
+use nxvk_fusion::{DotAxes, Graph, GraphBuilder, NodeId, PlanCache, gradients};
 use nxvk_kernels::{BinaryOp, ConvOptions, ReduceOp, TieBreak, UnaryOp, WindowOp, WindowOptions};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -125,6 +131,10 @@ fn main() {
                     (65536, 64, 16384)
                 })
             }),
+        ),
+        (
+            "while_rnn_grad_f32_b64_h512_t16@wall".into(),
+            Box::new(move |b| b.while_rnn_grad(if quick { (4, 32, 4) } else { (64, 512, 16) })),
         ),
     ];
     run_workloads(&arguments, &bench, workloads);
@@ -326,6 +336,59 @@ impl Bench {
         let x = self.tensor(&input_shape, 6)?;
         let k = self.tensor(&kernel_shape, 7)?;
         Ok(Record::milliseconds(self.plan_median(&graph, &[&x, &k])?))
+    }
+
+    /// Forward and backward of `steps` steps of `h = tanh(dot(h, w))` in a `while` node over
+    /// `batch` rows of `width` units (the gradient rematerialises the loop's states).
+    fn while_rnn_grad(&self, (batch, width, steps): (usize, usize, usize)) -> Result<Record> {
+        let state_parameters = |builder: &mut GraphBuilder| -> Result<Vec<NodeId>> {
+            Ok(vec![
+                builder.parameter(DType::F32, &[batch, width])?,
+                builder.parameter(DType::F32, &[width, width])?,
+                builder.parameter(DType::S32, &[])?,
+            ])
+        };
+        let mut condition = GraphBuilder::new();
+        let state = state_parameters(&mut condition)?;
+        let limit = condition.constant(DType::S32, steps as f64)?;
+        let running = condition.binary(BinaryOp::Less, state[2], limit)?;
+        let condition = condition.finish(&[running])?;
+        let mut body = GraphBuilder::new();
+        let state = state_parameters(&mut body)?;
+        let axes = DotAxes {
+            contract_left: vec![1],
+            batch_left: vec![],
+            contract_right: vec![0],
+            batch_right: vec![],
+        };
+        let product = body.dot(state[0], state[1], axes)?;
+        let next = body.unary(UnaryOp::Tanh, product)?;
+        let one = body.constant(DType::S32, 1.0)?;
+        let counted = body.binary(BinaryOp::Add, state[2], one)?;
+        let body = body.finish(&[next, state[1], counted])?;
+
+        let mut builder = GraphBuilder::new();
+        let h = builder.parameter(DType::F32, &[batch, width])?;
+        let w = builder.parameter(DType::F32, &[width, width])?;
+        let zero = builder.constant(DType::S32, 0.0)?;
+        let looped = builder.while_loop(&[h, w, zero], condition, body)?;
+        let last = builder.elem(looped, 0)?;
+        let loss = builder.reduce(ReduceOp::Sum, last, None, false, TieBreak::Low)?;
+        let grads = gradients(&mut builder, loss, &[h, w])?;
+        let graph = builder.finish(&[loss, grads[0], grads[1]])?;
+        let h = self.tensor(&[batch, width], 9)?;
+        // Weights scaled to about 1 / sqrt(width) so tanh stays out of saturation.
+        let w = self.tensor(&[width, width], 10)?;
+        let scale = Tensor::from_slice(&self.device, &[], &[1.0f32 / (width as f32).sqrt()])?;
+        let w = nxvk_kernels::ops::multiply(&w, &scale)?;
+        self.cache.plan(&graph)?;
+        let once = || -> Result<Duration> {
+            let start = Instant::now();
+            let outputs = self.cache.run(&graph, &[&h, &w])?;
+            outputs[0].to_vec::<f32>()?;
+            Ok(start.elapsed())
+        };
+        Ok(Record::milliseconds(wall_median(1, 5, once)?))
     }
 
     /// Forward and backward of an embedding lookup: `ids` rows of a `rows` x `width` table.

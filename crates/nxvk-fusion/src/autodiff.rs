@@ -14,18 +14,27 @@
 //!   `max(x, 0)` passes half the gradient at exactly 0); in `reduce_max`/`reduce_min` it is
 //!   shared equally between the tied elements.
 //! - An op without a rule is an `Error::Unsupported` naming it; never a silent zero. `conv`
-//!   has rules for every option (groups, dilations, permutations);
-//!   window_product and window_scatter have none yet.
-//! - Data movement, indexing, scans, windows and sort: see `autodiff/movement.rs` (Nx's
-//!   rules, and the tie and repeated-index conventions).
+//!   has rules for every option (groups, dilations, permutations). `reduce` and
+//!   `window_reduce` with a reducer function and window_product are not differentiable, as in
+//!   Nx: their error says so and points at `stop_grad`.
+//! - Data movement, indexing, scans, windows, window_scatter and sort: see
+//!   `autodiff/movement.rs` (Nx's rules, and the tie and repeated-index conventions).
+//! - `block`, `cond` and `while` (and `elem`, which reads their tuples): see
+//!   `autodiff/control.rs`. Their rules need the vector-Jacobian product of a nested graph as
+//!   a graph, so the pass itself is `vjp` (several outputs, any cotangents), of which
+//!   [`gradients`] is the one-output, seed-one case; `autodiff/inline.rs` copies nested graphs
+//!   into the graph being built.
 //! - `metadata` nodes labelled [`STOP_GRAD`] pass no gradient (Nx's `stop_grad`).
 
+mod control;
+mod inline;
 mod movement;
 
 use crate::builder::GraphBuilder;
 use crate::graph::{DotAxes, NodeId, NodeType, Op, TensorType};
 use nxvk_core::{DType, Error, Result};
 use nxvk_kernels::{BinaryOp, ConvGeometry, ConvOptions, ReduceOp, TieBreak, UnaryOp};
+use std::collections::HashMap;
 
 /// The `metadata` label that stops gradients.
 pub const STOP_GRAD: &str = "stop_grad";
@@ -50,30 +59,60 @@ pub fn gradients(builder: &mut GraphBuilder, loss: NodeId, wrt: &[NodeId]) -> Re
             ));
         }
     }
-    let needed = needed_nodes(builder, loss, wrt);
+    let one = builder.constant(loss_type.dtype, 1.0)?;
+    let seed = builder.broadcast_to(one, &loss_type.shape)?;
+    vjp(builder, &[loss], &[seed], wrt)
+}
+
+/// The vector-Jacobian product: appends to `builder` the adjoints of the nodes `wrt` when each
+/// node of `outputs` is given the adjoint `cotangents[i]` (of its type), and returns them in
+/// order (a zero tensor where no output depends on the node). Integer outputs pass no
+/// gradient; nodes of `wrt` built after every output get zeros. The callers check the types.
+pub(crate) fn vjp(
+    builder: &mut GraphBuilder,
+    outputs: &[NodeId],
+    cotangents: &[NodeId],
+    wrt: &[NodeId],
+) -> Result<Vec<NodeId>> {
+    let last = outputs.iter().map(|output| output.index()).max();
+    let needed = last.map_or_else(Vec::new, |last| needed_nodes(builder, last, wrt));
     let mut differentiator = Differentiator {
         builder,
-        adjoints: vec![None; loss.index() + 1],
+        adjoints: vec![None; needed.len()],
+        tuple_adjoints: HashMap::new(),
     };
-    let one = differentiator.scalar(loss_type.dtype, 1.0)?;
-    let seed = differentiator.builder.broadcast_to(one, &loss_type.shape)?;
-    differentiator.adjoints[loss.index()] = Some(seed);
-    for index in (0..=loss.index()).rev() {
-        let Some(adjoint) = differentiator.adjoints[index] else {
-            continue;
-        };
+    for (&output, &cotangent) in outputs.iter().zip(cotangents) {
+        if needed[output.index()] && differentiator.ty(output)?.dtype.is_float() {
+            differentiator.accumulate(output, cotangent)?;
+        }
+    }
+    for index in (0..needed.len()).rev() {
         if !needed[index] {
             continue;
         }
         let node = NodeId(index as u32);
-        for (operand, contribution) in differentiator.backward(node, adjoint, &needed)? {
+        let contributions = if let Some(elements) = differentiator.tuple_adjoints.remove(&node) {
+            differentiator.control_rule(node, &elements, &needed)?
+        } else if let Some(adjoint) = differentiator.adjoints[index] {
+            differentiator.backward(node, adjoint, &needed)?
+        } else {
+            continue;
+        };
+        for (operand, contribution) in contributions {
             differentiator.accumulate(operand, contribution)?;
         }
     }
     wrt.iter()
-        .map(|&target| match differentiator.adjoints[target.index()] {
-            Some(gradient) => Ok(gradient),
-            None => differentiator.zeros_like(target),
+        .map(|&target| {
+            match differentiator
+                .adjoints
+                .get(target.index())
+                .copied()
+                .flatten()
+            {
+                Some(gradient) => Ok(gradient),
+                None => differentiator.zeros_like(target),
+            }
         })
         .collect()
 }
@@ -99,10 +138,10 @@ fn tensor_type(builder: &GraphBuilder, op: &'static str, id: NodeId) -> Result<T
     }
 }
 
-/// For each node up to `loss`: whether it depends on a node of `wrt` (only those get adjoints).
-fn needed_nodes(builder: &GraphBuilder, loss: NodeId, wrt: &[NodeId]) -> Vec<bool> {
-    let mut needed = vec![false; loss.index() + 1];
-    for index in 0..=loss.index() {
+/// For each node up to `last`: whether it depends on a node of `wrt` (only those get adjoints).
+fn needed_nodes(builder: &GraphBuilder, last: usize, wrt: &[NodeId]) -> Vec<bool> {
+    let mut needed = vec![false; last + 1];
+    for index in 0..=last {
         let id = NodeId(index as u32);
         let Some(node) = builder.node(id) else {
             continue;
@@ -129,7 +168,11 @@ fn inverse_permutation(permutation: &[usize]) -> Vec<usize> {
 
 struct Differentiator<'b> {
     builder: &'b mut GraphBuilder,
+    /// The adjoint of each tensor node, once a user contributed to it.
     adjoints: Vec<Option<NodeId>>,
+    /// The adjoints of the elements of tuple nodes (`cond`, `while`, `block`), gathered from
+    /// their `elem` users.
+    tuple_adjoints: HashMap<NodeId, Vec<Option<NodeId>>>,
 }
 
 impl Differentiator<'_> {
@@ -240,6 +283,14 @@ impl Differentiator<'_> {
         self.builder.broadcast_to(reshaped, &input.shape)
     }
 
+    /// The op of `node` (a copy: the rules append to the builder while they read it).
+    fn op_of(&self, node: NodeId) -> Op {
+        self.builder
+            .node(node)
+            .map(|node| node.op.clone())
+            .expect("node ids come from this builder")
+    }
+
     /// The contributions of `node`'s adjoint `gradient` to its differentiable operands.
     fn backward(
         &mut self,
@@ -247,11 +298,7 @@ impl Differentiator<'_> {
         gradient: NodeId,
         needed: &[bool],
     ) -> Result<Vec<(NodeId, NodeId)>> {
-        let op = self
-            .builder
-            .node(node)
-            .map(|node| node.op.clone())
-            .expect("node ids come from this builder");
+        let op = self.op_of(node);
         let wants = |operand: NodeId| needed[operand.index()];
         let is_float = |this: &Self, operand: NodeId| {
             this.ty(operand)
@@ -395,13 +442,12 @@ impl Differentiator<'_> {
             | Op::Sort { .. } => {
                 contributions = self.movement_rule(&op, node, gradient, needed)?;
             }
-            Op::Elem { .. }
-            | Op::Fun { .. }
-            | Op::Cond { .. }
-            | Op::While { .. }
-            | Op::Block { .. }
-            | Op::ReduceWith { .. }
-            | Op::WindowReduceWith { .. } => return Err(self.no_rule(op.name(), node)),
+            Op::Elem { tuple, index } => self.elem_rule(tuple, index, gradient)?,
+            // Tuple and function values get their adjoints per element (see `control_rule`).
+            Op::Fun { .. } | Op::Cond { .. } | Op::While { .. } | Op::Block { .. } => {}
+            Op::ReduceWith { .. } | Op::WindowReduceWith { .. } => {
+                return Err(self.not_differentiable(op.name(), node));
+            }
         }
         Ok(contributions)
     }
@@ -411,6 +457,19 @@ impl Differentiator<'_> {
             op: name,
             dtype: self.ty(node).map_or(DType::F32, |ty| ty.dtype),
             detail: "grad: no gradient rule for this op yet".into(),
+        }
+    }
+
+    /// The error of an op Nx's `grad` refuses too (reduce and window_reduce with a reducer
+    /// function, window_product).
+    fn not_differentiable(&self, name: &'static str, node: NodeId) -> Error {
+        Error::Unsupported {
+            op: name,
+            dtype: self.ty(node).map_or(DType::F32, |ty| ty.dtype),
+            detail: format!(
+                "grad: {name} is not differentiable (Nx's grad refuses it too); wrap it in \
+                 stop_grad (a metadata node labelled \"{STOP_GRAD}\") to treat it as a constant"
+            ),
         }
     }
 

@@ -65,7 +65,9 @@ impl GraphBuilder {
         GraphBuilder::default()
     }
 
-    fn push(&mut self, op: Op, ty: NodeType) -> Result<NodeId> {
+    /// Appends a node whose type the caller knows (the checked constructors below, and
+    /// autodiff's inlining of a node of a checked graph over operands of the same types).
+    pub(crate) fn push(&mut self, op: Op, ty: NodeType) -> Result<NodeId> {
         let id = u32::try_from(self.graph.nodes.len()).map_err(|_| Error::BadOperands {
             op: "graph",
             shapes: Vec::new(),

@@ -7,7 +7,10 @@
 //! indexed_add/put pass the gradient to the target (put zeroes the written positions) and
 //! gather it for the updates; window_max/min scatter it with window_scatter_max/min (over the
 //! input padded explicitly: see `window_extreme_rule`);
-//! window_sum's is a window_sum of the dilated, re-padded gradient.
+//! window_sum's is a window_sum of the dilated, re-padded gradient; window_scatter_max/min
+//! give the source the output gradient at the position each window selects (its windows
+//! gathered explicitly, as Nx's rule does), the init value the sum of the gradient, and the
+//! input nothing (it only steers the selection).
 //!
 //! Where Nx has no rule of its own (its cumulative ops and take/take_along_axis are
 //! compositions there), the rules here are the exact derivative of our node:
@@ -24,7 +27,10 @@
 //!   writes each position once, so no atomic adds are needed).
 //!
 //! Ties and repeated indices: window_max/min follow window_scatter's choice (the last
-//! extreme in each window, Nx's greater_equal selection; padding never wins); indexed_put's rule is Nx's, so of several rows writing one
+//! extreme in each window, Nx's greater_equal selection; padding never wins);
+//! window_scatter's own rule selects as its kernel does (the last extreme, the padding
+//! holding the init value and able to win, in which case the source is dropped and gets no
+//! gradient); indexed_put's rule is Nx's, so of several rows writing one
 //! position, every row's update receives that position's gradient (only the last one's value
 //! survives the forward pass). Iota, argsort and integer operands carry no gradient.
 
@@ -256,9 +262,33 @@ impl Differentiator<'_> {
                         WindowOp::Max | WindowOp::Min => {
                             self.window_extreme_rule(*op, *input, gradient, window, options)?
                         }
-                        WindowOp::Product => return Err(self.no_rule(op.name(), node)),
+                        WindowOp::Product => return Err(self.not_differentiable(op.name(), node)),
                     };
                     contributions.push((*input, value));
+                }
+            }
+            Op::WindowScatter {
+                select,
+                input,
+                source,
+                init_value,
+                window,
+                options,
+            } => {
+                // The input only steers the selection: no gradient (Nx gives it zeros).
+                if wants(self, *source) {
+                    let value = self.window_scatter_source_rule(
+                        *select,
+                        (*input, *source, *init_value, node),
+                        gradient,
+                        window,
+                        options,
+                    )?;
+                    contributions.push((*source, value));
+                }
+                if wants(self, *init_value) {
+                    // Every output element starts from the init value.
+                    contributions.push((*init_value, self.sum_all(gradient)?));
                 }
             }
             Op::Sort {
@@ -487,6 +517,102 @@ impl Differentiator<'_> {
             .map(|&(low, high, _)| (-low, -high, 0))
             .collect();
         self.pad_with_zero(scattered, &cropping)
+    }
+
+    /// d source of `output = window_scatter(select, input, source, init_value)`: each window's
+    /// source value lands on the position the window selects, so its gradient is the output
+    /// gradient there, and 0 where the selection falls in the padding (the scatter drops it).
+    /// The windows are gathered explicitly, as in Nx's rule, from the input converted to the
+    /// output's type and padded with the init value (what the forward kernel selects on);
+    /// ties go to the last extreme (arg max/min with `TieBreak::High`, Nx's rule and the
+    /// kernel's greater_equal choice). A window holding NaN may select differently from the
+    /// kernel's sequential scan.
+    fn window_scatter_source_rule(
+        &mut self,
+        select: ScatterSelect,
+        (input, source, init_value, output): (NodeId, NodeId, NodeId, NodeId),
+        gradient: NodeId,
+        window: &[usize],
+        options: &WindowOptions,
+    ) -> Result<NodeId> {
+        let (input_type, output_type) = (self.ty(input)?, self.ty(output)?);
+        // The source has the pooled shape (the builder checked it).
+        let pooled = self.ty(source)?.shape;
+        if input_type.shape.is_empty() {
+            // One window holding the one element: the scatter adds the source to it.
+            return Ok(gradient);
+        }
+        let converted = self.converted(input, output_type.dtype)?;
+        let init = self.converted(init_value, output_type.dtype)?;
+        let config: Vec<(i64, i64, usize)> = options
+            .padding
+            .iter()
+            .map(|&(low, high)| (low, high, 0))
+            .collect();
+        let (padded_input, padded_gradient) = if config.is_empty() {
+            (converted, gradient)
+        } else {
+            (
+                self.builder.pad(converted, init, &config)?,
+                self.pad_with_zero(gradient, &config)?,
+            )
+        };
+        let coordinates = self.window_coordinates(&pooled, window, options)?;
+        let all_axes: Vec<usize> = (0..input_type.shape.len()).collect();
+        let input_windows = self
+            .builder
+            .gather(padded_input, coordinates, Some(&all_axes))?;
+        let last = pooled.len();
+        let arg = match select {
+            ScatterSelect::Max => ReduceOp::ArgMax,
+            ScatterSelect::Min => ReduceOp::ArgMin,
+        };
+        let chosen =
+            self.builder
+                .reduce(arg, input_windows, Some(&[last]), true, TieBreak::High)?;
+        let gradient_windows =
+            self.builder
+                .gather(padded_gradient, coordinates, Some(&all_axes))?;
+        let picked = self
+            .builder
+            .take_along_axis(gradient_windows, chosen, last)?;
+        self.builder.reshape(picked, &pooled)
+    }
+
+    /// `value` converted to `dtype` (itself when it has it).
+    fn converted(&mut self, value: NodeId, dtype: DType) -> Result<NodeId> {
+        if self.ty(value)?.dtype == dtype {
+            Ok(value)
+        } else {
+            self.builder.as_type(value, dtype)
+        }
+    }
+
+    /// The padded-input coordinates of every window position: shape `[pooled..., window
+    /// positions, rank]`, position `w` of window `p` at `p * stride + w * dilation` per axis.
+    fn window_coordinates(
+        &mut self,
+        pooled: &[usize],
+        window: &[usize],
+        options: &WindowOptions,
+    ) -> Result<NodeId> {
+        let rank = pooled.len();
+        let grid: Vec<usize> = pooled.iter().chain(window).copied().collect();
+        let mut flat = pooled.to_vec();
+        flat.extend([window.iter().product::<usize>(), 1]);
+        let columns = (0..rank)
+            .map(|axis| {
+                let stride = options.strides.get(axis).copied().unwrap_or(1) as f64;
+                let dilation = options.window_dilations.get(axis).copied().unwrap_or(1) as f64;
+                let start = self.builder.iota(INDEX_DTYPE, &grid, Some(axis))?;
+                let start = self.scale(start, stride)?;
+                let offset = self.builder.iota(INDEX_DTYPE, &grid, Some(rank + axis))?;
+                let offset = self.scale(offset, dilation)?;
+                let coordinate = self.binary(BinaryOp::Add, start, offset)?;
+                self.builder.reshape(coordinate, &flat)
+            })
+            .collect::<Result<Vec<NodeId>>>()?;
+        self.builder.concatenate(&columns, rank + 1)
     }
 
     /// d input of window_sum: output `p` read padded positions `p * stride + w * dilation`,
