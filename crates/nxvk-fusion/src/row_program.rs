@@ -17,10 +17,8 @@
 //!   packets of four, with vector loads where the executor finds the packet conditions),
 //!   folds each reduction from the registers (subgroup butterflies, then shared memory across
 //!   the team's subgroups: one barrier pair per reduction), and writes each output once.
-//!   Teams are a power of two; a team widens (up to 1,024 invocations, where the device
-//!   allows, the workgroup growing with it) until each invocation holds at most two packets,
-//!   so that few registers are held and many workgroups stay resident; short rows put several
-//!   teams in a workgroup, as the fused row folds do.
+//!   Teams are a power of two no wider than the workgroup; short rows put several teams in a
+//!   workgroup, as the fused row folds do.
 //! - A row must fit the registers: at most [`MAX_PACKETS_PER_LANE`] packets per invocation
 //!   and [`MAX_CACHED_BYTES`] of leaf values per invocation. Longer rows, and expressions of
 //!   more than [`MAX_PACKET_STATEMENTS`] statements, keep the multi-dispatch plan (rejected for
@@ -46,7 +44,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// Most packets of a row each invocation holds per leaf: 32 elements, as the fused row folds
-/// give one invocation (rows of up to 32,768 f32 in a 1,024-wide workgroup).
+/// give one invocation (H200 and lavapipe: 8192-element rows in a 256-wide workgroup).
 pub(crate) const MAX_PACKETS_PER_LANE: usize = 8;
 
 /// Most bytes of leaf values one invocation holds (softmax's f64 row of 8192, or layer norm's
@@ -105,58 +103,39 @@ pub(crate) struct TeamShape {
     pub packets_per_lane: usize,
     /// Fold by subgroup shuffles (else by a shared-memory tree over the whole workgroup).
     pub subgroup_fold: bool,
-    /// Invocations per workgroup: the catalog's usual size, or the team's when it is wider.
-    pub workgroup: usize,
 }
 
-/// Packets per invocation a team widens to reach when the device allows (up to
-/// [`MAX_ROW_WORKGROUP`] invocations): fewer values held means fewer registers and more
-/// workgroups resident to hide the row's load latency (an 8K f32 softmax held eight packets
-/// per invocation in 256-wide workgroups and ran at 1.5 TB/s on the H200).
-const PREFERRED_PACKETS_PER_LANE: usize = 2;
-
-/// The widest workgroup a row program uses.
-const MAX_ROW_WORKGROUP: usize = 1024;
-
-/// The team for rows of `row_length` elements whose leaves take `leaf_bytes` per element, on
-/// a device whose workgroups hold up to `max_invocations`: the narrowest power of two, from a
-/// subgroup (or the row's packets, if fewer: short rows are not folded serially), whose
-/// invocations each hold at most [`PREFERRED_PACKETS_PER_LANE`] packets, else the narrowest
-/// whose invocations hold their share within the register limits; the whole (usual)
-/// workgroup when the team folds without subgroup shuffles (`subgroup_fold` false). `None`
-/// when the row does not fit.
+/// The team for rows of `row_length` elements whose leaves take `leaf_bytes` per element: the
+/// narrowest power of two, from a subgroup (or the row's packets, if fewer: short rows are not
+/// folded serially), whose invocations each hold their share of the row within the register
+/// limits; the whole workgroup when the team folds without subgroup shuffles
+/// (`subgroup_fold` false). `None` when the row does not fit.
 fn team_shape(
     subgroup_fold: bool,
     subgroup_size: u32,
     row_length: usize,
     leaf_bytes: usize,
-    max_invocations: usize,
 ) -> Option<TeamShape> {
     let packets = row_length.div_ceil(PACKET_ELEMENTS as usize);
-    let usual = WORKGROUP_SIZE as usize;
+    let workgroup = WORKGROUP_SIZE as usize;
     let subgroup = (subgroup_size.max(1) as usize).next_power_of_two();
-    let (narrowest, widest) = if subgroup_fold {
-        let widest = max_invocations.clamp(usual, MAX_ROW_WORKGROUP);
-        (subgroup.min(packets.next_power_of_two()).min(usual), widest)
+    let narrowest = if subgroup_fold {
+        subgroup.min(packets.next_power_of_two()).min(workgroup)
     } else {
-        (usual, usual)
+        workgroup
     };
     let fits = |size: usize| {
         let packets_per_lane = packets.div_ceil(size);
         packets_per_lane <= MAX_PACKETS_PER_LANE
             && packets_per_lane * PACKET_ELEMENTS as usize * leaf_bytes <= MAX_CACHED_BYTES
     };
-    let sizes = std::iter::successors(Some(narrowest), |&size| Some(size * 2))
-        .take_while(|&size| size <= widest);
-    let size = sizes
-        .clone()
-        .find(|&size| fits(size) && packets.div_ceil(size) <= PREFERRED_PACKETS_PER_LANE)
-        .or_else(|| sizes.clone().find(|&size| fits(size)))?;
+    let size = std::iter::successors(Some(narrowest), |&size| Some(size * 2))
+        .take_while(|&size| size <= workgroup)
+        .find(|&size| fits(size))?;
     Some(TeamShape {
         size,
         packets_per_lane: packets.div_ceil(size),
         subgroup_fold,
-        workgroup: size.max(usual),
     })
 }
 
@@ -470,29 +449,25 @@ impl Finder<'_> {
             .iter()
             .map(|&elem| storage_bytes(elem) as usize)
             .sum();
-        let accumulator_bytes: usize = reductions
+        let shared_bytes: usize = reductions
             .iter()
             .map(|reduction| storage_bytes(reduction.accumulator) as usize)
-            .sum();
+            .sum::<usize>()
+            * WORKGROUP_SIZE as usize;
         let natively_stored = roots.iter().all(|&root| {
             native_on(self.capabilities, self.graph.tensor_type(root).dtype).is_some()
         });
         let row_length = loop_shape.last().copied().unwrap_or(1);
         let fits = rows_aligned
             && natively_stored
-            && expression.statement_count() <= MAX_PACKET_STATEMENTS;
+            && expression.statement_count() <= MAX_PACKET_STATEMENTS
+            && shared_bytes <= self.capabilities.max_shared_memory_bytes as usize;
         let operations = self.capabilities.subgroup_operations;
         let subgroup_fold =
             operations.basic && operations.shuffle && self.options.subgroup_row_folds;
-        let team = team_shape(
-            subgroup_fold,
-            self.capabilities.subgroup_size,
-            row_length,
-            leaf_bytes,
-            self.capabilities.max_workgroup_invocations as usize,
-        )?;
-        let shared_bytes = accumulator_bytes * team.workgroup;
-        (fits && shared_bytes <= self.capabilities.max_shared_memory_bytes as usize).then_some(team)
+        let subgroup_size = self.capabilities.subgroup_size;
+        fits.then(|| team_shape(subgroup_fold, subgroup_size, row_length, leaf_bytes))
+            .flatten()
     }
 }
 
@@ -583,7 +558,7 @@ pub(crate) fn plan_stage(
         loop_shape: group.loop_shape.clone(),
         leaves: expression.leaves,
         roots: group.roots.clone(),
-        rows_per_workgroup: group.team.workgroup / group.team.size,
+        rows_per_workgroup: WORKGROUP_SIZE as usize / group.team.size,
         packet_path: options.packet_path,
     })
 }
@@ -634,30 +609,26 @@ mod tests {
         subgroup_size: u32,
         row: usize,
         bytes: usize,
-        max_invocations: usize,
-    ) -> Option<(usize, usize, usize)> {
-        team_shape(subgroup_fold, subgroup_size, row, bytes, max_invocations)
-            .map(|team| (team.size, team.packets_per_lane, team.workgroup))
+    ) -> Option<(usize, usize)> {
+        team_shape(subgroup_fold, subgroup_size, row, bytes)
+            .map(|team| (team.size, team.packets_per_lane))
     }
 
     #[test]
     fn rows_up_to_the_register_cap_get_a_team() {
-        // H200: subgroups of 32, workgroups up to 1024. An 8K f32 row takes a 1024-wide
-        // workgroup, two packets each.
-        assert_eq!(team(true, 32, 8192, 4, 1024), Some((1024, 2, 1024)));
-        // With 256-wide workgroups only, it fills one with eight packets each.
-        assert_eq!(team(true, 32, 8192, 4, 256), Some((256, 8, 256)));
+        // H200: subgroups of 32. An 8K f32 row fills a 256-wide workgroup, eight packets each.
+        assert_eq!(team(true, 32, 8192, 4), Some((256, 8)));
         // Null arm: one element more does not fit.
-        assert_eq!(team(true, 32, 8193, 4, 256), None);
+        assert_eq!(team(true, 32, 8193, 4), None);
         // Layer norm's three f32 leaves fill the 384 bytes; a fourth leaf does not fit.
-        assert_eq!(team(true, 32, 8192, 12, 256), Some((256, 8, 256)));
-        assert_eq!(team(true, 32, 8192, 16, 256), None);
+        assert_eq!(team(true, 32, 8192, 12), Some((256, 8)));
+        assert_eq!(team(true, 32, 8192, 16), None);
         // Short rows: a team narrower than a subgroup, several rows per workgroup.
-        assert_eq!(team(true, 32, 64, 4, 1024), Some((16, 1, 256)));
-        assert_eq!(team(true, 32, 1, 8, 1024), Some((1, 1, 256)));
+        assert_eq!(team(true, 32, 64, 4), Some((16, 1)));
+        assert_eq!(team(true, 32, 1, 8), Some((1, 1)));
         // lavapipe: subgroups of 8; a team widens until each invocation holds its share.
-        assert_eq!(team(true, 8, 300, 4, 1024), Some((64, 2, 256)));
-        // Without shuffles the whole (usual) workgroup folds one row through shared memory.
-        assert_eq!(team(false, 32, 64, 4, 1024), Some((256, 1, 256)));
+        assert_eq!(team(true, 8, 300, 4), Some((16, 5)));
+        // Without shuffles the whole workgroup folds one row through shared memory.
+        assert_eq!(team(false, 32, 64, 4), Some((256, 1)));
     }
 }
