@@ -32,7 +32,7 @@ mod shader;
 
 use crate::codegen::{Expression, LeafAccess};
 use crate::executor::{GeneratedLaunch, MAX_REDUCE_GROUPS, empty_outputs, packet_words};
-use crate::graph::{Graph, NodeId, Op};
+use crate::graph::{Graph, NodeId, NodeType, Op};
 use crate::plan::{MAX_PACKET_STATEMENTS, PlanOptions, compile, native_on};
 use crate::view::ViewPath;
 use nxvk_core::{Capabilities, Device, Kernel, Layout, Result, Tensor, contiguous_strides};
@@ -302,8 +302,12 @@ impl Finder<'_> {
         groups
     }
 
-    /// A materialised node a fused kernel computes (not a view of a materialised value).
+    /// A materialised tensor node a fused kernel computes (not a view of a materialised value;
+    /// tuples, such as a `while`'s state, are never roots).
     fn may_be_root(&self, id: NodeId, claimed: &[bool]) -> bool {
+        if !matches!(self.graph.node(id).ty, NodeType::Tensor(_)) {
+            return false;
+        }
         let operands = self.graph.node(id).op.operands();
         let view_stage = crate::plan::is_transparent(&self.graph.node(id).op)
             && operands
@@ -372,8 +376,10 @@ impl Finder<'_> {
                     if inside(&user) {
                         continue;
                     }
-                    let same_shape = self.graph.tensor_type(user).shape == loop_shape;
-                    if !(same_shape && self.may_be_root(user, claimed)) {
+                    // A root first: only tensors have a shape (a `while` may read the node).
+                    if !(self.may_be_root(user, claimed)
+                        && self.graph.tensor_type(user).shape == loop_shape)
+                    {
                         return None;
                     }
                     joining.insert(user);
@@ -382,8 +388,10 @@ impl Finder<'_> {
             // Later roots of the shape that read a root share the kernel where they can.
             for root in &roots {
                 for &user in &self.users[root.index()] {
-                    let same_shape = self.graph.tensor_type(user).shape == loop_shape;
-                    if !inside(&user) && same_shape && self.may_be_root(user, claimed) {
+                    if !inside(&user)
+                        && self.may_be_root(user, claimed)
+                        && self.graph.tensor_type(user).shape == loop_shape
+                    {
                         joining.insert(user);
                     }
                 }
