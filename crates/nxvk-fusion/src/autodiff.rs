@@ -401,7 +401,10 @@ impl Differentiator<'_> {
             | Op::While { .. }
             | Op::Block { .. }
             | Op::ReduceWith { .. }
-            | Op::WindowReduceWith { .. } => return Err(self.no_rule(op.name(), node)),
+            | Op::WindowReduceWith { .. }
+            | Op::Fft { .. }
+            | Op::TriangularSolve { .. }
+            | Op::LinAlg { .. } => return Err(self.no_rule(op.name(), node)),
         }
         Ok(contributions)
     }

@@ -65,7 +65,7 @@ impl GraphBuilder {
         GraphBuilder::default()
     }
 
-    fn push(&mut self, op: Op, ty: NodeType) -> Result<NodeId> {
+    pub(crate) fn push(&mut self, op: Op, ty: NodeType) -> Result<NodeId> {
         let id = u32::try_from(self.graph.nodes.len()).map_err(|_| Error::BadOperands {
             op: "graph",
             shapes: Vec::new(),

@@ -9,7 +9,8 @@
 //! trailing axes take their elementwise producers as a prologue (softmax is three
 //! dispatches); views never copy; `cond` and `while` run from the executor; `reduce` and
 //! `window_reduce` with a reducer function get generated kernels of their own
-//! (`reducer.rs`). Everything else
+//! (`reducer.rs`); `fft`, `triangular_solve` and Nx's linear-algebra blocks are native
+//! nodes running the catalog's GPU kernels (`builder_linalg.rs`). Everything else
 //! runs through `nxvk-kernels`' eager API, one node at a time.
 //!
 //! It is not a kernel library (the op semantics live in nxvk-kernels' op table and helpers,
@@ -25,11 +26,13 @@
 
 mod autodiff;
 mod builder;
+mod builder_linalg;
 mod builder_movement;
 mod codegen;
 mod encoding;
 mod executor;
 mod graph;
+mod linalg_stage;
 mod plan;
 mod plan_cache;
 mod reducer;
@@ -40,7 +43,7 @@ pub use builder::GraphBuilder;
 pub use codegen::LeafAccess;
 pub use encoding::{MAGIC, MAX_DEPTH, VERSION, decode, encode};
 pub use graph::{
-    CondClause, DotAxes, Graph, IndexedUpdate, Node, NodeId, NodeType, Op, TensorType,
+    CondClause, DotAxes, Graph, IndexedUpdate, LinAlgKind, Node, NodeId, NodeType, Op, TensorType,
 };
 pub use plan::{FusedKernel, Plan, PlanOptions, Stage};
 pub use plan_cache::{FusionCounters, PlanCache};
