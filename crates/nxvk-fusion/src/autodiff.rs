@@ -19,13 +19,17 @@
 //! - Data movement, indexing, scans, windows and sort: see `autodiff/movement.rs` (Nx's
 //!   rules, and the tie and repeated-index conventions).
 //! - `metadata` nodes labelled [`STOP_GRAD`] pass no gradient (Nx's `stop_grad`).
+//! - fft, triangular_solve and the linear-algebra nodes: see `autodiff/linalg.rs` (closed
+//!   forms; complex adjoints through fft, `real` and `imag`; tuple elements).
 
+mod linalg;
 mod movement;
 
 use crate::builder::GraphBuilder;
 use crate::graph::{DotAxes, NodeId, NodeType, Op, TensorType};
 use nxvk_core::{DType, Error, Result};
 use nxvk_kernels::{BinaryOp, ConvGeometry, ConvOptions, ReduceOp, TieBreak, UnaryOp};
+use std::collections::HashMap;
 
 /// The `metadata` label that stops gradients.
 pub const STOP_GRAD: &str = "stop_grad";
@@ -54,6 +58,7 @@ pub fn gradients(builder: &mut GraphBuilder, loss: NodeId, wrt: &[NodeId]) -> Re
     let mut differentiator = Differentiator {
         builder,
         adjoints: vec![None; loss.index() + 1],
+        element_adjoints: HashMap::new(),
     };
     let one = differentiator.scalar(loss_type.dtype, 1.0)?;
     let seed = differentiator.builder.broadcast_to(one, &loss_type.shape)?;
@@ -130,6 +135,8 @@ fn inverse_permutation(permutation: &[usize]) -> Vec<usize> {
 struct Differentiator<'b> {
     builder: &'b mut GraphBuilder,
     adjoints: Vec<Option<NodeId>>,
+    /// Per-element adjoints of tuple-valued linear-algebra nodes (`autodiff/linalg.rs`).
+    element_adjoints: HashMap<NodeId, Vec<Option<NodeId>>>,
 }
 
 impl Differentiator<'_> {
@@ -261,6 +268,12 @@ impl Differentiator<'_> {
         let mut contributions = Vec::new();
         match op {
             Op::Parameter { .. } | Op::Constant { .. } | Op::Literal { .. } => {}
+            Op::Unary {
+                op: op @ (UnaryOp::Real | UnaryOp::Imag),
+                input,
+            } if wants(input) && self.ty(input).is_ok_and(|ty| ty.dtype.is_complex()) => {
+                contributions.push((input, self.complex_part_rule(op, input, gradient)?));
+            }
             Op::Unary { op, input } => {
                 if wants(input)
                     && is_float(self, input)
@@ -395,16 +408,16 @@ impl Differentiator<'_> {
             | Op::Sort { .. } => {
                 contributions = self.movement_rule(&op, node, gradient, needed)?;
             }
-            Op::Elem { .. }
-            | Op::Fun { .. }
+            Op::Fft { .. } | Op::TriangularSolve { .. } | Op::LinAlg { .. } => {
+                contributions = self.linalg_rule(&op, node, gradient, needed)?;
+            }
+            Op::Elem { tuple, index } => self.element_rule(tuple, index, node, gradient)?,
+            Op::Fun { .. }
             | Op::Cond { .. }
             | Op::While { .. }
             | Op::Block { .. }
             | Op::ReduceWith { .. }
-            | Op::WindowReduceWith { .. }
-            | Op::Fft { .. }
-            | Op::TriangularSolve { .. }
-            | Op::LinAlg { .. } => return Err(self.no_rule(op.name(), node)),
+            | Op::WindowReduceWith { .. } => return Err(self.no_rule(op.name(), node)),
         }
         Ok(contributions)
     }
