@@ -24,6 +24,12 @@
 //! - `embedding_grad_f32_64Kx64`: loss = sum(sin(take(table, ids, axis 0))) for a table
 //!   f32[65536, 64] and 16384 ids (repeats included), and the table's gradient (an
 //!   indexed_add of the rows), as one plan, GPU time.
+//! - `cholesky_solve_grad_f32_b256x64`: s = m m^T + 64 I for m f32[256, 64, 64], l =
+//!   cholesky(s), x = l^-T l^-1 b for b f32[256, 64, 16] (two triangular solves), loss =
+//!   sum(x * x), and its gradients with respect to m and b, as one plan, GPU time.
+//! - `fft_grad_f32_4Kx1K`: loss = sum(real(fft(x)) * w + imag(fft(x)) * v) along the last
+//!   axis of x f32[4096, 1024] (c64 spectrum), and its gradients with respect to x, w and v,
+//!   as one plan, GPU time.
 //!
 //! GPU-side workloads are timed with GPU timestamps (median of 20 after at least 300 ms of
 //! warm-up, which brings the GPU's clocks up). `--quick` runs smaller sizes under the same
@@ -37,8 +43,11 @@
 mod model;
 
 use nxvk_core::{DType, Device, Result, Tensor};
-use nxvk_fusion::{Graph, GraphBuilder, PlanCache, gradients};
-use nxvk_kernels::{BinaryOp, ConvOptions, ReduceOp, TieBreak, UnaryOp, WindowOp, WindowOptions};
+use nxvk_fusion::{DotAxes, Graph, GraphBuilder, PlanCache, gradients};
+use nxvk_kernels::{
+    BinaryOp, ConvOptions, ReduceOp, TieBreak, TriangularSolveOptions, UnaryOp, WindowOp,
+    WindowOptions,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -110,6 +119,14 @@ fn main() {
                     (65536, 64, 16384)
                 })
             }),
+        ),
+        (
+            "cholesky_solve_grad_f32_b256x64".into(),
+            Box::new(move |b| b.cholesky_solve_grad(if quick { (4, 16) } else { (256, 64) })),
+        ),
+        (
+            "fft_grad_f32_4Kx1K".into(),
+            Box::new(move |b| b.fft_grad(if quick { (64, 256) } else { (4096, 1024) })),
         ),
     ];
     run_workloads(&arguments, &bench, workloads);
@@ -286,5 +303,65 @@ impl Bench {
         Ok(Record::milliseconds(
             self.plan_median(&graph, &[&table, &positions])?,
         ))
+    }
+
+    /// Forward and backward of a batched Cholesky solve of `batch` systems of order `n`.
+    fn cholesky_solve_grad(&self, (batch, n): (usize, usize)) -> Result<Record> {
+        let columns = 16;
+        let mut builder = GraphBuilder::new();
+        let m = builder.parameter(DType::F32, &[batch, n, n])?;
+        let b = builder.parameter(DType::F32, &[batch, n, columns])?;
+        let axes = DotAxes {
+            contract_left: vec![2],
+            batch_left: vec![0],
+            contract_right: vec![2],
+            batch_right: vec![0],
+        };
+        let gram = builder.dot(m, m, axes)?;
+        let rows = builder.iota(DType::S32, &[n, n], Some(0))?;
+        let cols = builder.iota(DType::S32, &[n, n], Some(1))?;
+        let diagonal = builder.binary(BinaryOp::Equal, rows, cols)?;
+        let diagonal = builder.as_type(diagonal, DType::F32)?;
+        let shift = builder.constant(DType::F32, n as f64)?;
+        let shift = builder.binary(BinaryOp::Multiply, diagonal, shift)?;
+        let s = builder.binary(BinaryOp::Add, gram, shift)?;
+        let l = builder.cholesky(s)?;
+        let y = builder.triangular_solve(l, b, TriangularSolveOptions::default())?;
+        let transposed = TriangularSolveOptions {
+            transpose_a: true,
+            ..TriangularSolveOptions::default()
+        };
+        let x = builder.triangular_solve(l, y, transposed)?;
+        let square = builder.binary(BinaryOp::Multiply, x, x)?;
+        let loss = builder.reduce(ReduceOp::Sum, square, None, false, TieBreak::Low)?;
+        let grads = gradients(&mut builder, loss, &[m, b])?;
+        let graph = builder.finish(&[loss, grads[0], grads[1]])?;
+        let m = self.tensor(&[batch, n, n], 9)?;
+        let b = self.tensor(&[batch, n, columns], 10)?;
+        Ok(Record::milliseconds(self.plan_median(&graph, &[&m, &b])?))
+    }
+
+    /// Forward and backward of a weighted spectrum: the fft of `rows` signals of `length`.
+    fn fft_grad(&self, (rows, length): (usize, usize)) -> Result<Record> {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, &[rows, length])?;
+        let w = builder.parameter(DType::F32, &[rows, length])?;
+        let v = builder.parameter(DType::F32, &[rows, length])?;
+        let spectrum = builder.fft(x, false, None, 1)?;
+        let real = builder.unary(UnaryOp::Real, spectrum)?;
+        let imag = builder.unary(UnaryOp::Imag, spectrum)?;
+        let real = builder.binary(BinaryOp::Multiply, real, w)?;
+        let imag = builder.binary(BinaryOp::Multiply, imag, v)?;
+        let sum = builder.binary(BinaryOp::Add, real, imag)?;
+        let loss = builder.reduce(ReduceOp::Sum, sum, None, false, TieBreak::Low)?;
+        let grads = gradients(&mut builder, loss, &[x, w, v])?;
+        let graph = builder.finish(&[loss, grads[0], grads[1], grads[2]])?;
+        let inputs = [
+            self.tensor(&[rows, length], 11)?,
+            self.tensor(&[rows, length], 12)?,
+            self.tensor(&[rows, length], 13)?,
+        ];
+        let inputs: Vec<&Tensor> = inputs.iter().collect();
+        Ok(Record::milliseconds(self.plan_median(&graph, &inputs)?))
     }
 }
