@@ -399,7 +399,8 @@ impl Run<'_> {
             Op::Block {
                 inputs, default, ..
             } => {
-                // No block has a native kernel in the catalog yet: run its default expression.
+                // Blocks the catalog runs natively are nodes of their own (`Op::LinAlg`): the
+                // others run their default expression.
                 let inputs = self.tensors(name, inputs)?;
                 let inputs: Vec<&Tensor> = inputs.iter().collect();
                 Ok(Value::Tuple(self.cache.run(default, &inputs)?))

@@ -20,7 +20,7 @@
 //! for elementwise ops (each value is rounded where the eager path stores it, and no op sees
 //! through another: see `codegen.rs`); only fused reductions may fold in another order.
 //!
-//! Not yet: GEMM epilogues (a `dot` runs the catalog's GEMM as its own stage), native kernels for `block`, recording a plan's
+//! Not yet: GEMM epilogues (a `dot` runs the catalog's GEMM as its own stage), native kernels for the `block`s other than linear algebra's, recording a plan's
 //! command buffer once for replay, and `cond`/`while` predicates kept on the device (they
 //! are read back).
 
