@@ -280,6 +280,32 @@ impl Differentiator<'_> {
         self.builder.reshape(value, &shape)
     }
 
+    /// The adjoints of `a` (before any transform) and `b` of a linear system whose solution
+    /// is `x`: `to_b = solve_adjoint(g)` (the system with its matrix transposed), `to_a =
+    /// -to_b x^T` (left side) or `-x^T to_b` (right side); a vector `b` is a one-column (or
+    /// one-row) matrix meanwhile.
+    fn system_rule(
+        &mut self,
+        (a, b, x): (NodeId, NodeId, NodeId),
+        gradient: NodeId,
+        left_side: bool,
+        solve_adjoint: &dyn Fn(&mut Self, NodeId) -> Result<NodeId>,
+    ) -> Result<(NodeId, NodeId)> {
+        let rank = self.ty(a)?.shape.len();
+        let b_shape = self.ty(b)?.shape;
+        let g = self.as_matrix(gradient, rank, !left_side)?;
+        let x = self.as_matrix(x, rank, !left_side)?;
+        let to_b = solve_adjoint(self, g)?;
+        let product = if left_side {
+            self.matmul(to_b, false, x, true)?
+        } else {
+            self.matmul(x, true, to_b, false)?
+        };
+        let to_a = self.unary(UnaryOp::Negate, product)?;
+        let to_b = self.builder.reshape(to_b, &b_shape)?;
+        Ok((to_a, to_b))
+    }
+
     fn triangular_solve_rule(
         &mut self,
         a: NodeId,
@@ -288,28 +314,18 @@ impl Differentiator<'_> {
         x: NodeId,
         gradient: NodeId,
     ) -> Result<(NodeId, NodeId)> {
-        let rank = self.ty(a)?.shape.len();
-        let b_shape = self.ty(b)?.shape;
-        let row = !options.left_side;
-        let g = self.as_matrix(gradient, rank, row)?;
-        let x = self.as_matrix(x, rank, row)?;
         let transposed = TriangularSolveOptions {
             transpose_a: !options.transpose_a,
             ..*options
         };
-        let to_b = self.builder.triangular_solve(a, g, transposed)?;
-        let product = if options.left_side {
-            self.matmul(to_b, false, x, true)?
-        } else {
-            self.matmul(x, true, to_b, false)?
-        };
-        let mut to_a = self.unary(UnaryOp::Negate, product)?;
+        let (mut to_a, to_b) =
+            self.system_rule((a, b, x), gradient, options.left_side, &|this, g| {
+                this.builder.triangular_solve(a, g, transposed)
+            })?;
         if options.transpose_a {
             to_a = self.transpose_matrix(to_a)?;
         }
-        let to_a = self.triangle(to_a, options.lower, 0)?;
-        let to_b = self.builder.reshape(to_b, &b_shape)?;
-        Ok((to_a, to_b))
+        Ok((self.triangle(to_a, options.lower, 0)?, to_b))
     }
 
     fn solve_rule(
@@ -319,16 +335,10 @@ impl Differentiator<'_> {
         x: NodeId,
         gradient: NodeId,
     ) -> Result<(NodeId, NodeId)> {
-        let rank = self.ty(a)?.shape.len();
-        let b_shape = self.ty(b)?.shape;
-        let g = self.as_matrix(gradient, rank, false)?;
-        let x = self.as_matrix(x, rank, false)?;
         let a_transposed = self.transpose_matrix(a)?;
-        let to_b = self.builder.solve(a_transposed, g)?;
-        let product = self.matmul(to_b, false, x, true)?;
-        let to_a = self.unary(UnaryOp::Negate, product)?;
-        let to_b = self.builder.reshape(to_b, &b_shape)?;
-        Ok((to_a, to_b))
+        self.system_rule((a, b, x), gradient, true, &|this, g| {
+            this.builder.solve(a_transposed, g)
+        })
     }
 
     fn determinant_rule(
@@ -351,6 +361,31 @@ impl Differentiator<'_> {
         self.mul(weight, inverse_transposed)
     }
 
+    /// `lower^-T middle right^-1` (`right^-T` when `transpose_right`) by two triangular
+    /// solves; `lower` is lower triangular, `right` lower when `right_lower`, else upper.
+    fn between_triangles(
+        &mut self,
+        lower: NodeId,
+        middle: NodeId,
+        right: NodeId,
+        right_lower: bool,
+        transpose_right: bool,
+    ) -> Result<NodeId> {
+        let transposed_lower = TriangularSolveOptions {
+            transpose_a: true,
+            ..TriangularSolveOptions::default()
+        };
+        let left = self
+            .builder
+            .triangular_solve(lower, middle, transposed_lower)?;
+        let on_the_right = TriangularSolveOptions {
+            lower: right_lower,
+            left_side: false,
+            transpose_a: transpose_right,
+        };
+        self.builder.triangular_solve(right, left, on_the_right)
+    }
+
     fn cholesky_rule(&mut self, l: NodeId, gradient: NodeId) -> Result<NodeId> {
         let shape = self.ty(l)?.shape;
         let dtype = self.ty(l)?.dtype;
@@ -361,22 +396,7 @@ impl Differentiator<'_> {
         let divisor = self.offset(identity, 1.0)?;
         let halved = self.div(product, divisor)?;
         let phi = self.triangle(halved, true, 0)?;
-        let left = self.builder.triangular_solve(
-            l,
-            phi,
-            TriangularSolveOptions {
-                transpose_a: true,
-                ..TriangularSolveOptions::default()
-            },
-        )?;
-        let both = self.builder.triangular_solve(
-            l,
-            left,
-            TriangularSolveOptions {
-                left_side: false,
-                ..TriangularSolveOptions::default()
-            },
-        )?;
+        let both = self.between_triangles(l, phi, l, true, false)?;
         self.symmetrised(both)
     }
 
@@ -475,24 +495,8 @@ impl Differentiator<'_> {
         let du_u = self.matmul(du, false, u, true)?;
         let above = self.triangle(du_u, false, 0)?;
         let middle = self.binary(BinaryOp::Add, below, above)?;
-        // l^-T middle u^-T by two triangular solves (l's unit diagonal is stored).
-        let left = self.builder.triangular_solve(
-            l,
-            middle,
-            TriangularSolveOptions {
-                transpose_a: true,
-                ..TriangularSolveOptions::default()
-            },
-        )?;
-        let both = self.builder.triangular_solve(
-            u,
-            left,
-            TriangularSolveOptions {
-                lower: false,
-                left_side: false,
-                transpose_a: true,
-            },
-        )?;
+        // l's unit diagonal is stored, so the solve reads it as it is.
+        let both = self.between_triangles(l, middle, u, false, true)?;
         let dtype = self.ty(both)?.dtype;
         let permutation = self.builder.as_type(p, dtype)?;
         self.matmul(permutation, false, both, false)
