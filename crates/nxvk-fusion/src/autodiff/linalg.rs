@@ -15,8 +15,8 @@
 //!   diagonal) by two triangular solves, then symmetrised: the gradient with respect to the
 //!   symmetric matrix (as JAX gives; Nx returns the unsymmetrised matrix, whose symmetric
 //!   part is this one).
-//! - qr (`m >= n`, reduced or complete): Nx's formula (arXiv 2009.10071, eq. 3); wide
-//!   matrices are `Unsupported`.
+//! - qr: Nx's formulas (arXiv 2009.10071): eq. 3 for `m >= n` (reduced or complete), its
+//!   Proposition 2 for wide matrices.
 //! - eigh (distinct eigenvalues): Nx's and JAX's `v (diag(g_values) + f * v^T g_vectors) v^T`,
 //!   symmetrised, with `f_ij = 1 / (lambda_j - lambda_i)` off the diagonal.
 //! - lu: with the permutation held constant, `p l^-T (tril(l^T g_l, -1) + triu(g_u u^T)) u^-T`.
@@ -34,7 +34,7 @@
 
 use super::Differentiator;
 use crate::graph::{DotAxes, LinAlgKind, NodeId, NodeType, Op};
-use nxvk_core::{DType, Error, Result};
+use nxvk_core::{DType, Result};
 use nxvk_kernels::{BinaryOp, TriangularSolveOptions, UnaryOp};
 
 /// The batch axes of rank-`rank` matrices (all but the last two).
@@ -435,20 +435,42 @@ impl Differentiator<'_> {
         }
     }
 
+    /// `value`'s `count` columns (last axis) from `start`.
+    fn columns(&mut self, value: NodeId, start: usize, count: usize) -> Result<NodeId> {
+        let mut lengths = self.ty(value)?.shape;
+        let rank = lengths.len();
+        let mut starts = vec![0; rank];
+        starts[rank - 1] = start;
+        lengths[rank - 1] = count;
+        self.builder.slice(value, &starts, &lengths, &vec![1; rank])
+    }
+
+    /// d a of `(q, r) = qr(a)`: Nx's tall/square rule, and for wide matrices (`r = [u | v]`,
+    /// `a = [x | y]`) the square rule for `x` with `dq + y dv^T`, and `q dv` for `y`.
     fn qr_rule(&mut self, elements: &[NodeId], adjoints: &[NodeId]) -> Result<NodeId> {
         let (q, r, dq, dr) = (elements[0], elements[1], adjoints[0], adjoints[1]);
         let r_shape = self.ty(r)?.shape;
         let rank = r_shape.len();
         let (rows, columns) = (r_shape[rank - 2], r_shape[rank - 1]);
-        if rows < columns {
-            return Err(Error::Unsupported {
-                op: "qr",
-                dtype: self.ty(r)?.dtype,
-                detail: format!(
-                    "grad: only matrices with at least as many rows as columns (r is {rows} x {columns})"
-                ),
-            });
+        if rows >= columns {
+            return self.qr_tall_rule(q, r, dq, dr);
         }
+        let (u, du) = (self.columns(r, 0, rows)?, self.columns(dr, 0, rows)?);
+        let rest = columns - rows;
+        let (v, dv) = (self.columns(r, rows, rest)?, self.columns(dr, rows, rest)?);
+        let y = self.matmul(q, false, v, false)?;
+        let y_dv = self.matmul(y, false, dv, true)?;
+        let shifted_dq = self.binary(BinaryOp::Add, dq, y_dv)?;
+        let dx = self.qr_tall_rule(q, u, shifted_dq, du)?;
+        let dy = self.matmul(q, false, dv, false)?;
+        self.builder.concatenate(&[dx, dy], rank - 1)
+    }
+
+    /// Nx's rule for `r` with at least as many rows as columns (arXiv 2009.10071, eq. 3).
+    fn qr_tall_rule(&mut self, q: NodeId, r: NodeId, dq: NodeId, dr: NodeId) -> Result<NodeId> {
+        let r_shape = self.ty(r)?.shape;
+        let rank = r_shape.len();
+        let columns = r_shape[rank - 1];
         let r_dr = self.matmul(r, false, dr, true)?;
         let dq_q = self.matmul(dq, true, q, false)?;
         let m = self.binary(BinaryOp::Subtract, r_dr, dq_q)?;
@@ -461,15 +483,12 @@ impl Differentiator<'_> {
         let sum = self.binary(BinaryOp::Add, dq, q_m)?;
         // Complete mode: r has zero rows below its leading square block; only that block
         // and the matching columns of the sum enter the solve.
-        let mut starts = vec![0; rank];
-        let strides = vec![1; rank];
         let mut square = r_shape.clone();
         square[rank - 2] = columns;
-        let r_square = self.builder.slice(r, &starts, &square, &strides)?;
-        let mut sum_shape = self.ty(sum)?.shape;
-        sum_shape[rank - 1] = columns;
-        starts.fill(0);
-        let sum = self.builder.slice(sum, &starts, &sum_shape, &strides)?;
+        let r_square = self
+            .builder
+            .slice(r, &vec![0; rank], &square, &vec![1; rank])?;
+        let sum = self.columns(sum, 0, columns)?;
         // sum . r^-T, solved as x r^T = sum.
         self.builder.triangular_solve(
             r_square,
