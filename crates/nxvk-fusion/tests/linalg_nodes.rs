@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::{planned_outputs as planned, same};
+
 use nxvk_core::{DType, Error, Tensor};
 use nxvk_fusion::{GraphBuilder, LinAlgKind, NodeId, NodeType, PlanCache, decode, encode};
 use nxvk_kernels::fft::{Transform, fft};
@@ -58,37 +60,6 @@ fn symmetric(random: &mut common::SplitMix, dtype: DType, shape: &[usize], shift
         .collect();
     let f64_tensor = Tensor::from_slice(&common::device(), shape, &values).unwrap();
     as_type(&f64_tensor, dtype).unwrap()
-}
-
-/// Runs the graph `build` makes over parameters typed like `inputs` (its outputs: the nodes
-/// it returns), checks each output against the builder's inferred type, and returns them.
-fn planned(
-    cache: &PlanCache,
-    inputs: &[&Tensor],
-    build: impl Fn(&mut GraphBuilder, &[NodeId]) -> Vec<NodeId>,
-) -> Vec<Tensor> {
-    let mut builder = GraphBuilder::new();
-    let parameters: Vec<NodeId> = inputs
-        .iter()
-        .map(|input| builder.parameter(input.dtype(), input.shape()).unwrap())
-        .collect();
-    let outputs = build(&mut builder, &parameters);
-    let graph = builder.finish(&outputs).unwrap();
-    let results = cache.run(&graph, inputs).unwrap();
-    for (&output, result) in outputs.iter().zip(&results) {
-        let inferred = graph.node(output).ty.tensor().unwrap().clone();
-        assert_eq!(
-            (inferred.dtype, inferred.shape.as_slice()),
-            (result.dtype(), result.shape())
-        );
-    }
-    results
-}
-
-fn same(planned: &Tensor, eager: &Tensor) -> bool {
-    planned.dtype() == eager.dtype()
-        && planned.shape() == eager.shape()
-        && planned.to_bytes().unwrap() == eager.to_bytes().unwrap()
 }
 
 const DTYPES: [DType; 3] = [DType::F32, DType::F64, DType::S32];
