@@ -37,6 +37,12 @@
 //!   the body replayed from h_0 before each of the 16 vector-Jacobian products, 136 body
 //!   runs in all), wall time to the read-back: the loops read their predicates back. Torch's
 //!   backward through 16 unrolled steps keeps every state (16 body runs forward, 16 back).
+//! - `cholesky_solve_grad_f32_b256x64`: s = m m^T + 64 I for m f32[256, 64, 64], l =
+//!   cholesky(s), x = l^-T l^-1 b for b f32[256, 64, 16] (two triangular solves), loss =
+//!   sum(x * x), and its gradients with respect to m and b, as one plan, GPU time.
+//! - `fft_grad_f32_4Kx1K`: loss = sum(real(fft(x)) * w + imag(fft(x)) * v) along the last
+//!   axis of x f32[4096, 1024] (c64 spectrum), and its gradients with respect to x, w and v,
+//!   as one plan, GPU time.
 //!
 //! GPU-side workloads are timed with GPU timestamps (median of 20 after at least 300 ms of
 //! warm-up, which brings the GPU's clocks up). `--quick` runs smaller sizes under the same
@@ -51,7 +57,10 @@ mod model;
 
 use nxvk_core::{DType, Device, Result, Tensor};
 use nxvk_fusion::{DotAxes, Graph, GraphBuilder, NodeId, PlanCache, gradients};
-use nxvk_kernels::{BinaryOp, ConvOptions, ReduceOp, TieBreak, UnaryOp, WindowOp, WindowOptions};
+use nxvk_kernels::{
+    BinaryOp, ConvOptions, ReduceOp, TieBreak, TriangularSolveOptions, UnaryOp, WindowOp,
+    WindowOptions,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -135,6 +144,14 @@ fn main() {
         (
             "while_rnn_grad_f32_b64_h512_t16@wall".into(),
             Box::new(move |b| b.while_rnn_grad(if quick { (4, 32, 4) } else { (64, 512, 16) })),
+        ),
+        (
+            "cholesky_solve_grad_f32_b256x64".into(),
+            Box::new(move |b| b.cholesky_solve_grad(if quick { (4, 16) } else { (256, 64) })),
+        ),
+        (
+            "fft_grad_f32_4Kx1K".into(),
+            Box::new(move |b| b.fft_grad(if quick { (64, 256) } else { (4096, 1024) })),
         ),
     ];
     run_workloads(&arguments, &bench, workloads);
@@ -408,5 +425,65 @@ impl Bench {
         Ok(Record::milliseconds(
             self.plan_median(&graph, &[&table, &positions])?,
         ))
+    }
+
+    /// Forward and backward of a batched Cholesky solve of `batch` systems of order `n`.
+    fn cholesky_solve_grad(&self, (batch, n): (usize, usize)) -> Result<Record> {
+        let columns = 16;
+        let mut builder = GraphBuilder::new();
+        let m = builder.parameter(DType::F32, &[batch, n, n])?;
+        let b = builder.parameter(DType::F32, &[batch, n, columns])?;
+        let axes = DotAxes {
+            contract_left: vec![2],
+            batch_left: vec![0],
+            contract_right: vec![2],
+            batch_right: vec![0],
+        };
+        let gram = builder.dot(m, m, axes)?;
+        let rows = builder.iota(DType::S32, &[n, n], Some(0))?;
+        let cols = builder.iota(DType::S32, &[n, n], Some(1))?;
+        let diagonal = builder.binary(BinaryOp::Equal, rows, cols)?;
+        let diagonal = builder.as_type(diagonal, DType::F32)?;
+        let shift = builder.constant(DType::F32, n as f64)?;
+        let shift = builder.binary(BinaryOp::Multiply, diagonal, shift)?;
+        let s = builder.binary(BinaryOp::Add, gram, shift)?;
+        let l = builder.cholesky(s)?;
+        let y = builder.triangular_solve(l, b, TriangularSolveOptions::default())?;
+        let transposed = TriangularSolveOptions {
+            transpose_a: true,
+            ..TriangularSolveOptions::default()
+        };
+        let x = builder.triangular_solve(l, y, transposed)?;
+        let square = builder.binary(BinaryOp::Multiply, x, x)?;
+        let loss = builder.reduce(ReduceOp::Sum, square, None, false, TieBreak::Low)?;
+        let grads = gradients(&mut builder, loss, &[m, b])?;
+        let graph = builder.finish(&[loss, grads[0], grads[1]])?;
+        let m = self.tensor(&[batch, n, n], 9)?;
+        let b = self.tensor(&[batch, n, columns], 10)?;
+        Ok(Record::milliseconds(self.plan_median(&graph, &[&m, &b])?))
+    }
+
+    /// Forward and backward of a weighted spectrum: the fft of `rows` signals of `length`.
+    fn fft_grad(&self, (rows, length): (usize, usize)) -> Result<Record> {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, &[rows, length])?;
+        let w = builder.parameter(DType::F32, &[rows, length])?;
+        let v = builder.parameter(DType::F32, &[rows, length])?;
+        let spectrum = builder.fft(x, false, None, 1)?;
+        let real = builder.unary(UnaryOp::Real, spectrum)?;
+        let imag = builder.unary(UnaryOp::Imag, spectrum)?;
+        let real = builder.binary(BinaryOp::Multiply, real, w)?;
+        let imag = builder.binary(BinaryOp::Multiply, imag, v)?;
+        let sum = builder.binary(BinaryOp::Add, real, imag)?;
+        let loss = builder.reduce(ReduceOp::Sum, sum, None, false, TieBreak::Low)?;
+        let grads = gradients(&mut builder, loss, &[x, w, v])?;
+        let graph = builder.finish(&[loss, grads[0], grads[1], grads[2]])?;
+        let inputs = [
+            self.tensor(&[rows, length], 11)?,
+            self.tensor(&[rows, length], 12)?,
+            self.tensor(&[rows, length], 13)?,
+        ];
+        let inputs: Vec<&Tensor> = inputs.iter().collect();
+        Ok(Record::milliseconds(self.plan_median(&graph, &inputs)?))
     }
 }

@@ -25,9 +25,12 @@
 //!   [`gradients`] is the one-output, seed-one case; `autodiff/inline.rs` copies nested graphs
 //!   into the graph being built.
 //! - `metadata` nodes labelled [`STOP_GRAD`] pass no gradient (Nx's `stop_grad`).
+//! - fft, triangular_solve and the linear-algebra nodes: see `autodiff/linalg.rs` (closed
+//!   forms; complex adjoints through fft, `real` and `imag`; tuple elements).
 
 mod control;
 mod inline;
+mod linalg;
 mod movement;
 
 use crate::builder::GraphBuilder;
@@ -308,6 +311,12 @@ impl Differentiator<'_> {
         let mut contributions = Vec::new();
         match op {
             Op::Parameter { .. } | Op::Constant { .. } | Op::Literal { .. } => {}
+            Op::Unary {
+                op: op @ (UnaryOp::Real | UnaryOp::Imag),
+                input,
+            } if wants(input) && self.ty(input).is_ok_and(|ty| ty.dtype.is_complex()) => {
+                contributions.push((input, self.complex_part_rule(op, input, gradient)?));
+            }
             Op::Unary { op, input } => {
                 if wants(input)
                     && is_float(self, input)
@@ -441,6 +450,9 @@ impl Differentiator<'_> {
             | Op::Iota { .. }
             | Op::Sort { .. } => {
                 contributions = self.movement_rule(&op, node, gradient, needed)?;
+            }
+            Op::Fft { .. } | Op::TriangularSolve { .. } | Op::LinAlg { .. } => {
+                contributions = self.linalg_rule(&op, node, gradient, needed)?;
             }
             Op::Elem { tuple, index } => self.elem_rule(tuple, index, gradient)?,
             // Tuple and function values get their adjoints per element (see `control_rule`).

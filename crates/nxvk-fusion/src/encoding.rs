@@ -59,6 +59,11 @@
 //! 38  window_reduce_with
 //!                 input:u32 init:u32 window_dimensions:list strides:list padding:pairs
 //!                 window_dilations:list reducer:graph
+//! 39  fft         input:u32 length:u32 axis:u32
+//! 40  ifft        input:u32 length:u32 axis:u32
+//! 41  triangular_solve a:u32 b:u32 left_side:u8 lower:u8 transpose_a:u8
+//! 42  linalg      kind:text inputs:ids             (kind: "cholesky", "solve", "qr_reduced",
+//!                 "qr_complete", "lu", "determinant", "eigh"; qr, lu and eigh give a tuple)
 //!
 //! pairs   := n:u32 (low:i64 high:i64)*
 //! triples := n:u32 (low:i64 high:i64 interior:u64)*
@@ -70,11 +75,13 @@
 //! the bytes left before anything is allocated, and nesting is limited to [`MAX_DEPTH`].
 
 use crate::builder::GraphBuilder;
-use crate::graph::{CondClause, DotAxes, Graph, IndexedUpdate, NodeId, Op};
+use crate::graph::{CondClause, DotAxes, Graph, IndexedUpdate, LinAlgKind, NodeId, Op};
 use nxvk_core::{DType, Error, Result};
 use nxvk_kernels::sort::Direction;
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
-use nxvk_kernels::{ConvOptions, ScanOp, ScatterSelect, WindowOp, WindowOptions};
+use nxvk_kernels::{
+    ConvOptions, ScanOp, ScatterSelect, TriangularSolveOptions, WindowOp, WindowOptions,
+};
 
 /// The first bytes of every encoded graph.
 pub const MAGIC: &[u8; 8] = b"NXVKGRPH";
@@ -534,6 +541,30 @@ impl Writer {
                     self.list(&options.window_dilations);
                     self.graph(reducer);
                 }
+                Op::Fft {
+                    input,
+                    inverse,
+                    length,
+                    axis,
+                } => {
+                    self.u8(if *inverse { 40 } else { 39 });
+                    self.id(*input);
+                    self.len(*length);
+                    self.len(*axis);
+                }
+                Op::TriangularSolve { a, b, options } => {
+                    self.u8(41);
+                    self.id(*a);
+                    self.id(*b);
+                    self.u8(u8::from(options.left_side));
+                    self.u8(u8::from(options.lower));
+                    self.u8(u8::from(options.transpose_a));
+                }
+                Op::LinAlg { kind, inputs } => {
+                    self.u8(42);
+                    self.text(kind.encoded_name());
+                    self.ids(inputs);
+                }
             }
         }
         self.ids(&graph.outputs);
@@ -962,6 +993,26 @@ impl<'a> Reader<'a> {
                 };
                 let reducer = self.graph(depth + 1)?;
                 builder.window_reduce_with(input, init, reducer, &window_dimensions, options)
+            }
+            39 | 40 => {
+                let input = self.id()?;
+                let length = self.u32()? as usize;
+                let axis = self.u32()? as usize;
+                builder.fft(input, tag == 40, Some(length), axis)
+            }
+            41 => {
+                let a = self.id()?;
+                let b = self.id()?;
+                let options = TriangularSolveOptions {
+                    left_side: self.flag()?,
+                    lower: self.flag()?,
+                    transpose_a: self.flag()?,
+                };
+                builder.triangular_solve(a, b, options)
+            }
+            42 => {
+                let kind = self.named(&LinAlgKind::ALL, LinAlgKind::encoded_name)?;
+                builder.linalg(kind, &self.ids()?)
             }
             other => Err(malformed(format!("unknown node tag {other}"))),
         }

@@ -8,7 +8,8 @@
 //! `cond` and `while`, which read their predicate back.
 
 use crate::codegen::{FUSED_PUSH_CONSTANT_BYTES, OPAQUE_WORD, PACKET_RANK};
-use crate::graph::{Graph, IndexedUpdate, NodeId, Op};
+use crate::graph::{Graph, IndexedUpdate, NodeId, NodeType, Op};
+use crate::linalg_stage;
 use crate::plan::{FusedKernel, Plan, Stage};
 use crate::plan_cache::PlanCache;
 use crate::view::{ViewStep, apply_path};
@@ -446,7 +447,8 @@ impl Run<'_> {
             Op::Block {
                 inputs, default, ..
             } => {
-                // No block has a native kernel in the catalog yet: run its default expression.
+                // Blocks the catalog runs natively are nodes of their own (`Op::LinAlg`): the
+                // others run their default expression.
                 let inputs = self.tensors(name, inputs)?;
                 let inputs: Vec<&Tensor> = inputs.iter().collect();
                 Ok(Value::Tuple(self.cache.run(default, &inputs)?))
@@ -590,6 +592,16 @@ impl Run<'_> {
                     sort::argsort(input, *axis, *direction, graph.tensor_type(id).dtype)?
                 } else {
                     sort::sort(input, *axis, *direction)?
+                })
+            }
+            Op::Fft { .. } | Op::TriangularSolve { .. } | Op::LinAlg { .. } => {
+                let operands = self.tensors(name, &node.op.operands())?;
+                let operands: Vec<&Tensor> = operands.iter().collect();
+                let input_dtype = operands.first().map_or(DType::F32, |tensor| tensor.dtype());
+                let mut results = linalg_stage::run(&node.op, &operands, input_dtype)?;
+                Ok(match &node.ty {
+                    NodeType::Tuple(_) => Value::Tuple(results),
+                    _ => Value::Tensor(results.remove(0)),
                 })
             }
             op => {

@@ -2,7 +2,8 @@
 //!
 //! A [`Graph`] owns its nodes in creation order, which is a topological order: an operand
 //! always has a smaller [`NodeId`] than its user. Every node carries its op and its inferred
-//! output type (dtype and shape, or a tuple of them for `cond`, `while` and `block`), so later
+//! output type (dtype and shape, or a tuple of them for `cond`, `while`, `block` and the
+//! multi-output linear-algebra nodes `qr`, `lu` and `eigh`), so later
 //! passes never re-derive types. Graphs are only made by [`GraphBuilder`](crate::GraphBuilder)
 //! (directly or through the decoder), which checks operands and infers types with Nx's rules:
 //! a `Graph` value is always well formed.
@@ -14,8 +15,8 @@
 use nxvk_core::DType;
 use nxvk_kernels::sort::Direction;
 use nxvk_kernels::{
-    BinaryOp, ConvOptions, ReduceOp, ScanOp, ScatterSelect, TieBreak, UnaryOp, WindowOp,
-    WindowOptions,
+    BinaryOp, ConvOptions, ReduceOp, ScanOp, ScatterSelect, TieBreak, TriangularSolveOptions,
+    UnaryOp, WindowOp, WindowOptions,
 };
 use std::sync::Arc;
 
@@ -104,6 +105,65 @@ impl IndexedUpdate {
         match self {
             IndexedUpdate::Put => "indexed_put",
             IndexedUpdate::Add => "indexed_add",
+        }
+    }
+}
+
+/// Which of Nx's linear-algebra blocks (`Nx.Block.LinAlg.*`) a [`Op::LinAlg`] node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinAlgKind {
+    /// `l` with `l l^T = a` (one tensor).
+    Cholesky,
+    /// `x` with `a x = b` (one tensor; two operands).
+    Solve,
+    /// `{q, r}`; `complete` is Nx's `mode: :complete`, else `:reduced`.
+    Qr { complete: bool },
+    /// `{p, l, u}` with `a = p l u`; `p` has the input's dtype, as in Nx.
+    Lu,
+    /// One value per matrix (one tensor).
+    Determinant,
+    /// `{eigenvalues, eigenvectors}` of symmetric matrices.
+    Eigh,
+}
+
+impl LinAlgKind {
+    /// Every kind, in encoding order.
+    pub const ALL: [LinAlgKind; 7] = [
+        LinAlgKind::Cholesky,
+        LinAlgKind::Solve,
+        LinAlgKind::Qr { complete: false },
+        LinAlgKind::Qr { complete: true },
+        LinAlgKind::Lu,
+        LinAlgKind::Determinant,
+        LinAlgKind::Eigh,
+    ];
+
+    /// Nx's name of the op.
+    pub const fn name(self) -> &'static str {
+        match self {
+            LinAlgKind::Cholesky => "cholesky",
+            LinAlgKind::Solve => "solve",
+            LinAlgKind::Qr { .. } => "qr",
+            LinAlgKind::Lu => "lu",
+            LinAlgKind::Determinant => "determinant",
+            LinAlgKind::Eigh => "eigh",
+        }
+    }
+
+    /// The name the encoding writes (the QR mode folded in).
+    pub const fn encoded_name(self) -> &'static str {
+        match self {
+            LinAlgKind::Qr { complete: false } => "qr_reduced",
+            LinAlgKind::Qr { complete: true } => "qr_complete",
+            other => other.name(),
+        }
+    }
+
+    /// How many tensors the node takes.
+    pub const fn arity(self) -> usize {
+        match self {
+            LinAlgKind::Solve => 2,
+            _ => 1,
         }
     }
 }
@@ -340,6 +400,28 @@ pub enum Op {
         direction: Direction,
         positions: bool,
     },
+    // Fourier transforms and linear algebra: each runs the eager catalog's GPU kernel as its
+    // own stage.
+    /// Nx's `fft` (or `ifft` when `inverse`) along `axis`, over `length` elements (the input
+    /// padded with zeros or truncated to it).
+    Fft {
+        input: NodeId,
+        inverse: bool,
+        length: usize,
+        axis: usize,
+    },
+    /// Nx's `triangular_solve`: `x` with `op(a) x = b` (or `x op(a) = b`), reading one
+    /// triangle of `a`.
+    TriangularSolve {
+        a: NodeId,
+        b: NodeId,
+        options: TriangularSolveOptions,
+    },
+    /// One of Nx's linear-algebra blocks run natively; a tuple for `qr`, `lu` and `eigh`.
+    LinAlg {
+        kind: LinAlgKind,
+        inputs: Vec<NodeId>,
+    },
 }
 
 impl Op {
@@ -388,6 +470,10 @@ impl Op {
             Op::Sort {
                 positions: true, ..
             } => "argsort",
+            Op::Fft { inverse: false, .. } => "fft",
+            Op::Fft { inverse: true, .. } => "ifft",
+            Op::TriangularSolve { .. } => "triangular_solve",
+            Op::LinAlg { kind, .. } => kind.name(),
         }
     }
 
@@ -411,7 +497,8 @@ impl Op {
             | Op::Metadata { input, .. }
             | Op::Cumulative { input, .. }
             | Op::Window { input, .. }
-            | Op::Sort { input, .. } => vec![*input],
+            | Op::Sort { input, .. }
+            | Op::Fft { input, .. } => vec![*input],
             Op::Elem { tuple, .. } => vec![*tuple],
             Op::Binary { left, right, .. } | Op::Dot { left, right, .. } => vec![*left, *right],
             Op::Conv { input, kernel, .. } => vec![*input, *kernel],
@@ -421,7 +508,10 @@ impl Op {
                 on_false,
             } => vec![*predicate, *on_true, *on_false],
             Op::Clip { input, min, max } => vec![*input, *min, *max],
-            Op::Cond { inputs, .. } | Op::Block { inputs, .. } => inputs.clone(),
+            Op::Cond { inputs, .. } | Op::Block { inputs, .. } | Op::LinAlg { inputs, .. } => {
+                inputs.clone()
+            }
+            Op::TriangularSolve { a, b, .. } => vec![*a, *b],
             Op::While { initial, .. } => initial.clone(),
             Op::ReduceWith { input, init, .. } | Op::WindowReduceWith { input, init, .. } => {
                 vec![*input, *init]

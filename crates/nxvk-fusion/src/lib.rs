@@ -12,7 +12,8 @@
 //! dispatch; longer rows keep three); views never copy; `cond` and `while` run from the
 //! executor; `reduce` and
 //! `window_reduce` with a reducer function get generated kernels of their own
-//! (`reducer.rs`). Everything else
+//! (`reducer.rs`); `fft`, `triangular_solve` and Nx's linear-algebra blocks are native
+//! nodes running the catalog's GPU kernels (`builder_linalg.rs`). Everything else
 //! runs through `nxvk-kernels`' eager API, one node at a time.
 //!
 //! It is not a kernel library (the op semantics live in nxvk-kernels' op table and helpers,
@@ -22,17 +23,19 @@
 //! for elementwise ops (each value is rounded where the eager path stores it, and no op sees
 //! through another: see `codegen.rs`); only fused reductions may fold in another order.
 //!
-//! Not yet: GEMM epilogues (a `dot` runs the catalog's GEMM as its own stage), native kernels for `block`, recording a plan's
+//! Not yet: GEMM epilogues (a `dot` runs the catalog's GEMM as its own stage), native kernels for the `block`s other than linear algebra's, recording a plan's
 //! command buffer once for replay, and `cond`/`while` predicates kept on the device (they
 //! are read back).
 
 mod autodiff;
 mod builder;
+mod builder_linalg;
 mod builder_movement;
 mod codegen;
 mod encoding;
 mod executor;
 mod graph;
+mod linalg_stage;
 mod plan;
 mod plan_cache;
 mod reducer;
@@ -44,7 +47,7 @@ pub use builder::GraphBuilder;
 pub use codegen::LeafAccess;
 pub use encoding::{MAGIC, MAX_DEPTH, VERSION, decode, encode};
 pub use graph::{
-    CondClause, DotAxes, Graph, IndexedUpdate, Node, NodeId, NodeType, Op, TensorType,
+    CondClause, DotAxes, Graph, IndexedUpdate, LinAlgKind, Node, NodeId, NodeType, Op, TensorType,
 };
 pub use plan::{FusedKernel, Plan, PlanOptions, Stage};
 pub use plan_cache::{FusionCounters, PlanCache};

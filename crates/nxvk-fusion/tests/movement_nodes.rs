@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::same;
+
 use nxvk_core::{DType, Tensor};
 use nxvk_fusion::{GraphBuilder, IndexedUpdate, NodeId, PlanCache};
 use nxvk_kernels::sort::Direction;
@@ -49,26 +51,10 @@ fn planned(
     inputs: &[&Tensor],
     build: impl Fn(&mut GraphBuilder, &[NodeId]) -> NodeId,
 ) -> Tensor {
-    let mut builder = GraphBuilder::new();
-    let parameters: Vec<NodeId> = inputs
-        .iter()
-        .map(|input| builder.parameter(input.dtype(), input.shape()).unwrap())
-        .collect();
-    let output = build(&mut builder, &parameters);
-    let graph = builder.finish(&[output]).unwrap();
-    let result = cache.run(&graph, inputs).unwrap().remove(0);
-    let inferred = graph.node(output).ty.tensor().unwrap().clone();
-    assert_eq!(
-        (inferred.dtype, inferred.shape.as_slice()),
-        (result.dtype(), result.shape())
-    );
-    result
-}
-
-fn same(planned: &Tensor, eager: &Tensor) -> bool {
-    planned.dtype() == eager.dtype()
-        && planned.shape() == eager.shape()
-        && planned.to_bytes().unwrap() == eager.to_bytes().unwrap()
+    common::planned_outputs(cache, inputs, |builder, parameters| {
+        vec![build(builder, parameters)]
+    })
+    .remove(0)
 }
 
 const DTYPES: [DType; 3] = [DType::F32, DType::F64, DType::S32];

@@ -95,6 +95,9 @@ impl Differentiator<'_> {
                 let wanted = wanted(self, &initial);
                 self.while_rule(node, &initial, &condition, &body, elements, &wanted)
             }
+            Op::LinAlg { kind, inputs } => {
+                self.linalg_tuple_rule(node, kind, inputs[0], elements, needed)
+            }
             _ => Err(self.no_rule(op.name(), node)),
         }
     }

@@ -90,19 +90,22 @@ fn operands_mut(op: &mut Op) -> Vec<&mut NodeId> {
         | Op::Metadata { input, .. }
         | Op::Cumulative { input, .. }
         | Op::Window { input, .. }
-        | Op::Sort { input, .. } => vec![input],
+        | Op::Sort { input, .. }
+        | Op::Fft { input, .. } => vec![input],
         Op::Elem { tuple, .. } => vec![tuple],
         Op::Binary { left, right, .. } | Op::Dot { left, right, .. } => vec![left, right],
         Op::Conv { input, kernel, .. } => vec![input, kernel],
+        Op::TriangularSolve { a, b, .. } => vec![a, b],
         Op::Select {
             predicate,
             on_true,
             on_false,
         } => vec![predicate, on_true, on_false],
         Op::Clip { input, min, max } => vec![input, min, max],
-        Op::Cond { inputs, .. } | Op::Block { inputs, .. } | Op::Concatenate { inputs, .. } => {
-            inputs.iter_mut().collect()
-        }
+        Op::Cond { inputs, .. }
+        | Op::Block { inputs, .. }
+        | Op::Concatenate { inputs, .. }
+        | Op::LinAlg { inputs, .. } => inputs.iter_mut().collect(),
         Op::While { initial, .. } => initial.iter_mut().collect(),
         Op::ReduceWith { input, init, .. } | Op::WindowReduceWith { input, init, .. } => {
             vec![input, init]

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use nxvk_core::{Context, DType, Device, Tensor};
-use nxvk_fusion::{Graph, GraphBuilder, NodeId, Op};
+use nxvk_fusion::{Graph, GraphBuilder, NodeId, Op, PlanCache};
 use nxvk_kernels::reduce::{ReduceOptions, reduce};
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp, as_type, binary, movement, unary};
 use std::sync::{Arc, OnceLock};
@@ -22,6 +22,38 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs the graph `build` makes over parameters typed like `inputs` (its outputs: the nodes
+/// it returns), checks each output against the builder's inferred type, and returns them.
+pub fn planned_outputs(
+    cache: &PlanCache,
+    inputs: &[&Tensor],
+    build: impl Fn(&mut GraphBuilder, &[NodeId]) -> Vec<NodeId>,
+) -> Vec<Tensor> {
+    let mut builder = GraphBuilder::new();
+    let parameters: Vec<NodeId> = inputs
+        .iter()
+        .map(|input| builder.parameter(input.dtype(), input.shape()).unwrap())
+        .collect();
+    let outputs = build(&mut builder, &parameters);
+    let graph = builder.finish(&outputs).unwrap();
+    let results = cache.run(&graph, inputs).unwrap();
+    for (&output, result) in outputs.iter().zip(&results) {
+        let inferred = graph.node(output).ty.tensor().unwrap().clone();
+        assert_eq!(
+            (inferred.dtype, inferred.shape.as_slice()),
+            (result.dtype(), result.shape())
+        );
+    }
+    results
+}
+
+/// Same dtype, shape and bytes.
+pub fn same(planned: &Tensor, eager: &Tensor) -> bool {
+    planned.dtype() == eager.dtype()
+        && planned.shape() == eager.shape()
+        && planned.to_bytes().unwrap() == eager.to_bytes().unwrap()
 }
 
 #[path = "../../../nxvk-kernels/tests/common/split_mix.rs"]

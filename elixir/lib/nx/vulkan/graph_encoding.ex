@@ -10,11 +10,13 @@ if Code.ensure_loaded?(Nx) do
     ops, `as_type`, views (broadcast, reshape, transpose, squeeze, slice), select, clip, the
     reductions, dot, conv, reverse, metadata, pad, concatenate, put_slice (static starts),
     gather, indexed_put/add, the window ops and window scatters, iota, sort, argsort, and the
-    cumulative, take and take_along_axis blocks, and `reduce` and `window_reduce`, whose
+    cumulative, take and take_along_axis blocks, `reduce` and `window_reduce`, whose
     function is encoded as a nested graph of its two scalar parameters (a function that
-    captures an outer parameter is not encoded). Any other node (`cond`, `while`, `fun`,
-    other blocks, `elem`, tokens, ...) makes `encode/2` return
-    `{:unsupported, op}`, and `Nx.Vulkan.Compiler` keeps the evaluator for that function:
+    captures an outer parameter is not encoded), `fft`/`ifft`, `triangular_solve` (real),
+    and the `Nx.Block.LinAlg` blocks cholesky, solve, lu and determinant (real; lu's `elem`
+    nodes too), which run the catalog's GPU kernels instead of their default expressions, as
+    the backend does. Any other node (`cond`, `while`, `fun`, other blocks such as qr and
+    eigh and their `elem`s, tokens, ...) makes `encode/2` return `{:unsupported, op}`, and `Nx.Vulkan.Compiler` keeps the evaluator for that function:
     encoding a graph partly would split it into fused and evaluated halves with a transfer in
     between, which the evaluator already does without the split.
     """
@@ -33,6 +35,17 @@ if Code.ensure_loaded?(Nx) do
       Nx.Block.CumulativeProduct => "cumulative_product",
       Nx.Block.CumulativeMin => "cumulative_min",
       Nx.Block.CumulativeMax => "cumulative_max"
+    }
+    # Nx's linear-algebra blocks encoded as native nodes: those `Nx.Vulkan.Backend` also runs
+    # natively, so a compiled function computes what the eager backend computes. QR and eigh
+    # stay out (graphs with them keep the evaluator): the backend keeps Nx's default for them,
+    # since nxvk's QR signs and eigh's ascending order differ from Nx's. The IR has both
+    # (`qr_reduced`, `qr_complete`, `eigh`) for Rust users.
+    @linalg %{
+      Nx.Block.LinAlg.Cholesky => "cholesky",
+      Nx.Block.LinAlg.Solve => "solve",
+      Nx.Block.LinAlg.LU => "lu",
+      Nx.Block.LinAlg.Determinant => "determinant"
     }
 
     @doc """
@@ -305,6 +318,49 @@ if Code.ensure_loaded?(Nx) do
       {indices, state} = node(indices, state)
       tag = if struct == Nx.Block.Take, do: <<27>>, else: <<28>>
       {[tag, u32(input), u32(indices), u32(block.axis)], state}
+    end
+
+    # --- Fourier transforms and linear algebra (tags 39-42, and 15 for tuple elements) ---
+
+    defp fields(%T{data: %Expr{op: op, args: [input, opts]}}, state) when op in [:fft, :ifft] do
+      {input, state} = node(input, state)
+      tag = if op == :fft, do: <<39>>, else: <<40>>
+      {[tag, u32(input), u32(opts[:length]), u32(opts[:axis])], state}
+    end
+
+    # The linear-algebra kernels are real-only: complex systems keep the evaluator (and
+    # `:conjugate` is `:none` on real matrices).
+    defp fields(%T{data: %Expr{op: :triangular_solve}, type: {:c, _}}, _state),
+      do: throw({:unsupported, :triangular_solve})
+
+    defp fields(%T{data: %Expr{op: :triangular_solve, args: [a, b, opts]}}, state) do
+      {a, state} = node(a, state)
+      {b, state} = node(b, state)
+      left_side = if opts[:left_side], do: 1, else: 0
+      lower = if opts[:lower], do: 1, else: 0
+      transpose_a = if opts[:transform_a] == :transpose, do: 1, else: 0
+      {[<<41>>, u32(a), u32(b), <<left_side, lower, transpose_a>>], state}
+    end
+
+    defp fields(%T{data: %Expr{op: :block, args: [%struct{}, inputs, _, _]}}, state)
+         when is_map_key(@linalg, struct) do
+      if Enum.any?(inputs, &match?(%T{type: {:c, _}}, &1)),
+        do: throw({:unsupported, :complex_linalg})
+
+      {inputs, state} = Enum.map_reduce(inputs, state, &node/2)
+      {[<<42>>, text(@linalg[struct]), ids(inputs)], state}
+    end
+
+    # An element of a tuple: only the linear-algebra blocks' tuples are encoded.
+    defp fields(%T{data: %Expr{op: :elem, args: [tuple, index]}}, state) do
+      case tuple do
+        %T{data: %Expr{op: :block, args: [%struct{} | _]}} when is_map_key(@linalg, struct) ->
+          {tuple, state} = node(tuple, state)
+          {[<<15>>, u32(tuple), u32(index)], state}
+
+        _ ->
+          throw({:unsupported, :elem})
+      end
     end
 
     # nxvk's dot and conv have no complex kernels: those graphs keep the evaluator, whose
