@@ -618,27 +618,38 @@ impl Device {
         self.stream.lock().set_timeout(timeout);
     }
 
-    /// Runs `record` (which records GPU work on this device) between two GPU timestamps and
-    /// returns the GPU time it took. Waits for the work.
-    pub fn gpu_time(&self, record: impl FnOnce() -> Result<()>) -> Result<Duration> {
-        const OP: &str = "gpu timer";
+    /// A pool of `count` timestamp queries and the nanoseconds per tick, or an error naming
+    /// `op` when the compute queue cannot write timestamps.
+    fn timestamp_pool(
+        &self,
+        op: &'static str,
+        count: u32,
+    ) -> Result<(Arc<vulkano::query::QueryPool>, f32)> {
         let period = self
             .capabilities()
             .timestamp_period_ns
             .ok_or_else(|| Error::Vulkan {
-                op: OP,
+                op,
                 detail: "the device's compute queue cannot write timestamps".into(),
             })?;
         let query_pool = vulkano::query::QueryPool::new(
             self.vk_device.clone(),
             vulkano::query::QueryPoolCreateInfo {
-                query_count: 2,
+                query_count: count,
                 ..vulkano::query::QueryPoolCreateInfo::query_type(
                     vulkano::query::QueryType::Timestamp,
                 )
             },
         )
-        .map_err(|error| Error::vulkan(OP, error))?;
+        .map_err(|error| Error::vulkan(op, error))?;
+        Ok((query_pool, period))
+    }
+
+    /// Runs `record` (which records GPU work on this device) between two GPU timestamps and
+    /// returns the GPU time it took. Waits for the work.
+    pub fn gpu_time(&self, record: impl FnOnce() -> Result<()>) -> Result<Duration> {
+        const OP: &str = "gpu timer";
+        let (query_pool, period) = self.timestamp_pool(OP, 2)?;
         let handle = vulkano::VulkanObject::handle(&*query_pool);
         self.guard(self.stream.lock().write_timestamp(handle, 0))?;
         record()?;
@@ -660,23 +671,7 @@ impl Device {
         record: impl FnOnce() -> Result<()>,
     ) -> Result<DispatchProfile> {
         const OP: &str = "dispatch profile";
-        let period = self
-            .capabilities()
-            .timestamp_period_ns
-            .ok_or_else(|| Error::Vulkan {
-                op: OP,
-                detail: "the device's compute queue cannot write timestamps".into(),
-            })?;
-        let query_pool = vulkano::query::QueryPool::new(
-            self.vk_device.clone(),
-            vulkano::query::QueryPoolCreateInfo {
-                query_count: 2 * PROFILED_DISPATCHES,
-                ..vulkano::query::QueryPoolCreateInfo::query_type(
-                    vulkano::query::QueryType::Timestamp,
-                )
-            },
-        )
-        .map_err(|error| Error::vulkan(OP, error))?;
+        let (query_pool, period) = self.timestamp_pool(OP, 2 * PROFILED_DISPATCHES)?;
         *self.dispatch_profile.lock() = Some(dispatch_profile::Recorder {
             query_pool: query_pool.clone(),
             kernels: Vec::new(),

@@ -9,32 +9,16 @@
 //! wrong rule (a gradient checked against another forward function) is rejected.
 
 mod common;
+#[path = "common/finite_differences.rs"]
+mod finite_differences;
+use finite_differences::finite_difference_failure;
 
-use nxvk_core::{DType, Tensor};
-use nxvk_fusion::{Graph, GraphBuilder, NodeId, PlanCache, gradients};
+use nxvk_core::DType;
+use nxvk_fusion::{GraphBuilder, NodeId};
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, TriangularSolveOptions, UnaryOp};
 use proptest::prelude::*;
 
 type Build = dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId;
-
-/// The graph of `sum(value_of(parameters))` (f64 parameters of `shapes`), followed by its
-/// gradients when `with_gradients`.
-fn loss_graph(shapes: &[Vec<usize>], value_of: &Build, with_gradients: bool) -> Graph {
-    let mut builder = GraphBuilder::new();
-    let parameters: Vec<NodeId> = shapes
-        .iter()
-        .map(|shape| builder.parameter(DType::F64, shape).unwrap())
-        .collect();
-    let value = value_of(&mut builder, &parameters);
-    let loss = builder
-        .reduce(ReduceOp::Sum, value, None, false, TieBreak::Low)
-        .unwrap();
-    let mut outputs = vec![loss];
-    if with_gradients {
-        outputs.extend(gradients(&mut builder, loss, &parameters).unwrap());
-    }
-    builder.finish(&outputs).unwrap()
-}
 
 /// The first parameter element where the gradient of `gradient_of`'s loss disagrees with
 /// central differences of `forward_of`'s loss at `values`, described; `None` when all agree.
@@ -44,38 +28,8 @@ fn mismatch(
     forward_of: &Build,
     gradient_of: &Build,
 ) -> Option<String> {
-    let cache = PlanCache::new(&common::device());
-    let forward = loss_graph(shapes, forward_of, false);
-    let backward = loss_graph(shapes, gradient_of, true);
-    let run = |graph: &Graph, values: &[Vec<f64>]| -> Vec<Tensor> {
-        let tensors: Vec<Tensor> = shapes
-            .iter()
-            .zip(values)
-            .map(|(shape, data)| Tensor::from_slice(cache.device(), shape, data).unwrap())
-            .collect();
-        let inputs: Vec<&Tensor> = tensors.iter().collect();
-        cache.run(graph, &inputs).unwrap()
-    };
-    let analytic = run(&backward, values);
-    for (parameter, data) in values.iter().enumerate() {
-        let gradient: Vec<f64> = analytic[1 + parameter].to_vec().unwrap();
-        assert_eq!(gradient.len(), data.len());
-        for (element, &derivative) in gradient.iter().enumerate() {
-            let step = 1e-6 * data[element].abs().max(1.0);
-            let mut moved = values.to_vec();
-            moved[parameter][element] += step;
-            let above = run(&forward, &moved)[0].to_vec::<f64>().unwrap()[0];
-            moved[parameter][element] -= 2.0 * step;
-            let below = run(&forward, &moved)[0].to_vec::<f64>().unwrap()[0];
-            let numeric = (above - below) / (2.0 * step);
-            if (derivative - numeric).abs() > 1e-5 * (1.0 + numeric.abs()) {
-                return Some(format!(
-                    "parameter {parameter} element {element}: {derivative} against {numeric}"
-                ));
-            }
-        }
-    }
-    None
+    let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    finite_difference_failure(&shapes, forward_of, gradient_of, values)
 }
 
 /// Values in [-1, 1] for `shape`, plus `diagonal` on each trailing square matrix's diagonal.

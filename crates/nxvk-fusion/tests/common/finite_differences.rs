@@ -103,8 +103,11 @@ pub fn finite_difference_failure(
                     .to_vec::<f64>()
                     .unwrap()[0]
             };
-            let numeric = (loss_at(1e-6) - loss_at(-1e-6)) / 2e-6;
-            if (analytic[element] - numeric).abs() > 1e-6 + 1e-5 * numeric.abs() {
+            // A step relative to the value, so large entries (a shifted diagonal) are moved
+            // by more than their rounding.
+            let step = 1e-6 * values[parameter][element].abs().max(1.0);
+            let numeric = (loss_at(step) - loss_at(-step)) / (2.0 * step);
+            if (analytic[element] - numeric).abs() > 1e-5 * (1.0 + numeric.abs()) {
                 return Some(format!(
                     "parameter {parameter} element {element}: {} against {numeric}",
                     analytic[element]
