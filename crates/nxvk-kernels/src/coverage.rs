@@ -233,9 +233,13 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
             })
             .collect(),
     };
-    let windows = window::WINDOW_OPS
-        .iter()
-        .map(|&op| gpu_or_unsupported(op, window::runs_on_gpu));
+    let windows = window::WINDOW_OPS.iter().map(|&op| {
+        if matches!(op, "window_sum" | "window_product") {
+            gpu_or_unsupported(op, window::sum_and_product_run_on_gpu)
+        } else {
+            gpu_or_unsupported(op, window::runs_on_gpu)
+        }
+    });
     let linear_algebra = linalg::LINALG_OPS.iter().map(|&op| {
         if op == "triangular_solve" {
             gpu_or_unsupported(op, linalg::triangular_solve_runs_on_gpu)

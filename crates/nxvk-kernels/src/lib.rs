@@ -93,6 +93,7 @@ mod sort_radix;
 mod sort_radix_codegen;
 pub mod types;
 pub mod window;
+mod window_complex;
 
 pub use catalog::{
     CatalogKernel, binary_kernel, binary_value_kernel, cast_kernel, dtype_of, elem_of,

@@ -21,6 +21,8 @@
 //!
 //! Kernels are generated here per (op, dtype) and compiled at run time
 //! (`Device::kernel_from_glsl`, cached on disk); one invocation computes one output element.
+//! Complex window_sum and window_product are composed from other GPU ops
+//! (`window_complex.rs`).
 
 use crate::catalog::{device_supports, elem_of};
 use crate::codegen::{
@@ -449,6 +451,21 @@ pub fn runs_on_gpu(dtype: nxvk_core::DType, capabilities: &nxvk_core::Capabiliti
     elem_of(dtype).is_some_and(|elem| device_supports(capabilities, elem))
 }
 
+/// Whether window_sum and window_product of `dtype` run on the GPU of `capabilities`: the
+/// real dtypes [`runs_on_gpu`] covers, and c64/c128 where their part type does (composed in
+/// `window_complex.rs`).
+pub fn sum_and_product_run_on_gpu(
+    dtype: nxvk_core::DType,
+    capabilities: &nxvk_core::Capabilities,
+) -> bool {
+    let part = match dtype {
+        nxvk_core::DType::C64 => nxvk_core::DType::F32,
+        nxvk_core::DType::C128 => nxvk_core::DType::F64,
+        real => real,
+    };
+    runs_on_gpu(part, capabilities)
+}
+
 fn element_type(op: &'static str, input: &Tensor) -> Result<Elem> {
     elem_of(input.dtype())
         .filter(|_| runs_on_gpu(input.dtype(), input.device().capabilities()))
@@ -521,6 +538,9 @@ pub fn window_reduce(
     options: &WindowOptions,
 ) -> Result<Tensor> {
     let name = op.name();
+    if input.dtype().is_complex() {
+        return crate::window_complex::complex_window_reduce(op, input, window_dimensions, options);
+    }
     let elem = element_type(name, input)?;
     let geometry = geometry(name, input, window_dimensions, options)?;
     let output = Tensor::empty(input.device(), input.dtype(), &geometry.output_shape)?;
