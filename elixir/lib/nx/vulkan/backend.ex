@@ -12,13 +12,14 @@ if Code.ensure_loaded?(Nx) do
     nxvk's op table, select and clip, the reductions (sum, product, reduce_max/min, all, any,
     argmax/argmin), dot, conv, gather, indexed_put/add, sort, argsort, fft and ifft; and in
     `block/4`, the cumulative ops, take, take_along_axis, top_k, fft2/ifft2, rfft and irfft.
-    The window family (window_sum/product/max/min, window_scatter_max/min) and
-    triangular_solve run natively on real types, and in `block/4` so do Nx.LinAlg's cholesky,
-    lu, determinant and solve.
+    The window family (window_sum/product/max/min, window_scatter_max/min) runs natively on
+    real types, window_sum/product and triangular_solve on complex ones too, and in `block/4`
+    so do Nx.LinAlg's cholesky, lu, determinant and solve (real types).
     `reduce` and `window_reduce` with an arbitrary function trace the function into an
     `Nx.Defn.Expr` and run it as a one-node compiled graph (nxvk-fusion's reducer kernels).
-    What has no kernel (a function the graph encoding or the GPU fold cannot express, complex
-    types; complex operands of the window family and triangular_solve) runs on `Nx.BinaryBackend` through one gate,
+    What has no kernel (a function the graph encoding or the GPU fold cannot express; complex
+    operands of window_max/min and window_scatter_max/min, which Nx refuses too) runs on
+    `Nx.BinaryBackend` through one gate,
     `Nx.Vulkan.host_fallback!/3`, which counts each one by (op, dtype) and refuses it under
     strict mode: no host path is silent. Other blocks run Nx's default implementation, built
     from the callbacks above.
@@ -382,8 +383,11 @@ if Code.ensure_loaded?(Nx) do
 
     for op <- [:window_sum, :window_product, :window_max, :window_min] do
       @impl true
-      def unquote(op)(%T{type: {:c, _}} = out, tensor, window_dimensions, opts),
-        do: via_host(unquote(op), out, [tensor, window_dimensions, opts])
+      # Complex numbers have no order: the host raises the error Nx raises.
+      if op in [:window_max, :window_min] do
+        def unquote(op)(%T{type: {:c, _}} = out, tensor, window_dimensions, opts),
+          do: via_host(unquote(op), out, [tensor, window_dimensions, opts])
+      end
 
       def unquote(op)(out, tensor, window_dimensions, opts) do
         result =
