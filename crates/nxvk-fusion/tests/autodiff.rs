@@ -17,6 +17,7 @@ mod finite_differences;
 
 use finite_differences::{
     Runner, check_against_finite_differences, deterministic_values, finite_difference_failure,
+    loss_graph,
 };
 use nxvk_core::{DType, Tensor};
 use nxvk_fusion::{DotAxes, Graph, GraphBuilder, IndexedUpdate, NodeId, STOP_GRAD, gradients};
@@ -154,26 +155,15 @@ fn apply(builder: &mut GraphBuilder, step: Step, value: NodeId, parameters: &[No
 /// The forward graph (output: the loss) and the gradient graph (outputs: the loss, then the
 /// gradient of each parameter).
 fn graphs(steps: &[Step]) -> (Graph, Graph) {
-    let build = |with_gradients: bool| {
-        let mut builder = GraphBuilder::new();
-        let parameters: Vec<NodeId> = SHAPES
-            .iter()
-            .map(|shape| builder.parameter(DType::F64, shape).unwrap())
-            .collect();
-        let mut value = parameters[0];
-        for &step in steps {
-            value = apply(&mut builder, step, value, &parameters);
-        }
-        let loss = builder
-            .reduce(ReduceOp::Sum, value, None, false, TieBreak::Low)
-            .unwrap();
-        let mut outputs = vec![loss];
-        if with_gradients {
-            outputs.extend(gradients(&mut builder, loss, &parameters).unwrap());
-        }
-        builder.finish(&outputs).unwrap()
+    let value_of = |builder: &mut GraphBuilder, parameters: &[NodeId]| {
+        steps.iter().fold(parameters[0], |value, &step| {
+            apply(builder, step, value, parameters)
+        })
     };
-    (build(false), build(true))
+    (
+        loss_graph(&SHAPES, &value_of, false),
+        loss_graph(&SHAPES, &value_of, true),
+    )
 }
 
 /// Largest violation of |analytic - numeric| <= 1e-6 + 1e-5 |numeric| over all parameter

@@ -43,6 +43,29 @@ pub fn check_against_finite_differences(
     }
 }
 
+/// The graph of `sum(loss_of(parameters))` for f64 parameters of `shapes` (output: the loss),
+/// followed by the gradient of each parameter when `with_gradients`.
+pub fn loss_graph(
+    shapes: &[&[usize]],
+    loss_of: &dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId,
+    with_gradients: bool,
+) -> Graph {
+    let mut builder = GraphBuilder::new();
+    let parameters: Vec<NodeId> = shapes
+        .iter()
+        .map(|shape| builder.parameter(DType::F64, shape).unwrap())
+        .collect();
+    let value = loss_of(&mut builder, &parameters);
+    let loss = builder
+        .reduce(ReduceOp::Sum, value, None, false, TieBreak::Low)
+        .unwrap();
+    let mut outputs = vec![loss];
+    if with_gradients {
+        outputs.extend(gradients(&mut builder, loss, &parameters).unwrap());
+    }
+    builder.finish(&outputs).unwrap()
+}
+
 /// Fixed, distinct parameter values for `shapes`.
 pub fn deterministic_values(shapes: &[&[usize]]) -> Vec<Vec<f64>> {
     shapes
@@ -67,23 +90,10 @@ pub fn finite_difference_failure(
     values: &[Vec<f64>],
 ) -> Option<String> {
     let runner = Runner::new();
-    let build = |loss_of: &dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId, with_gradients: bool| {
-        let mut builder = GraphBuilder::new();
-        let parameters: Vec<NodeId> = shapes
-            .iter()
-            .map(|shape| builder.parameter(DType::F64, shape).unwrap())
-            .collect();
-        let value = loss_of(&mut builder, &parameters);
-        let loss = builder
-            .reduce(ReduceOp::Sum, value, None, false, TieBreak::Low)
-            .unwrap();
-        let mut outputs = vec![loss];
-        if with_gradients {
-            outputs.extend(gradients(&mut builder, loss, &parameters).unwrap());
-        }
-        builder.finish(&outputs).unwrap()
-    };
-    let (forward, gradient_graph) = (build(forward_of, false), build(gradient_of, true));
+    let (forward, gradient_graph) = (
+        loss_graph(shapes, forward_of, false),
+        loss_graph(shapes, gradient_of, true),
+    );
     let tensors = |values: &[Vec<f64>]| -> Vec<Tensor> {
         values
             .iter()
