@@ -85,6 +85,11 @@ pub(crate) struct Expression {
     registers: HashMap<NodeId, String>,
     /// Each (node, path) read from `registers`, for the planner to check the path.
     pub register_reads: Vec<(NodeId, ViewPath)>,
+    /// For a row program: nodes (read along the loop, no view) whose value a caller may pass
+    /// in instead, slot by slot (`nx_have_held<slot>`, `nx_held<slot>`): an earlier phase
+    /// computed it and kept it in registers.
+    held: Vec<NodeId>,
+    held_elems: Vec<Elem>,
 }
 
 fn native(op: &'static str, dtype: DType) -> Result<Elem> {
@@ -367,6 +372,13 @@ impl Expression {
         } else {
             format!("nx_opaque({expression})")
         };
+        let held_slot = self.held.iter().position(|&held| held == node);
+        let expression = match held_slot {
+            Some(slot) if path.is_empty() => {
+                format!("nx_have_held{slot} ? nx_held{slot} : {expression}")
+            }
+            _ => expression,
+        };
         let _ = writeln!(
             self.statements,
             "        precise {} {name} = {expression};",
@@ -412,15 +424,24 @@ impl Expression {
     }
 
     /// Builds the expression of `roots` where each node of `registers` is read from the named
-    /// GLSL variable (holding its stored value) rather than computed or loaded.
-    pub(crate) fn build_with_registers(
+    /// GLSL variable (holding its stored value) rather than computed or loaded, and each node
+    /// of `held` (computed, read without a view) may instead come from the caller
+    /// ([`Expression::call_holding`]).
+    pub(crate) fn build_holding(
         graph: &Graph,
         roots: &[NodeId],
         is_leaf: &dyn Fn(NodeId) -> bool,
         registers: HashMap<NodeId, String>,
+        held: Vec<NodeId>,
     ) -> Result<Expression> {
+        let held_elems = held
+            .iter()
+            .map(|&node| native("fused kernel", graph.tensor_type(node).dtype))
+            .collect::<Result<_>>()?;
         let expression = Expression {
             registers,
+            held,
+            held_elems,
             ..Expression::default()
         };
         expression.with_roots(graph, roots, is_leaf)
@@ -618,6 +639,10 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
             .enumerate()
             .map(|(slot, elem)| format!("{} leaf{slot}", storage_type(*elem)))
             .collect();
+        for (slot, elem) in self.held_elems.iter().enumerate() {
+            parameters.push(format!("bool nx_have_held{slot}"));
+            parameters.push(format!("{} nx_held{slot}", compute_type(*elem)));
+        }
         parameters.extend(
             self.root_elems
                 .iter()
@@ -636,10 +661,28 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
     /// Declares `result<k>` for each root and calls `nx_element` on the leaf values
     /// `argument(slot, elem)`.
     pub(crate) fn call(&self, argument: impl Fn(usize, Elem) -> String) -> String {
+        self.call_holding(argument, |_| None)
+    }
+
+    /// [`Expression::call`], passing held node `slot`'s value `held(slot)` where it is
+    /// `Some` (the node is then not computed).
+    pub(crate) fn call_holding(
+        &self,
+        argument: impl Fn(usize, Elem) -> String,
+        held: impl Fn(usize) -> Option<String>,
+    ) -> String {
         let mut text = String::new();
         let mut arguments: Vec<String> = Vec::new();
         for (slot, elem) in self.leaf_elems.iter().enumerate() {
             arguments.push(argument(slot, *elem));
+        }
+        for (slot, elem) in self.held_elems.iter().enumerate() {
+            match held(slot) {
+                Some(value) => arguments.extend(["true".to_owned(), value]),
+                None => {
+                    arguments.extend(["false".to_owned(), format!("{}(0)", compute_type(*elem))])
+                }
+            }
         }
         for (root, elem) in self.root_elems.iter().enumerate() {
             let _ = write!(text, "{} result{root}; ", compute_type(*elem));

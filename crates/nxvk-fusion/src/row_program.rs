@@ -19,6 +19,16 @@
 //!   the team's subgroups: one barrier pair per reduction), and writes each output once.
 //!   Teams are a power of two no wider than the workgroup; short rows put several teams in a
 //!   workgroup, as the fused row folds do.
+//! - A phase whose reduction input a later phase reads again (softmax's exp, which the sum
+//!   folds and the output divides) keeps its values in registers when computing them costs
+//!   a transcendental or a division and the registers hold them ([`held_reductions`]); the
+//!   later phases read them instead of computing them again (bit for bit the same values).
+//! - Each program has two kernels, one per path: vector loads and stores where the leaves
+//!   meet the packet conditions, element-by-element addressing otherwise. The packet kernel
+//!   (when the options allow it) is compiled when the plan is, the generic one on the first
+//!   run that needs it. One kernel holding both paths, choosing per run, ran softmax's row
+//!   program 1.8x slower on the H200 when the row's arithmetic was stripped (0.252 against
+//!   0.140 ms for 512 MiB): the generic addressing's registers sit beside the row's.
 //! - A row must fit the registers: at most [`MAX_PACKETS_PER_LANE`] packets per invocation
 //!   and [`MAX_CACHED_BYTES`] of leaf values per invocation. Longer rows, and expressions of
 //!   more than [`MAX_PACKET_STATEMENTS`] statements, keep the multi-dispatch plan (rejected for
@@ -39,16 +49,17 @@ use nxvk_core::{Capabilities, Device, Kernel, Layout, Result, Tensor, contiguous
 use nxvk_kernels::catalog::{device_supports, elem_of};
 use nxvk_kernels::codegen::{WORKGROUP_SIZE, storage_bytes};
 use nxvk_kernels::reduce::{Accumulation, accumulator_elem};
-use nxvk_kernels::{Elem, PACKET_ELEMENTS, ReduceOp};
+use nxvk_kernels::{BinaryOp, Elem, PACKET_ELEMENTS, ReduceOp};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Most packets of a row each invocation holds per leaf: 32 elements, as the fused row folds
 /// give one invocation (H200 and lavapipe: 8192-element rows in a 256-wide workgroup).
 pub(crate) const MAX_PACKETS_PER_LANE: usize = 8;
 
 /// Most bytes of leaf values one invocation holds (softmax's f64 row of 8192, or layer norm's
-/// three f32 leaves of 8192), so that the registers stay within what keeps a GPU occupied.
+/// three f32 leaves of 8192), so that the registers stay within what keeps a GPU occupied;
+/// kept reduction inputs ([`held_reductions`]) count against it too.
 /// A first guess, not raced yet.
 const MAX_CACHED_BYTES: usize = 384;
 
@@ -148,6 +159,9 @@ pub(crate) struct RowGroup {
     inlined: Vec<NodeId>,
     loop_shape: Vec<usize>,
     team: TeamShape,
+    /// Reductions (indices into `reductions`) whose input values the kernel keeps in
+    /// registers for the later phases ([`held_reductions`]).
+    held: Vec<usize>,
 }
 
 /// The groups of a plan, by node.
@@ -429,12 +443,15 @@ impl Finder<'_> {
             .filter(|node| !roots.contains(node))
             .collect();
         let team = self.team_if_it_fits(&reductions, &roots, &loop_shape)?;
+        let is_leaf = |node: NodeId| self.materialised[node.index()] && !roots.contains(&node);
+        let held = held_reductions(self.graph, &reductions, &roots, &is_leaf, team);
         Some(RowGroup {
             reductions,
             roots,
             inlined,
             loop_shape,
             team,
+            held,
         })
     }
 
@@ -447,7 +464,8 @@ impl Finder<'_> {
         roots: &[NodeId],
         loop_shape: &[usize],
     ) -> Option<TeamShape> {
-        let expression = group_expression(self.graph, reductions, roots, self.materialised).ok()?;
+        let expression =
+            group_expression(self.graph, reductions, roots, self.materialised, &[]).ok()?;
         let rows_aligned = expression
             .register_reads
             .iter()
@@ -507,13 +525,151 @@ fn reads_its_row(graph: &Graph, node: NodeId, path: &ViewPath, loop_shape: &[usi
         && (loop_shape[last] == 1 || layout.strides()[last] == 0)
 }
 
+/// The reductions whose input a later phase reads again (the same element, through
+/// elementwise ops of the loop's shape) and whose value costs a transcendental or a division
+/// to compute, as long as the registers hold them beside the leaves
+/// ([`MAX_CACHED_BYTES`]): their phase keeps each value for the later ones instead of
+/// computing it again (softmax's exp, read by the sum and by the output). Cheap values
+/// (layer norm's `x - mean`) are computed again: registers cost occupancy.
+fn held_reductions(
+    graph: &Graph,
+    reductions: &[RowReduction],
+    roots: &[NodeId],
+    is_leaf: &dyn Fn(NodeId) -> bool,
+    team: TeamShape,
+) -> Vec<usize> {
+    let elements_per_lane = team.packets_per_lane * PACKET_ELEMENTS as usize;
+    let is_register = |node: NodeId| reductions.iter().any(|r| r.node == node);
+    let computed = |node: NodeId| !is_leaf(node) && !is_register(node);
+    let mut bytes: usize = leaf_nodes(graph, reductions, roots, &computed)
+        .iter()
+        .map(|&node| {
+            elem_of(graph.tensor_type(node).dtype).map_or(8, |elem| storage_bytes(elem) as usize)
+        })
+        .sum::<usize>()
+        * elements_per_lane;
+    let mut held = Vec::new();
+    for (k, reduction) in reductions.iter().enumerate() {
+        let later: Vec<NodeId> = reductions[k + 1..]
+            .iter()
+            .map(|r| r.input)
+            .chain(roots.iter().copied())
+            .collect();
+        let Some(elem) = elem_of(graph.tensor_type(reduction.input).dtype) else {
+            continue;
+        };
+        let cost = elements_per_lane * compute_bytes(elem);
+        let wanted = computed(reduction.input)
+            && costly(graph, reduction.input, &computed)
+            && reads_elementwise(graph, &later, reduction.input, &computed);
+        if wanted && bytes + cost <= MAX_CACHED_BYTES {
+            bytes += cost;
+            held.push(k);
+        }
+    }
+    held
+}
+
+/// Bytes of one value of `elem` in its compute type (narrow types widen to 32 bits).
+fn compute_bytes(elem: Elem) -> usize {
+    if elem.bits() > 32 { 8 } else { 4 }
+}
+
+/// The leaves (not computed) the kernel's roots and reduction inputs read.
+fn leaf_nodes(
+    graph: &Graph,
+    reductions: &[RowReduction],
+    roots: &[NodeId],
+    computed: &dyn Fn(NodeId) -> bool,
+) -> BTreeSet<NodeId> {
+    let mut leaves = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<NodeId> = reductions
+        .iter()
+        .map(|r| r.input)
+        .chain(roots.iter().copied())
+        .collect();
+    while let Some(node) = stack.pop() {
+        if !seen.insert(node) {
+            continue;
+        }
+        if computed(node) {
+            stack.extend(graph.node(node).op.operands());
+        } else if !reductions.iter().any(|r| r.node == node) {
+            leaves.insert(node);
+        }
+    }
+    leaves
+}
+
+/// True when computing `node` takes a transcendental, a division, a power or a remainder.
+fn costly(graph: &Graph, node: NodeId, computed: &dyn Fn(NodeId) -> bool) -> bool {
+    let mut stack = vec![node];
+    let mut seen = BTreeSet::new();
+    while let Some(node) = stack.pop() {
+        if !seen.insert(node) || !computed(node) {
+            continue;
+        }
+        let op = &graph.node(node).op;
+        let expensive = match op {
+            Op::Unary { op, .. } => !op.spec().exact,
+            Op::Binary { op, .. } => matches!(
+                op,
+                BinaryOp::Divide | BinaryOp::Pow | BinaryOp::Remainder | BinaryOp::Atan2
+            ),
+            _ => false,
+        };
+        if expensive {
+            return true;
+        }
+        stack.extend(op.operands());
+    }
+    false
+}
+
+/// True when one of `users` reads `target` element for element: through computed
+/// elementwise ops whose operands have the loop's shape (a broadcast or a view would read
+/// the value at another index, which the held registers do not have).
+fn reads_elementwise(
+    graph: &Graph,
+    users: &[NodeId],
+    target: NodeId,
+    computed: &dyn Fn(NodeId) -> bool,
+) -> bool {
+    let shape = &graph.tensor_type(target).shape;
+    let mut stack = users.to_vec();
+    let mut seen = BTreeSet::new();
+    while let Some(node) = stack.pop() {
+        if node == target {
+            return true;
+        }
+        if !seen.insert(node) || !computed(node) || &graph.tensor_type(node).shape != shape {
+            continue;
+        }
+        let op = &graph.node(node).op;
+        if matches!(
+            op,
+            Op::Unary { .. }
+                | Op::Binary { .. }
+                | Op::AsType { .. }
+                | Op::Select { .. }
+                | Op::Clip { .. }
+        ) {
+            stack.extend(op.operands());
+        }
+    }
+    false
+}
+
 /// The expression of a group: the absorbed reductions' inputs (in order), then the roots;
-/// reduction `k`'s result is the register `reduced<k>`.
+/// reduction `k`'s result is the register `reduced<k>`, and the inputs of the `held`
+/// reductions may come from registers.
 fn group_expression(
     graph: &Graph,
     reductions: &[RowReduction],
     group_roots: &[NodeId],
     materialised: &[bool],
+    held: &[usize],
 ) -> Result<Expression> {
     let mut roots: Vec<NodeId> = reductions.iter().map(|r| r.input).collect();
     roots.extend(group_roots);
@@ -522,23 +678,52 @@ fn group_expression(
         .enumerate()
         .map(|(k, reduction)| (reduction.node, format!("reduced{k}")))
         .collect();
+    let held_nodes = held.iter().map(|&k| reductions[k].input).collect();
     let is_leaf = |node: NodeId| materialised[node.index()] && !group_roots.contains(&node);
-    Expression::build_with_registers(graph, &roots, &is_leaf, registers)
+    Expression::build_holding(graph, &roots, &is_leaf, registers, held_nodes)
+}
+
+/// One variant of a row program's kernel: its source, compiled on first use.
+#[derive(Debug)]
+struct PathKernel {
+    source: String,
+    kernel: OnceLock<Arc<Kernel>>,
+}
+
+impl PathKernel {
+    fn new(source: String) -> Self {
+        PathKernel {
+            source,
+            kernel: OnceLock::new(),
+        }
+    }
+
+    fn get(&self, device: &Device) -> Result<Arc<Kernel>> {
+        if let Some(kernel) = self.kernel.get() {
+            return Ok(kernel.clone());
+        }
+        let kernel = compile(device, "fused_row_program", &self.source)?;
+        // Two threads may compile at once; both kernels are the same module.
+        Ok(self.kernel.get_or_init(|| kernel).clone())
+    }
 }
 
 /// A compiled row program with what it reads and writes.
 #[derive(Debug)]
 pub struct RowProgramKernel {
-    kernel: Arc<Kernel>,
+    /// The packet variant, where the options allow the packet path and rows are whole
+    /// packets; compiled when planned.
+    packets: Option<PathKernel>,
+    /// The generic variant: compiled when planned if there is no packet variant, else on the
+    /// first run whose leaves miss the packet conditions.
+    generic: PathKernel,
     loop_shape: Vec<usize>,
     pub(crate) leaves: Vec<LeafAccess>,
     pub(crate) roots: Vec<NodeId>,
     rows_per_workgroup: usize,
-    /// The executor may run the packet path ([`PlanOptions::packet_path`]).
-    packet_path: bool,
 }
 
-/// Generates and compiles the kernel of `group`.
+/// Generates the kernel of `group` and compiles the variant its runs will most likely take.
 pub(crate) fn plan_stage(
     graph: &Graph,
     device: &Device,
@@ -546,28 +731,41 @@ pub(crate) fn plan_stage(
     materialised: &[bool],
     options: PlanOptions,
 ) -> Result<RowProgramKernel> {
-    let expression = group_expression(graph, &group.reductions, &group.roots, materialised)?;
+    let expression = group_expression(
+        graph,
+        &group.reductions,
+        &group.roots,
+        materialised,
+        &group.held,
+    )?;
     let outputs: Vec<Elem> = group
         .roots
         .iter()
         .map(|&root| elem_of(graph.tensor_type(root).dtype).unwrap_or(Elem::U8))
         .collect();
     let row_length = group.loop_shape.last().copied().unwrap_or(1);
-    let source = shader::row_program_shader(&shader::RowProgramSource {
-        expression: &expression,
-        reductions: &group.reductions,
-        outputs: &outputs,
-        team: group.team,
-        row_length,
-        packet_path: options.packet_path,
-    });
+    let source = |packet_path: bool| {
+        shader::row_program_shader(&shader::RowProgramSource {
+            expression: &expression,
+            reductions: &group.reductions,
+            outputs: &outputs,
+            team: group.team,
+            held: &group.held,
+            row_length,
+            packet_path,
+        })
+    };
+    let whole_packets = row_length.is_multiple_of(PACKET_ELEMENTS as usize);
+    let packets = (options.packet_path && whole_packets).then(|| PathKernel::new(source(true)));
+    let generic = PathKernel::new(source(false));
+    packets.as_ref().unwrap_or(&generic).get(device)?;
     Ok(RowProgramKernel {
-        kernel: compile(device, "fused_row_program", &source)?,
+        packets,
+        generic,
         loop_shape: group.loop_shape.clone(),
         leaves: expression.leaves,
         roots: group.roots.clone(),
         rows_per_workgroup: WORKGROUP_SIZE as usize / group.team.size,
-        packet_path: options.packet_path,
     })
 }
 
@@ -587,18 +785,22 @@ impl RowProgramKernel {
         if n_elements == 0 {
             return Ok((outputs, false));
         }
-        let whole_packets = row_length.is_multiple_of(PACKET_ELEMENTS as usize);
-        let packet = (self.packet_path && whole_packets)
-            .then(|| packet_words(&self.loop_shape, row_length, leaves, &outputs))
-            .flatten();
+        let packet = self.packets.as_ref().and_then(|packets| {
+            packet_words(&self.loop_shape, row_length, leaves, &outputs)
+                .map(|words| (packets, words))
+        });
+        let kernel = match &packet {
+            Some((packets, _)) => packets.get(device)?,
+            None => self.generic.get(device)?,
+        };
         let rows = n_elements / row_length;
         let groups = (rows.div_ceil(self.rows_per_workgroup) as u64).min(MAX_REDUCE_GROUPS);
         GeneratedLaunch {
-            kernel: &self.kernel,
+            kernel: &kernel,
             loop_shape: &self.loop_shape,
             leaves,
             outputs: &outputs,
-            packet_words: packet.as_deref(),
+            packet_words: packet.as_ref().map(|(_, words)| &words[..]),
             count: rows,
             reduced: row_length,
             groups: groups as u32,
@@ -611,6 +813,71 @@ impl RowProgramKernel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::GraphBuilder;
+    use nxvk_core::DType;
+    use nxvk_kernels::{TieBreak, UnaryOp};
+
+    /// Softmax over `dtype[4, columns]` (or log_softmax): the graph, its two reductions as the
+    /// planner sees them, its output and its input.
+    fn softmax_parts(
+        dtype: DType,
+        columns: usize,
+        log: bool,
+    ) -> (Graph, Vec<RowReduction>, NodeId, NodeId) {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(dtype, &[4, columns]).unwrap();
+        let max = builder
+            .reduce(ReduceOp::ReduceMax, x, Some(&[1]), true, TieBreak::Low)
+            .unwrap();
+        let shifted = builder.binary(BinaryOp::Subtract, x, max).unwrap();
+        let exp = builder.unary(UnaryOp::Exp, shifted).unwrap();
+        let sum = builder
+            .reduce(ReduceOp::Sum, exp, Some(&[1]), true, TieBreak::Low)
+            .unwrap();
+        let out = if log {
+            let log_sum = builder.unary(UnaryOp::Log, sum).unwrap();
+            builder
+                .binary(BinaryOp::Subtract, shifted, log_sum)
+                .unwrap()
+        } else {
+            builder.binary(BinaryOp::Divide, exp, sum).unwrap()
+        };
+        let elem = elem_of(dtype).unwrap();
+        let reduction = |node, op, input| RowReduction {
+            node,
+            op,
+            input,
+            input_elem: elem,
+            accumulator: accumulator_elem(op, elem, Accumulation::Native),
+            result: elem,
+        };
+        let reductions = vec![
+            reduction(max, ReduceOp::ReduceMax, x),
+            reduction(sum, ReduceOp::Sum, exp),
+        ];
+        (builder.finish(&[out]).unwrap(), reductions, out, x)
+    }
+
+    fn held_of(dtype: DType, log: bool) -> Vec<usize> {
+        let (graph, reductions, out, x) = softmax_parts(dtype, 8192, log);
+        let team = TeamShape {
+            size: 256,
+            packets_per_lane: 8,
+            subgroup_fold: true,
+        };
+        held_reductions(&graph, &reductions, &[out], &|node| node == x, team)
+    }
+
+    #[test]
+    fn softmax_keeps_its_exponentials_for_the_output_phase() {
+        // The sum's input, exp(x - max), is what the output divides: kept.
+        assert_eq!(held_of(DType::F32, false), vec![1]);
+        // The maximum's input is the leaf itself: nothing to keep.
+        // Null arms: log_softmax's output reads x - max, not the exponentials; an f64 row of
+        // 8192 fills the registers with its leaf alone.
+        assert_eq!(held_of(DType::F32, true), Vec::<usize>::new());
+        assert_eq!(held_of(DType::F64, false), Vec::<usize>::new());
+    }
 
     fn team(
         subgroup_fold: bool,

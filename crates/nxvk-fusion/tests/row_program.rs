@@ -406,3 +406,48 @@ proptest! {
         assert_agrees(&graph, &inputs, &results, sum_tolerance(dtype));
     }
 }
+
+/// A plan compiled for the packet path runs leaves that miss the packet conditions (a
+/// transposed view) through its generic variant, compiled on that first such run only; both
+/// paths agree with eager and with each other bit for bit.
+#[test]
+fn a_view_input_takes_the_generic_variant_compiled_once() {
+    let _serial = serial();
+    let (rows, columns) = (6, 64);
+    let graph = softmax(DType::F32, rows, columns);
+    let stored = inputs_for(&softmax(DType::F32, columns, rows), 11).remove(0);
+    let transposed = stored.transpose(&[1, 0]).unwrap();
+    let dense = nxvk_kernels::movement::contiguous(&transposed).unwrap();
+    let cache = PlanCache::new(&device());
+    let builds = || device().counters().pipeline_builds;
+    let packets = |cache: &PlanCache| cache.counters().packet_dispatches;
+
+    let before = builds();
+    let on_packets = cache.run(&graph, &[&dense]).unwrap();
+    assert_eq!(packets(&cache), 1, "a dense input takes the packet path");
+    let planned = builds() - before;
+    assert!(
+        planned <= 1,
+        "planning builds the packet variant only ({planned})"
+    );
+
+    let before = builds();
+    let on_view = cache.run(&graph, &[&transposed]).unwrap();
+    assert_eq!(
+        packets(&cache),
+        1,
+        "a transposed view misses the packet path"
+    );
+    assert!(builds() - before <= 1, "the generic variant is built once");
+    let before = builds();
+    let again = cache.run(&graph, &[&transposed]).unwrap();
+    assert_eq!(builds() - before, 0, "and not again");
+
+    assert_agrees(&graph, &[&dense], &on_packets, sum_tolerance(DType::F32));
+    for results in [&on_view, &again] {
+        assert_eq!(
+            results[0].to_bytes().unwrap(),
+            on_packets[0].to_bytes().unwrap()
+        );
+    }
+}

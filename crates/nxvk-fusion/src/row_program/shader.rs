@@ -2,8 +2,10 @@
 //!
 //! Workgroups take groups of rows in a grid-stride loop, one team per row. Each invocation
 //! holds packets `lane + i * team` (i < packets per lane) of its row's leaves: loaded with one
-//! vector access per leaf on the packet path, element by element through the generic
-//! addressing otherwise. The expression's one `nx_element` function computes every root of
+//! vector access per leaf in the packet variant, element by element through the generic
+//! addressing in the generic variant (one kernel per path, see `row_program.rs`). A held
+//! reduction's phase stores each input value it folds in `held<k>`, which the later phases
+//! pass to `nx_element` in place of computing it. The expression's one `nx_element` function computes every root of
 //! the program from those values and the reductions finished so far (module variables
 //! `reduced<k>`, in their stored type); each phase uses one of its roots and the compiler
 //! drops the rest. A phase folds its reduction over the invocation's elements, then over the
@@ -49,7 +51,11 @@ pub(crate) struct RowProgramSource<'a> {
     pub reductions: &'a [RowReduction],
     pub outputs: &'a [Elem],
     pub team: TeamShape,
+    /// Reductions whose input values phase `k` keeps (in `held<k>`) for the later phases.
+    pub held: &'a [usize],
     pub row_length: usize,
+    /// The packet variant (vector loads and stores; the executor runs it where the packet
+    /// conditions hold), else the generic one (element by element, any layout).
     pub packet_path: bool,
 }
 
@@ -84,6 +90,7 @@ pub(crate) fn row_program_shader(source: &RowProgramSource<'_>) -> String {
         reductions,
         outputs,
         team,
+        held,
         row_length,
         packet_path,
     } = *source;
@@ -111,11 +118,12 @@ layout(local_size_x = {WORKGROUP_SIZE}) in;
     }
 
     let leaf_elems = expression.leaf_elems();
-    let mut held = String::new();
+    let mut held_packets = String::new();
+    let mut held_arrays = String::new();
     let mut generic_loads = String::new();
     for (slot, elem) in leaf_elems.iter().enumerate() {
         let _ = writeln!(
-            held,
+            held_packets,
             "        {} packet{slot}[NX_PACKETS_PER_LANE];",
             packet_type(*elem)
         );
@@ -126,9 +134,34 @@ layout(local_size_x = {WORKGROUP_SIZE}) in;
             storage_bytes(*elem)
         );
     }
-    let call = expression.call(|slot, _| format!("packet{slot}[held][lane_of_packet]"));
+    for &k in held {
+        let _ = writeln!(
+            held_arrays,
+            "        {} held{k}[NX_PACKETS_PER_LANE * {PACKET_ELEMENTS}u];",
+            compute_type(reductions[k].input_elem)
+        );
+    }
+    // Phase `phase` passes the values the earlier phases kept; the output phase passes all.
+    let call_in_phase = |phase: usize| {
+        expression.call_holding(
+            |slot, _| format!("packet{slot}[held][lane_of_packet]"),
+            |slot| {
+                (held[slot] < phase).then(|| {
+                    format!(
+                        "held{}[held * {PACKET_ELEMENTS}u + lane_of_packet]",
+                        held[slot]
+                    )
+                })
+            },
+        )
+    };
     let mut phases = String::new();
     for (k, reduction) in reductions.iter().enumerate() {
+        let keep = if held.contains(&k) {
+            format!("held{k}[held * {PACKET_ELEMENTS}u + lane_of_packet] = result{k};")
+        } else {
+            String::new()
+        };
         let _ = write!(
             phases,
             "#define V {value_type}
@@ -141,6 +174,7 @@ layout(local_size_x = {WORKGROUP_SIZE}) in;
                     uint column = (lane + held * NX_TEAM_SIZE) * {PACKET_ELEMENTS}u + lane_of_packet;
                     if (row_active && column < NX_ROW_LENGTH) {{
                         {call}
+                        {keep}
                         lanes[lane_of_packet] = nxr{k}_fold(lanes[lane_of_packet], {element});
                     }}
                 }}
@@ -152,6 +186,7 @@ layout(local_size_x = {WORKGROUP_SIZE}) in;
 #undef V
 ",
             value_type = compute_type(reduction.accumulator),
+            call = call_in_phase(k),
             element = fold_element(reduction.op, reduction.input_elem, &format!("result{k}")),
             stored = store(reduction.result, "value"),
         );
@@ -184,51 +219,63 @@ layout(local_size_x = {WORKGROUP_SIZE}) in;
             storage_bytes(*elem)
         );
     }
-    let _ = write!(
-        shader,
-        "void main() {{
-{preamble}{packet_preamble}    // Vector loads and stores (the executor decides per run: `push.rank`).
-    bool packets = NX_PACKET_PATH != 0 && push.rank == PACKET_RANK;
-    uint lane = gl_LocalInvocationID.x % NX_TEAM_SIZE;
-    uint rows_per_group = WORKGROUP_SIZE / NX_TEAM_SIZE;
-    for (uint first_row = gl_WorkGroupID.x * rows_per_group; first_row < push.count; first_row += gl_NumWorkGroups.x * rows_per_group) {{
-        uint row = first_row + gl_LocalInvocationID.x / NX_TEAM_SIZE;
-        bool row_active = row < push.count;
-{held}        [[unroll]] for (uint held = 0u; held < NX_PACKETS_PER_LANE; held++) {{
-            uint column = (lane + held * NX_TEAM_SIZE) * {PACKET_ELEMENTS}u;
-            if (!row_active || column >= NX_ROW_LENGTH) {{
-            }} else if (packets) {{
-{packet_loads}            }} else {{
-                [[unroll]] for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
+    // One variant per path (the executor picks per run): the generic path's addressing
+    // beside the packets cost registers the packets need (a kernel holding both ran
+    // softmax's row program 1.8x slower than the packet path alone on the H200, even with
+    // the generic path never taken).
+    let (packet_preamble, loads, stores) = if packet_path {
+        (
+            expression.packet_preamble(),
+            expression.packet_loads("[held]", "row", "column"),
+            packet_stores,
+        )
+    } else {
+        let loads = format!(
+            "                [[unroll]] for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
                     if (column + lane_of_packet < NX_ROW_LENGTH) {{
                         uint index = row * NX_ROW_LENGTH + column + lane_of_packet;
 {indices}{generic_loads}                    }}
                 }}
-            }}
+",
+            indices = expression.indices(),
+        );
+        let stores = format!(
+            "                [[unroll]] for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
+                    if (column + lane_of_packet < NX_ROW_LENGTH) {{
+{scalar_stores}                    }}
+                }}
+"
+        );
+        (String::new(), loads, stores)
+    };
+    let _ = write!(
+        shader,
+        "void main() {{
+{preamble}{packet_preamble}    uint lane = gl_LocalInvocationID.x % NX_TEAM_SIZE;
+    uint rows_per_group = WORKGROUP_SIZE / NX_TEAM_SIZE;
+    for (uint first_row = gl_WorkGroupID.x * rows_per_group; first_row < push.count; first_row += gl_NumWorkGroups.x * rows_per_group) {{
+        uint row = first_row + gl_LocalInvocationID.x / NX_TEAM_SIZE;
+        bool row_active = row < push.count;
+{packet_arrays}{held_arrays}        [[unroll]] for (uint held = 0u; held < NX_PACKETS_PER_LANE; held++) {{
+            uint column = (lane + held * NX_TEAM_SIZE) * {PACKET_ELEMENTS}u;
+            if (row_active && column < NX_ROW_LENGTH) {{
+{loads}            }}
         }}
 {phases}        [[unroll]] for (uint held = 0u; held < NX_PACKETS_PER_LANE; held++) {{
             uint column = (lane + held * NX_TEAM_SIZE) * {PACKET_ELEMENTS}u;
             if (row_active && column < NX_ROW_LENGTH) {{
                 uint64_t element = uint64_t(row) * uint64_t(NX_ROW_LENGTH) + uint64_t(column);
 {output_arrays}                [[unroll]] for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
-                    {call}
+                    {output_call}
 {output_values}                }}
-                if (packets) {{
-{packet_stores}                }} else {{
-                    [[unroll]] for (uint lane_of_packet = 0u; lane_of_packet < {PACKET_ELEMENTS}u; lane_of_packet++) {{
-                        if (column + lane_of_packet < NX_ROW_LENGTH) {{
-{scalar_stores}                        }}
-                    }}
-                }}
-            }}
+{stores}            }}
         }}
     }}
 }}
 ",
+        packet_arrays = held_packets,
+        output_call = call_in_phase(reductions.len()),
         preamble = expression.preamble(outputs.len()),
-        packet_preamble = expression.packet_preamble(),
-        packet_loads = expression.packet_loads("[held]", "row", "column"),
-        indices = expression.indices(),
     );
     shader
 }
