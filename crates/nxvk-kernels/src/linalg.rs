@@ -26,10 +26,12 @@
 //!
 //! qr: one workgroup per matrix applies Householder reflections to a working copy of A
 //! (columns in parallel) and accumulates Q = H1 H2 ... (rows in parallel); reflections follow
-//! LAPACK's sign choice (alpha = -sign(x0) |x|; on complex values alpha = -e^(i arg x0) |x|,
-//! the phase of Nx's complex reflector, which reduces to LAPACK's on real ones), so R's
-//! diagonal may be negative (or complex). `:reduced` keeps the first min(m, n) columns of Q and
-//! rows of R.
+//! LAPACK's sign choice (alpha = -sign(x0) |x|), so R's diagonal may be negative. Complex
+//! reflections are Hermitian (alpha = -e^(i arg x0) |x|, the phase of Nx's complex reflector),
+//! after which each row of R and column of Q is turned by a unit phase so that R's diagonal is
+//! real, -sign(re x0) |x| (LAPACK's zgeqrf; Nx's complex default leaves it complex): the QR
+//! gradient's formula holds for a real diagonal only. `:reduced` keeps the first min(m, n)
+//! columns of Q and rows of R.
 //!
 //! eigh: one workgroup per matrix runs cyclic Jacobi sweeps (each rotation's angle by one
 //! invocation, the row, column and eigenvector updates in parallel) on the lower triangle

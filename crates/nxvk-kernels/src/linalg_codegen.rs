@@ -27,6 +27,7 @@ pub const MAX_SWEEPS: u32 = 30;
 
 /// The arithmetic vocabulary on real values (`V` a float compute type; `REAL` is `V`).
 const REAL_ARITHMETIC: &str = "
+#define NX_COMPLEX 0
 #define REAL V
 #define NX_ZERO V(0)
 #define NX_ONE V(1)
@@ -49,6 +50,7 @@ const REAL_ARITHMETIC: &str = "
 /// component type `T`): Complex's multiply, divide, sqrt and abs, as the elementwise kernels
 /// compute them.
 const COMPLEX_ARITHMETIC: &str = "
+#define NX_COMPLEX 1
 #define REAL T
 #define NX_ZERO V(0)
 #define NX_ONE V(1, 0)
@@ -65,6 +67,7 @@ const COMPLEX_ARITHMETIC: &str = "
 #define NX_PIVOT_PHASE(a) (((a) == V(0)) ? V(1, 0) : NX_CONJ(a) / nx_cabs(a))
 #define NX_TURN(phase, a) nx_cmul(phase, a)
 #define NX_TURN_BACK(phase, a) nx_cmul(NX_CONJ(phase), a)
+#define NX_TO_REAL_AXIS(a) (((a) == V(0)) ? V(1, 0) : (((a).x < T(0)) ? -NX_CONJ(a) : NX_CONJ(a)) / nx_cabs(a))
 ";
 
 /// Shared GLSL: element access through 64-bit addresses, in the compute type `V` (complex
@@ -77,6 +80,8 @@ const COMPLEX_ARITHMETIC: &str = "
 /// on complex ones); and for Jacobi rotations `NX_PIVOT(a)` (the real number the rotation
 /// annihilates: a itself on real values, |a| on complex ones), `NX_PIVOT_PHASE(a)` (conj(a) /
 /// |a|, 1 on real values) and `NX_TURN`/`NX_TURN_BACK(phase, a)` (phase a and conj(phase) a).
+/// `NX_COMPLEX` is 1 on complex values, and there `NX_TO_REAL_AXIS(a)` is the unit d with d a
+/// real, of a's real part's sign (+ at 0).
 pub(crate) fn preamble(value: ValueType) -> String {
     let head = match value {
         ValueType::Real(Elem::BF16) => format!("{FLOAT_CONTROLS}{BF16_HELPERS}"),
@@ -355,7 +360,10 @@ void main() {{
 /// Householder QR, one workgroup per matrix: reflections H = I - 2 v v^H / |v|^2 with
 /// v = x - alpha e_j and alpha = -unit(x_j) |x| (LAPACK's sign on real values, -e^(i arg x_j)
 /// |x| on complex ones, as Nx's complex reflector), applied to a working copy of A (columns
-/// in parallel), accumulated into Q = H1 H2 ... (rows in parallel).
+/// in parallel), accumulated into Q = H1 H2 ... (rows in parallel). On complex values each
+/// row j of R is then turned by the unit d_j that makes R_jj real, of the sign of its real
+/// part, and column j of Q by conj(d_j): R's diagonal is LAPACK's (zgeqrf's beta =
+/// -sign(re x_j) |x|), real as the QR gradient's derivation assumes.
 pub(crate) fn qr_shader(value: ValueType) -> String {
     format!(
         "{preamble}
@@ -443,6 +451,21 @@ void main() {{
                 write_at(push.r, r_base + index, NX_ZERO);
             }}
         }}
+#if NX_COMPLEX
+        // Q D^H and D R with D = diag(d_j): R's diagonal onto the real axis.
+        for (uint j = 0u; j < steps; j++) {{
+            V turn = NX_TO_REAL_AXIS(read_at(push.r, r_base + uint64_t(j) * n + j));
+            barrier();
+            for (uint c = j + invocation; c < n; c += {WORKGROUP_SIZE}u) {{
+                uint64_t at = r_base + uint64_t(j) * n + c;
+                write_at(push.r, at, NX_MUL(turn, read_at(push.r, at)));
+            }}
+            for (uint row = invocation; row < m; row += {WORKGROUP_SIZE}u) {{
+                uint64_t at = q_base + uint64_t(row) * m + j;
+                write_at(push.q, at, NX_MUL(read_at(push.q, at), NX_CONJ(turn)));
+            }}
+        }}
+#endif
     }}
 }}
 ",

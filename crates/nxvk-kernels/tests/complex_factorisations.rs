@@ -12,7 +12,8 @@
 //! - solve: diagonally dominant systems, vector and matrix right-hand sides, against a host
 //!   Gauss-Jordan elimination.
 //! - qr: against a host Householder QR with the documented reflector (alpha = -e^(i arg x0)
-//!   |x|), element by element, plus Q^H Q = I.
+//!   |x|) and R's diagonal turned real (LAPACK's signs), element by element, plus Q^H Q = I
+//!   and a real diagonal.
 //! - eigh: Hermitian matrices (NaN above the diagonal): eigenvalues real (zero imaginary
 //!   parts), ascending, V^H V = I and A v = lambda v within `32 n eps (1 + |A|_F)`.
 //!
@@ -399,6 +400,22 @@ fn host_qr(
             r[i * n + j] = ZERO;
         }
     }
+    // R's diagonal turned onto the real axis, the sign of its real part kept (LAPACK's).
+    for j in 0..m.min(n) {
+        let diagonal = r[j * n + j];
+        let sign = if diagonal.re < 0.0 { -1.0 } else { 1.0 };
+        let turn = if diagonal == ZERO {
+            ONE
+        } else {
+            sign * diagonal.conj() / diagonal.norm()
+        };
+        for column in j..n {
+            r[j * n + column] *= turn;
+        }
+        for row in 0..m {
+            q[row * m + j] *= turn.conj();
+        }
+    }
     (q, r)
 }
 
@@ -450,6 +467,12 @@ fn qr_case(
         {
             return Err(format!(
                 "{dtype} {m}x{n} complete={complete} batch {batch}: {why}"
+            ));
+        }
+        if let Some(j) = (0..k.min(n)).find(|&j| got_r[j * n + j].im.abs() > bound) {
+            return Err(format!(
+                "{dtype} {m}x{n}: R[{j}][{j}] = {} is not real",
+                got_r[j * n + j]
             ));
         }
         let gram = product(&adjoint(got_q, m, k), got_q, (k, m, k));
