@@ -679,6 +679,24 @@ impl Differentiator<'_> {
                 };
                 (Some(to_left), to_right)
             }
+            B::Remainder => {
+                // remainder(x, y) = x - trunc(x / y) y (the dividend's sign, as C's fmod and
+                // Nx.BinaryBackend): d x = g, d y = -g trunc(x / y). (Nx's rule takes floor,
+                // which differs where x / y is negative.)
+                let to_right = if want_right {
+                    let quotient = self.div(l, r)?;
+                    let zero = self.scalar(self.ty(quotient)?.dtype, 0.0)?;
+                    let negative = self.binary(B::Less, quotient, zero)?;
+                    let up = self.unary(UnaryOp::Ceil, quotient)?;
+                    let down = self.unary(UnaryOp::Floor, quotient)?;
+                    let truncated = self.builder.select(negative, up, down)?;
+                    let product = self.mul(g, truncated)?;
+                    Some(self.unary(UnaryOp::Negate, product)?)
+                } else {
+                    None
+                };
+                (Some(g), to_right)
+            }
             B::Pow => {
                 let to_left = if want_left {
                     let exponent = self.offset(r, -1.0)?;

@@ -18,12 +18,12 @@ mod common;
 mod finite_differences;
 
 use finite_differences::{
-    Runner, check_against_finite_differences, deterministic_values, finite_difference_failure,
-    low_precision_failure,
+    Runner, check_against_finite_differences, complex_of, deterministic_values,
+    finite_difference_failure, low_precision_failure,
 };
 use nxvk_core::DType;
 use nxvk_fusion::{CondClause, Graph, GraphBuilder, NodeId, Op, STOP_GRAD, gradients};
-use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, WindowOp, WindowOptions};
+use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp, WindowOp, WindowOptions};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -639,4 +639,79 @@ fn wrong_f32_and_f16_control_flow_gradients_are_rejected() {
             assert!(failure.is_some(), "null arm: {dtype} {name} passed");
         }
     }
+}
+
+/// A complex state through `while` and then `cond`: z = re + i im; three steps of
+/// `z = z w + 0.1` (w = 0.9 + 0.3i); then `z^2` when sum(real(z)) > 0, else `conj(z) z_0` (a
+/// conjugating branch that also reads the initial value); the loss reads both parts
+/// (`conjugate_branch` false: `z z_0` instead, for the null arm).
+fn complex_state(conjugate_branch: bool) -> Loss {
+    Box::new(move |builder, parameters| {
+        let z = complex_of(builder, parameters[0], parameters[1]);
+        let complex_scalar = |builder: &mut GraphBuilder, re: f64, im: f64| {
+            let bytes = [re.to_le_bytes(), im.to_le_bytes()].concat();
+            builder.constant_bytes(DType::C128, &[], &bytes).unwrap()
+        };
+        let state: &[(DType, &[usize])] = &[(DType::C128, &[3]), (DType::S64, &[])];
+        let body = nested(state, |builder, state| {
+            let w = complex_scalar(builder, 0.9, 0.3);
+            let offset = complex_scalar(builder, 0.1, 0.0);
+            let turned = binary(builder, BinaryOp::Multiply, state[0], w);
+            let one = scalar(builder, DType::S64, 1.0);
+            vec![
+                binary(builder, BinaryOp::Add, turned, offset),
+                binary(builder, BinaryOp::Add, state[1], one),
+            ]
+        });
+        let condition = nested(state, |builder, state| {
+            let three = scalar(builder, DType::S64, 3.0);
+            vec![binary(builder, BinaryOp::Less, state[1], three)]
+        });
+        let zero = scalar(builder, DType::S64, 0.0);
+        let looped = builder.while_loop(&[z, zero], condition, body).unwrap();
+        let stepped = builder.elem(looped, 0).unwrap();
+        let pair: &[(DType, &[usize])] = &[(DType::C128, &[3]), (DType::C128, &[3])];
+        let positive = nested(pair, |builder, inputs| {
+            let real = builder.unary(UnaryOp::Real, inputs[0]).unwrap();
+            let total = sum(builder, real);
+            let zero = scalar(builder, DType::F64, 0.0);
+            vec![binary(builder, BinaryOp::Greater, total, zero)]
+        });
+        let squared = nested(pair, |builder, inputs| {
+            vec![binary(builder, BinaryOp::Multiply, inputs[0], inputs[0])]
+        });
+        let mixed = nested(pair, |builder, inputs| {
+            let first = if conjugate_branch {
+                builder.unary(UnaryOp::Conjugate, inputs[0]).unwrap()
+            } else {
+                inputs[0]
+            };
+            vec![binary(builder, BinaryOp::Multiply, first, inputs[1])]
+        });
+        let clauses = vec![CondClause {
+            predicate: Arc::new(positive),
+            body: Arc::new(squared),
+        }];
+        let chosen = builder.cond(&[stepped, z], clauses, mixed).unwrap();
+        let out = builder.elem(chosen, 0).unwrap();
+        let real = builder.unary(UnaryOp::Real, out).unwrap();
+        let imag = builder.unary(UnaryOp::Imag, out).unwrap();
+        let square = binary(builder, BinaryOp::Multiply, real, real);
+        binary(builder, BinaryOp::Add, square, imag)
+    })
+}
+
+#[test]
+fn complex_loop_and_cond_states_get_their_gradients() {
+    let loss = complex_state(true);
+    // sum(real(z)) after the loop: positive for the first values, negative for the second.
+    for re in [[0.8, 0.5, -0.2], [-1.2, -0.9, 0.3]] {
+        let values = vec![re.to_vec(), vec![0.3, -0.4, 0.6]];
+        let failure = finite_difference_failure(PAIR, &loss, &loss, &values);
+        assert!(failure.is_none(), "re {re:?}: {failure:?}");
+    }
+    // Null arm: the conjugating branch's gradient against a branch without the conjugation.
+    let values = vec![vec![-1.2, -0.9, 0.3], vec![0.3, -0.4, 0.6]];
+    let failure = finite_difference_failure(PAIR, &complex_state(false), &loss, &values);
+    assert!(failure.is_some(), "null arm: a missing conjugation passed");
 }

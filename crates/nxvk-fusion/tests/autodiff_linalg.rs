@@ -18,7 +18,7 @@
 mod common;
 #[path = "common/finite_differences.rs"]
 mod finite_differences;
-use finite_differences::finite_difference_failure;
+use finite_differences::{complex_of, finite_difference_failure};
 
 use nxvk_core::DType;
 use nxvk_fusion::{GraphBuilder, NodeId};
@@ -177,6 +177,46 @@ fn solve_shapes(batch: &[usize], n: usize, b_tail: &[usize]) -> Vec<Vec<usize>> 
     vec![[batch, &[n, n]].concat(), [batch, b_tail].concat()]
 }
 
+/// The triangular_solve options drawn as `flags` (lower, left side, transposed a) and the
+/// shapes of (a, b) for 3 x 3 systems, batched or not: b a vector, or a matrix on the side
+/// the options say.
+fn triangular_solve_case(
+    flags: usize,
+    vector_b: bool,
+    batched: bool,
+) -> (TriangularSolveOptions, Vec<Vec<usize>>) {
+    let options = TriangularSolveOptions {
+        lower: flags & 1 != 0,
+        left_side: flags & 2 != 0,
+        transpose_a: flags & 4 != 0,
+    };
+    let batch: &[usize] = if batched { &[2] } else { &[] };
+    let tail: &[usize] = match (vector_b, options.left_side) {
+        (true, _) => &[3],
+        (false, true) => &[3, 2],
+        (false, false) => &[2, 3],
+    };
+    (options, solve_shapes(batch, 3, tail))
+}
+
+/// The shapes of (a, b) for solve's 3 x 3 systems, batched or not, b a vector or a matrix.
+fn solve_case(vector_b: bool, batched: bool) -> Vec<Vec<usize>> {
+    let batch: &[usize] = if batched { &[2] } else { &[] };
+    solve_shapes(batch, 3, if vector_b { &[3] } else { &[3, 2] })
+}
+
+/// Values for `shapes`, `diagonal` added on the diagonals of square ones (b never is).
+fn system_values(
+    random: &mut common::SplitMix,
+    shapes: &[Vec<usize>],
+    diagonal: f64,
+) -> Vec<Vec<f64>> {
+    shapes
+        .iter()
+        .map(|shape| values(random, shape, diagonal))
+        .collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(6))]
 
@@ -187,20 +227,9 @@ proptest! {
         vector_b in any::<bool>(),
         batched in any::<bool>(),
     ) {
-        let options = TriangularSolveOptions {
-            lower: flags & 1 != 0,
-            left_side: flags & 2 != 0,
-            transpose_a: flags & 4 != 0,
-        };
-        let batch: &[usize] = if batched { &[2] } else { &[] };
-        let tail: &[usize] = match (vector_b, options.left_side) {
-            (true, _) => &[3],
-            (false, true) => &[3, 2],
-            (false, false) => &[2, 3],
-        };
-        let shapes = solve_shapes(batch, 3, tail);
+        let (options, shapes) = triangular_solve_case(flags, vector_b, batched);
         let mut random = common::SplitMix(seed);
-        let data = vec![values(&mut random, &shapes[0], 3.0), values(&mut random, &shapes[1], 0.0)];
+        let data = system_values(&mut random, &shapes, 3.0);
         let failure = mismatch(&shapes, &data, &triangular_solve_loss(options), &triangular_solve_loss(options));
         prop_assert!(failure.is_none(), "{options:?}: {failure:?}");
     }
@@ -211,11 +240,9 @@ proptest! {
         vector_b in any::<bool>(),
         batched in any::<bool>(),
     ) {
-        let batch: &[usize] = if batched { &[2] } else { &[] };
-        let tail: &[usize] = if vector_b { &[3] } else { &[3, 2] };
-        let shapes = solve_shapes(batch, 3, tail);
+        let shapes = solve_case(vector_b, batched);
         let mut random = common::SplitMix(seed);
-        let data = vec![values(&mut random, &shapes[0], 2.5), values(&mut random, &shapes[1], 0.0)];
+        let data = system_values(&mut random, &shapes, 2.5);
         let failure = mismatch(&shapes, &data, &solve_and_determinant_loss, &solve_and_determinant_loss);
         prop_assert!(failure.is_none(), "{failure:?}");
     }
@@ -351,16 +378,6 @@ fn a_wrong_linear_algebra_gradient_is_rejected() {
 // the loss reads both parts of the result. The gradient graph's value for every part of every
 // element must match them.
 
-/// `re + i im` as c128.
-fn complex_of(builder: &mut GraphBuilder, re: NodeId, im: NodeId) -> NodeId {
-    let re = builder.as_type(re, DType::C128).unwrap();
-    let im = builder.as_type(im, DType::C128).unwrap();
-    let bytes = [0f64.to_le_bytes(), 1f64.to_le_bytes()].concat();
-    let i = builder.constant_bytes(DType::C128, &[], &bytes).unwrap();
-    let rotated = mul(builder, im, i);
-    add(builder, re, rotated)
-}
-
 /// `cubic(real(y)) + cubic(imag(y))`: both parts of `y`, each through a nonlinear map.
 fn cubic_parts(builder: &mut GraphBuilder, y: NodeId) -> NodeId {
     let real = builder.unary(UnaryOp::Real, y).unwrap();
@@ -452,25 +469,10 @@ proptest! {
         vector_b in any::<bool>(),
         batched in any::<bool>(),
     ) {
-        let options = TriangularSolveOptions {
-            lower: flags & 1 != 0,
-            left_side: flags & 2 != 0,
-            transpose_a: flags & 4 != 0,
-        };
-        let batch: &[usize] = if batched { &[2] } else { &[] };
-        let tail: &[usize] = match (vector_b, options.left_side) {
-            (true, _) => &[3],
-            (false, true) => &[3, 2],
-            (false, false) => &[2, 3],
-        };
-        let shapes = part_shapes(&solve_shapes(batch, 3, tail));
+        let (options, matrices) = triangular_solve_case(flags, vector_b, batched);
+        let shapes = part_shapes(&matrices);
         let mut random = common::SplitMix(seed);
-        let data = vec![
-            values(&mut random, &shapes[0], 3.0),
-            values(&mut random, &shapes[1], 0.0),
-            values(&mut random, &shapes[2], 0.0),
-            values(&mut random, &shapes[3], 0.0),
-        ];
+        let data = part_values(&mut random, &matrices, 3.0);
         let loss = complex_triangular_solve_loss(options, false);
         let failure = mismatch(&shapes, &data, &loss, &loss);
         prop_assert!(failure.is_none(), "{options:?}: {failure:?}");
@@ -482,16 +484,10 @@ proptest! {
         vector_b in any::<bool>(),
         batched in any::<bool>(),
     ) {
-        let batch: &[usize] = if batched { &[2] } else { &[] };
-        let tail: &[usize] = if vector_b { &[3] } else { &[3, 2] };
-        let shapes = part_shapes(&solve_shapes(batch, 3, tail));
+        let matrices = solve_case(vector_b, batched);
+        let shapes = part_shapes(&matrices);
         let mut random = common::SplitMix(seed);
-        let data = vec![
-            values(&mut random, &shapes[0], 2.5),
-            values(&mut random, &shapes[1], 0.0),
-            values(&mut random, &shapes[2], 0.0),
-            values(&mut random, &shapes[3], 0.0),
-        ];
+        let data = part_values(&mut random, &matrices, 2.5);
         let loss = |b: &mut GraphBuilder, p: &[NodeId]| {
             let operands = complex_parameters(b, p);
             let x = b.solve(operands[0], operands[1]).unwrap();

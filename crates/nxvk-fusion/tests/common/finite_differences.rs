@@ -138,6 +138,21 @@ pub fn finite_difference_failure(
     None
 }
 
+/// The c128 value `re + i im` of two f64 nodes (complex operands built from real parameters,
+/// so finite differences move each part separately).
+pub fn complex_of(builder: &mut GraphBuilder, re: NodeId, im: NodeId) -> NodeId {
+    let re = builder.as_type(re, DType::C128).unwrap();
+    let im = builder.as_type(im, DType::C128).unwrap();
+    let bytes = [0f64.to_le_bytes(), 1f64.to_le_bytes()].concat();
+    let i = builder.constant_bytes(DType::C128, &[], &bytes).unwrap();
+    let rotated = builder
+        .binary(nxvk_kernels::BinaryOp::Multiply, im, i)
+        .unwrap();
+    builder
+        .binary(nxvk_kernels::BinaryOp::Add, re, rotated)
+        .unwrap()
+}
+
 /// `value` rounded to the float `dtype` (f16, bf16, f32 or f64), as f64.
 pub fn rounded_to(dtype: DType, value: f64) -> f64 {
     match dtype {
