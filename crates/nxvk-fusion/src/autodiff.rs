@@ -5,9 +5,21 @@
 //! other (the gradient of an elementwise chain becomes elementwise nodes that fuse with it).
 //!
 //! Policy:
-//! - Only floating-point values carry gradients. Integer and predicate operands (comparison
-//!   results, `select` predicates, argmax indices) are constants to the derivative, as in
-//!   Nx's `grad`; asking for the gradient of an integer node is an error.
+//! - Only floating-point and complex values carry gradients ([`carries_gradient`]). Integer
+//!   and predicate operands (comparison results, `select` predicates, argmax indices) are
+//!   constants to the derivative, as in Nx's `grad`; asking for the gradient of an integer
+//!   node is an error. The loss and the nodes of `wrt` are real floats.
+//! - Complex values: a complex node's adjoint `c` is the transpose-convention cotangent
+//!   `dL/d re - i dL/d im` (JAX's). Holomorphic ops (add, multiply, divide, pow, the complex
+//!   transcendentals, dot, sums and products, data movement, triangular_solve, solve, lu,
+//!   determinant, fft) then pass it through their plain transposes, with the real rules'
+//!   formulas unchanged; the others conjugate where their derivative does: `conjugate` gives
+//!   `conj(c)`, `abs` `g conj(z) / |z|`, `real` `g`, `imag` `-i g`, and a real operand of a
+//!   complex node takes the real part of its contribution (the accumulator's `as_type`).
+//!   Nx writes its complex rules in the conjugate convention (`dL/d re + i dL/d im`), so the
+//!   rules that need conjugations (cholesky, qr, eigh) apply Nx's formulas, conjugate
+//!   transposes included, between a conjugation of the incoming adjoints and one of the
+//!   result (see `autodiff/linalg.rs`).
 //! - Each node's adjoint is the sum of its users' contributions, reduced over the axes the
 //!   user broadcast (right-aligned, Nx's rule) and converted to the node's dtype.
 //! - Ties in `max`/`min` split the gradient equally between the operands (Nx's rule, so
@@ -41,6 +53,11 @@ use std::collections::HashMap;
 
 /// The `metadata` label that stops gradients.
 pub const STOP_GRAD: &str = "stop_grad";
+
+/// True for the dtypes whose values carry gradients: floating-point and complex ones.
+pub(crate) const fn carries_gradient(dtype: DType) -> bool {
+    dtype.is_float() || dtype.is_complex()
+}
 
 /// Appends to `builder` the gradient of the one-element floating-point node `loss` with respect
 /// to each node of `wrt`, and returns the gradient nodes in the same order (a zero tensor for a
@@ -85,7 +102,7 @@ pub(crate) fn vjp(
         tuple_adjoints: HashMap::new(),
     };
     for (&output, &cotangent) in outputs.iter().zip(cotangents) {
-        if needed[output.index()] && differentiator.ty(output)?.dtype.is_float() {
+        if needed[output.index()] && carries_gradient(differentiator.ty(output)?.dtype) {
             differentiator.accumulate(output, cotangent)?;
         }
     }
@@ -308,6 +325,9 @@ impl Differentiator<'_> {
                 .map(|ty| ty.dtype.is_float())
                 .unwrap_or(false)
         };
+        let differentiable = |this: &Self, operand: NodeId| {
+            this.ty(operand).is_ok_and(|ty| carries_gradient(ty.dtype))
+        };
         let mut contributions = Vec::new();
         match op {
             Op::Parameter { .. } | Op::Constant { .. } | Op::Literal { .. } => {}
@@ -319,7 +339,7 @@ impl Differentiator<'_> {
             }
             Op::Unary { op, input } => {
                 if wants(input)
-                    && is_float(self, input)
+                    && differentiable(self, input)
                     && let Some(contribution) = self.unary_rule(op, input, node, gradient)?
                 {
                     contributions.push((input, contribution));
@@ -327,8 +347,8 @@ impl Differentiator<'_> {
             }
             Op::Binary { op, left, right } => {
                 let (want_left, want_right) = (
-                    wants(left) && is_float(self, left),
-                    wants(right) && is_float(self, right),
+                    wants(left) && differentiable(self, left),
+                    wants(right) && differentiable(self, right),
                 );
                 if want_left || want_right {
                     let (to_left, to_right) =
@@ -338,7 +358,7 @@ impl Differentiator<'_> {
                 }
             }
             Op::AsType { input } => {
-                if wants(input) && is_float(self, input) {
+                if wants(input) && differentiable(self, input) {
                     contributions.push((input, gradient));
                 }
             }
@@ -377,10 +397,10 @@ impl Differentiator<'_> {
                 predicate,
                 ..
             } => {
-                if wants(on_true) && is_float(self, on_true) {
+                if wants(on_true) && differentiable(self, on_true) {
                     contributions.push((on_true, self.mask(predicate, gradient, true)?));
                 }
-                if wants(on_false) && is_float(self, on_false) {
+                if wants(on_false) && differentiable(self, on_false) {
                     contributions.push((on_false, self.mask(predicate, gradient, false)?));
                 }
             }
@@ -396,7 +416,7 @@ impl Differentiator<'_> {
                 op, input, axes, ..
             } => {
                 if wants(input)
-                    && is_float(self, input)
+                    && differentiable(self, input)
                     && let Some(contribution) =
                         self.reduce_rule(op, input, node, gradient, &axes)?
                 {
@@ -404,11 +424,11 @@ impl Differentiator<'_> {
                 }
             }
             Op::Dot { left, right, axes } => {
-                if wants(left) && is_float(self, left) {
+                if wants(left) && differentiable(self, left) {
                     let value = self.dot_operand_gradient(gradient, left, right, &axes, true)?;
                     contributions.push((left, value));
                 }
-                if wants(right) && is_float(self, right) {
+                if wants(right) && differentiable(self, right) {
                     let value = self.dot_operand_gradient(gradient, left, right, &axes, false)?;
                     contributions.push((right, value));
                 }
@@ -418,8 +438,8 @@ impl Differentiator<'_> {
                 kernel,
                 options,
             } => {
-                let want_input = wants(input) && is_float(self, input);
-                let want_kernel = wants(kernel) && is_float(self, kernel);
+                let want_input = wants(input) && differentiable(self, input);
+                let want_kernel = wants(kernel) && differentiable(self, kernel);
                 if want_input || want_kernel {
                     let wanted = (want_input, want_kernel);
                     contributions =
@@ -500,6 +520,19 @@ impl Differentiator<'_> {
             U::Sign | U::Floor | U::Ceil | U::Round | U::Imag => return Ok(None),
             U::Negate => self.unary(U::Negate, g)?,
             U::Real => g,
+            // The output is complex (a real input's too): its adjoint, conjugated.
+            U::Conjugate => self.unary(U::Conjugate, g)?,
+            U::Abs if self.ty(x)?.dtype.is_complex() => {
+                // |z| is real: d|z| = re(conj(z) dz) / |z|, so z takes g conj(z) / |z| (zero
+                // where z is zero, whose conj(z) is zero too).
+                let zero = self.scalar(self.ty(y)?.dtype, 0.0)?;
+                let at_zero = self.binary(BinaryOp::Equal, y, zero)?;
+                let one = self.scalar(self.ty(y)?.dtype, 1.0)?;
+                let modulus = self.builder.select(at_zero, one, y)?;
+                let conjugated = self.unary(U::Conjugate, x)?;
+                let direction = self.div(conjugated, modulus)?;
+                self.mul(g, direction)?
+            }
             U::Abs => {
                 let sign = self.unary(U::Sign, x)?;
                 self.mul(g, sign)?
@@ -645,6 +678,24 @@ impl Differentiator<'_> {
                     None
                 };
                 (Some(to_left), to_right)
+            }
+            B::Remainder => {
+                // remainder(x, y) = x - trunc(x / y) y (the dividend's sign, as C's fmod and
+                // Nx.BinaryBackend): d x = g, d y = -g trunc(x / y). (Nx's rule takes floor,
+                // which differs where x / y is negative.)
+                let to_right = if want_right {
+                    let quotient = self.div(l, r)?;
+                    let zero = self.scalar(self.ty(quotient)?.dtype, 0.0)?;
+                    let negative = self.binary(B::Less, quotient, zero)?;
+                    let up = self.unary(UnaryOp::Ceil, quotient)?;
+                    let down = self.unary(UnaryOp::Floor, quotient)?;
+                    let truncated = self.builder.select(negative, up, down)?;
+                    let product = self.mul(g, truncated)?;
+                    Some(self.unary(UnaryOp::Negate, product)?)
+                } else {
+                    None
+                };
+                (Some(g), to_right)
             }
             B::Pow => {
                 let to_left = if want_left {

@@ -161,14 +161,14 @@ impl GraphBuilder {
         )
     }
 
-    /// A scalar constant (rank 0) of a real `dtype`, converted from `value` as Rust's `as`
-    /// converts (floats round to nearest, integers saturate).
+    /// A scalar constant (rank 0) of a native `dtype`, converted from `value` as Rust's `as`
+    /// converts (floats round to nearest, integers saturate; complex dtypes get `value + 0i`).
     pub fn constant(&mut self, dtype: DType, value: f64) -> Result<NodeId> {
         let element = scalar_bytes(dtype, value).ok_or_else(|| {
             bad(
                 "constant",
                 &[&TensorType::new(dtype, &[])],
-                "a real scalar constant needs a native real dtype",
+                "a scalar constant from a real number needs a native real or complex dtype",
             )
         })?;
         self.constant_bytes(dtype, &[], &element)
@@ -786,7 +786,8 @@ fn checked_elements(op: &'static str, dtype: DType, shape: &[usize]) -> Result<u
         })
 }
 
-/// The little-endian bytes of `value` as one element of a native real `dtype`.
+/// The little-endian bytes of `value` as one element of a native real `dtype`, or of `value + 0i`
+/// as a complex one.
 pub(crate) fn scalar_bytes(dtype: DType, value: f64) -> Option<Vec<u8>> {
     Some(match dtype {
         DType::S8 => (value as i8).to_le_bytes().to_vec(),
@@ -801,6 +802,8 @@ pub(crate) fn scalar_bytes(dtype: DType, value: f64) -> Option<Vec<u8>> {
         DType::BF16 => nxvk_core::bf16::from_f64(value).to_le_bytes().to_vec(),
         DType::F32 => (value as f32).to_le_bytes().to_vec(),
         DType::F64 => value.to_le_bytes().to_vec(),
+        DType::C64 => [(value as f32).to_le_bytes(), 0f32.to_le_bytes()].concat(),
+        DType::C128 => [value.to_le_bytes(), 0f64.to_le_bytes()].concat(),
         _ => return None,
     })
 }

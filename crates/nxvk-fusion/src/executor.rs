@@ -343,7 +343,6 @@ impl Run<'_> {
         let node = graph.node(id);
         let name = node.op.name();
         let device = self.cache.device();
-        let ty = node.ty.tensor();
         let tensor_value = |tensor: Tensor| Ok(Value::Tensor(tensor));
         match &node.op {
             Op::Parameter { .. } => Err(absent(name, id)),
@@ -366,11 +365,22 @@ impl Run<'_> {
                 self.tensor(name, *input)?,
                 graph.tensor_type(id).dtype,
             )?),
-            Op::Select { .. } | Op::Clip { .. } => Err(Error::Unsupported {
-                op: name,
-                dtype: ty.map_or(DType::U8, |ty| ty.dtype),
-                detail: "only native real dtypes (no host path yet)".into(),
-            }),
+            // Unfused selects and clips (complex values, which the planner does not fuse) run
+            // the catalog's eager kernels.
+            Op::Select {
+                predicate,
+                on_true,
+                on_false,
+            } => tensor_value(nxvk_kernels::select(
+                self.tensor(name, *predicate)?,
+                self.tensor(name, *on_true)?,
+                self.tensor(name, *on_false)?,
+            )?),
+            Op::Clip { input, min, max } => tensor_value(nxvk_kernels::clip(
+                self.tensor(name, *input)?,
+                self.tensor(name, *min)?,
+                self.tensor(name, *max)?,
+            )?),
             Op::Reduce {
                 op,
                 input,

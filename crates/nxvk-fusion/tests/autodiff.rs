@@ -528,6 +528,35 @@ fn max_and_min_split_the_gradient_on_ties() {
     }
 }
 
+/// `remainder(x, y)^2` (`floored`: with the remainder of floor division, `x - floor(x / y) y`,
+/// built from other ops: the null arm's different function).
+fn squared_remainder(floored: bool) -> Loss {
+    Box::new(move |builder, p| {
+        let value = if floored {
+            let quotient = builder.binary(BinaryOp::Divide, p[0], p[1]).unwrap();
+            let floor = builder.unary(UnaryOp::Floor, quotient).unwrap();
+            let multiple = builder.binary(BinaryOp::Multiply, floor, p[1]).unwrap();
+            builder.binary(BinaryOp::Subtract, p[0], multiple).unwrap()
+        } else {
+            builder.binary(BinaryOp::Remainder, p[0], p[1]).unwrap()
+        };
+        builder.binary(BinaryOp::Multiply, value, value).unwrap()
+    })
+}
+
+#[test]
+fn remainder_gradients_follow_the_truncated_quotient() {
+    // Quotients of both signs, none near an integer (where the remainder jumps).
+    let values = vec![vec![5.3, -5.3, 2.2, -7.9], vec![2.0, 2.0, -1.5, -3.1]];
+    let shapes: &[&[usize]] = &[&[4], &[4]];
+    let right = squared_remainder(false);
+    let failure = finite_difference_failure(shapes, &right, &right, &values);
+    assert!(failure.is_none(), "{failure:?}");
+    // Null arm: floor division's remainder differs where x / y < 0.
+    let floored = squared_remainder(true);
+    assert!(finite_difference_failure(shapes, &floored, &right, &values).is_some());
+}
+
 // --- Data movement, indexing, scans, windows and sort (rules in autodiff/movement.rs) ---
 
 /// `sin(value)`: keeps every output's gradient distinct, so a misplaced one shows.

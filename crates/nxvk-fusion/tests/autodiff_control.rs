@@ -5,17 +5,25 @@
 //! zero times), a property over random values (different values take different branches or
 //! loop a different number of times), and a null arm: the gradient of a different function
 //! must be rejected by the same comparison.
+//!
+//! The f32 and f16 instances build the same losses with f32 (f16) parameters, the nested
+//! graphs and constants in that dtype too, and compare the loss and its gradients with the f64
+//! graph's at the same point (the values rounded to the dtype first), whose gradients the f64
+//! checks hold to the finite differences. The fixed values keep every predicate and loop
+//! condition well clear of its threshold (by at least 0.1, against f16's 1e-3 rounding), so
+//! both precisions take the same branches and iteration counts.
 
 mod common;
 #[path = "common/finite_differences.rs"]
 mod finite_differences;
 
 use finite_differences::{
-    Runner, check_against_finite_differences, deterministic_values, finite_difference_failure,
+    Runner, check_against_finite_differences, complex_of, deterministic_values,
+    finite_difference_failure, low_precision_failure,
 };
 use nxvk_core::DType;
 use nxvk_fusion::{CondClause, Graph, GraphBuilder, NodeId, Op, STOP_GRAD, gradients};
-use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, WindowOp, WindowOptions};
+use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp, WindowOp, WindowOptions};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -57,32 +65,41 @@ fn bump(builder: &mut GraphBuilder, x: NodeId) -> NodeId {
     binary(builder, BinaryOp::Divide, x, denominator)
 }
 
-/// `value * factor + addend` with f64 scalars.
+/// The dtype of the tensor node `value`.
+fn dtype_of(builder: &GraphBuilder, value: NodeId) -> DType {
+    builder.type_of(value).unwrap().tensor().unwrap().dtype
+}
+
+/// `value * factor + addend` with scalars of `value`'s dtype.
 fn affine(builder: &mut GraphBuilder, value: NodeId, factor: f64, addend: f64) -> NodeId {
-    let factor = scalar(builder, DType::F64, factor);
-    let addend = scalar(builder, DType::F64, addend);
+    let dtype = dtype_of(builder, value);
+    let factor = scalar(builder, dtype, factor);
+    let addend = scalar(builder, dtype, addend);
     let scaled = binary(builder, BinaryOp::Multiply, value, factor);
     binary(builder, BinaryOp::Add, scaled, addend)
 }
 
-/// The predicate graph `sum(x) op threshold` over (x [3], y [3], counts s64 [3]).
-fn sum_compared(op: BinaryOp, threshold: f64) -> Graph {
-    nested(COND_INPUTS, |builder, inputs| {
+/// The predicate graph `sum(x) op threshold` over (x [3], y [3], counts s64 [3]), x and y of
+/// the float `dtype`.
+fn sum_compared(dtype: DType, op: BinaryOp, threshold: f64) -> Graph {
+    nested(&cond_inputs(dtype), |builder, inputs| {
         let total = sum(builder, inputs[0]);
-        let threshold = scalar(builder, DType::F64, threshold);
+        let threshold = scalar(builder, dtype, threshold);
         vec![binary(builder, op, total, threshold)]
     })
 }
 
-const COND_INPUTS: &[(DType, &[usize])] =
-    &[(DType::F64, &[3]), (DType::F64, &[3]), (DType::S64, &[3])];
+/// The cond's inputs: x [3] and y [3] of the float `dtype`, integer counts s64 [3].
+fn cond_inputs(dtype: DType) -> [(DType, &'static [usize]); 3] {
+    [(dtype, &[3]), (dtype, &[3]), (DType::S64, &[3])]
+}
 
 /// Branch bodies over (x, y, counts) giving (a float vector, the integer counts): each uses
 /// the inputs differently; `variant` changes the first branch (for the null arm).
-fn branch(which: usize, variant: bool) -> Graph {
-    nested(COND_INPUTS, |builder, inputs| {
+fn branch(dtype: DType, which: usize, variant: bool) -> Graph {
+    nested(&cond_inputs(dtype), |builder, inputs| {
         let (x, y, counts) = (inputs[0], inputs[1], inputs[2]);
-        let counts_float = builder.as_type(counts, DType::F64).unwrap();
+        let counts_float = builder.as_type(counts, dtype).unwrap();
         let value = match which {
             0 => {
                 let product = binary(builder, BinaryOp::Multiply, x, y);
@@ -112,25 +129,27 @@ fn branch(which: usize, variant: bool) -> Graph {
 
 /// A three-way cond over (x, y, counts = [1, 2, 3]): sum(x) > 0.5 takes branch 0, sum(x) <
 /// -0.5 branch 1, else branch 2; the loss reads the float output twice and adds `x * y`
-/// outside so every input also has a gradient from outside the cond.
+/// outside so every input also has a gradient from outside the cond. Of the parameters'
+/// float dtype, as are the other losses here.
 fn three_way_cond(variant: bool) -> Loss {
     Box::new(move |builder, parameters| {
+        let dtype = dtype_of(builder, parameters[0]);
         let counts = builder.iota(DType::S64, &[3], None).unwrap();
         let clauses = vec![
             CondClause {
-                predicate: Arc::new(sum_compared(BinaryOp::Greater, 0.5)),
-                body: Arc::new(branch(0, variant)),
+                predicate: Arc::new(sum_compared(dtype, BinaryOp::Greater, 0.5)),
+                body: Arc::new(branch(dtype, 0, variant)),
             },
             CondClause {
-                predicate: Arc::new(sum_compared(BinaryOp::Less, -0.5)),
-                body: Arc::new(branch(1, false)),
+                predicate: Arc::new(sum_compared(dtype, BinaryOp::Less, -0.5)),
+                body: Arc::new(branch(dtype, 1, false)),
             },
         ];
         let chosen = builder
             .cond(
                 &[parameters[0], parameters[1], counts],
                 clauses,
-                branch(2, false),
+                branch(dtype, 2, false),
             )
             .unwrap();
         let value = builder.elem(chosen, 0).unwrap();
@@ -191,24 +210,27 @@ proptest! {
     }
 }
 
-const LOOP_STATE: &[(DType, &[usize])] =
-    &[(DType::F64, &[3]), (DType::F64, &[3]), (DType::S64, &[])];
+/// The loops' state: x [3] and y [3] of the float `dtype`, an s64 step counter.
+fn loop_state(dtype: DType) -> [(DType, &'static [usize]); 3] {
+    [(dtype, &[3]), (dtype, &[3]), (DType::S64, &[])]
+}
 
 /// While `sum(x^2) < 4` and fewer than 6 steps: `x = 1.3 x + 0.2 bump(y)`, y unchanged, the
 /// integer counter up by one (`variant`: 1.2 instead of 1.3 in the gradient's loop). The
 /// iteration count depends on x (none when |x|^2 >= 4 to begin with).
 fn growing_loop(variant: bool) -> Loss {
     Box::new(move |builder, parameters| {
-        let condition = nested(LOOP_STATE, |builder, state| {
+        let dtype = dtype_of(builder, parameters[0]);
+        let condition = nested(&loop_state(dtype), |builder, state| {
             let square = binary(builder, BinaryOp::Multiply, state[0], state[0]);
             let total = sum(builder, square);
-            let four = scalar(builder, DType::F64, 4.0);
+            let four = scalar(builder, dtype, 4.0);
             let small = binary(builder, BinaryOp::Less, total, four);
             let six = scalar(builder, DType::S64, 6.0);
             let few = binary(builder, BinaryOp::Less, state[2], six);
             vec![binary(builder, BinaryOp::LogicalAnd, small, few)]
         });
-        let body = nested(LOOP_STATE, |builder, state| {
+        let body = nested(&loop_state(dtype), |builder, state| {
             let grown = affine(builder, state[0], if variant { 1.2 } else { 1.3 }, 0.0);
             let wave = bump(builder, state[1]);
             let nudge = affine(builder, wave, 0.2, 0.0);
@@ -253,10 +275,11 @@ fn a_wrong_while_gradient_is_rejected() {
 /// bump(x) + y` (`variant`: + 0.5 y in the gradient's loop); y unchanged.
 fn loop_with_cond(variant: bool) -> Loss {
     Box::new(move |builder, parameters| {
-        let inputs: &[(DType, &[usize])] = &[(DType::F64, &[3]), (DType::F64, &[3])];
+        let dtype = dtype_of(builder, parameters[0]);
+        let inputs: &[(DType, &[usize])] = &[(dtype, &[3]), (dtype, &[3])];
         let positive = nested(inputs, |builder, state| {
             let total = sum(builder, state[0]);
-            let zero = scalar(builder, DType::F64, 0.0);
+            let zero = scalar(builder, dtype, 0.0);
             vec![binary(builder, BinaryOp::Greater, total, zero)]
         });
         let shrink = nested(inputs, |builder, state| {
@@ -269,7 +292,7 @@ fn loop_with_cond(variant: bool) -> Loss {
             let pulled = affine(builder, state[1], if variant { 0.5 } else { 1.0 }, 0.0);
             vec![binary(builder, BinaryOp::Add, wave, pulled)]
         });
-        let body = nested(LOOP_STATE, |builder, state| {
+        let body = nested(&loop_state(dtype), |builder, state| {
             let clauses = vec![CondClause {
                 predicate: Arc::new(positive),
                 body: Arc::new(shrink),
@@ -283,7 +306,7 @@ fn loop_with_cond(variant: bool) -> Loss {
                 binary(builder, BinaryOp::Add, state[2], one),
             ]
         });
-        let condition = nested(LOOP_STATE, |builder, state| {
+        let condition = nested(&loop_state(dtype), |builder, state| {
             let three = scalar(builder, DType::S64, 3.0);
             vec![binary(builder, BinaryOp::Less, state[2], three)]
         });
@@ -317,7 +340,8 @@ fn cond_inside_while_gradients_match_finite_differences_on_fixed_values() {
 /// + 1).
 fn blocked(variant: bool) -> Loss {
     Box::new(move |builder, parameters| {
-        let default = nested(COND_INPUTS, |builder, inputs| {
+        let dtype = dtype_of(builder, parameters[0]);
+        let default = nested(&cond_inputs(dtype), |builder, inputs| {
             let (a, b) = (inputs[0], inputs[1]);
             let square = binary(builder, BinaryOp::Multiply, a, a);
             let lifted = affine(builder, square, if variant { 0.5 } else { 1.0 }, 1.0);
@@ -452,10 +476,10 @@ fn scalar_and_empty_through_cond_and_block(
     builder: &mut GraphBuilder,
     parameters: &[NodeId],
 ) -> NodeId {
-    let types: &[(DType, &[usize])] =
-        &[(DType::F64, &[]), (DType::F64, &[0, 3]), (DType::F64, &[3])];
+    let dtype = dtype_of(builder, parameters[0]);
+    let types: &[(DType, &[usize])] = &[(dtype, &[]), (dtype, &[0, 3]), (dtype, &[3])];
     let positive = nested(types, |builder, inputs| {
-        let zero = scalar(builder, DType::F64, 0.0);
+        let zero = scalar(builder, dtype, 0.0);
         vec![binary(builder, BinaryOp::Greater, inputs[0], zero)]
     });
     let scaled = nested(types, |builder, inputs| {
@@ -482,14 +506,11 @@ fn scalar_and_empty_through_cond_and_block(
         builder.elem(chosen, 0).unwrap(),
         builder.elem(chosen, 1).unwrap(),
     );
-    let default = nested(
-        &[(DType::F64, &[3]), (DType::F64, &[0, 3])],
-        |builder, inputs| {
-            let square = binary(builder, BinaryOp::Multiply, inputs[0], inputs[0]);
-            let total = sum(builder, inputs[1]);
-            vec![binary(builder, BinaryOp::Add, square, total)]
-        },
-    );
+    let default = nested(&[(dtype, &[3]), (dtype, &[0, 3])], |builder, inputs| {
+        let square = binary(builder, BinaryOp::Multiply, inputs[0], inputs[0]);
+        let total = sum(builder, inputs[1]);
+        vec![binary(builder, BinaryOp::Add, square, total)]
+    });
     let block = builder
         .block("square_plus_empty_sum", &[vector, empty], default)
         .unwrap();
@@ -509,9 +530,10 @@ fn rank_zero_and_empty_values_pass_through_cond_and_block() {
 
 /// While `x < 3`: `x = 1.5 x + 0.5` on a rank-0 state (3 iterations from 0.2, none from 3.5).
 fn scalar_loop(builder: &mut GraphBuilder, parameters: &[NodeId]) -> NodeId {
-    let state: &[(DType, &[usize])] = &[(DType::F64, &[])];
+    let dtype = dtype_of(builder, parameters[0]);
+    let state: &[(DType, &[usize])] = &[(dtype, &[])];
     let condition = nested(state, |builder, x| {
-        let three = scalar(builder, DType::F64, 3.0);
+        let three = scalar(builder, dtype, 3.0);
         vec![binary(builder, BinaryOp::Less, x[0], three)]
     });
     let body = nested(state, |builder, x| vec![affine(builder, x[0], 1.5, 0.5)]);
@@ -526,4 +548,170 @@ fn a_rank_zero_loop_state_gets_its_gradient() {
         let failure = finite_difference_failure(&[&[]], &scalar_loop, &scalar_loop, &[vec![x]]);
         assert!(failure.is_none(), "x {x}: {failure:?}");
     }
+}
+
+/// Tolerances of the f32 and f16 instances, relative to `1 + |f64 value|`: 16 eps of the type
+/// (f32: 1.9e-6; f16: 1.6e-2), against measured worst cases of 1.7e-7 (f32) and 7.6e-4 (f16)
+/// on lavapipe over these cases (loops of up to five steps replayed by the rematerialisation,
+/// squared losses).
+const LOW_PRECISION: [(DType, f64); 2] = [(DType::F32, 1.9e-6), (DType::F16, 1.6e-2)];
+
+/// One fixed-value case: (name, shapes, loss, values).
+type Case = (&'static str, Vec<&'static [usize]>, Loss, Vec<Vec<f64>>);
+
+/// Every fixed-value case of the rules above.
+fn low_precision_cases() -> Vec<Case> {
+    let y = vec![0.3, -0.7, 1.1];
+    let mut cases: Vec<Case> = Vec::new();
+    for x in [[0.9, 0.4, -0.2], [-0.8, -0.3, 0.1], [0.2, -0.1, 0.05]] {
+        cases.push((
+            "cond",
+            PAIR.to_vec(),
+            three_way_cond(false),
+            vec![x.to_vec(), y.clone()],
+        ));
+    }
+    for x in [[0.1, -0.2, 0.15], [1.0, 1.0, -0.5], [1.5, -1.4, 0.3]] {
+        let values = vec![x.to_vec(), vec![0.4, -0.6, 0.9]];
+        cases.push(("while", PAIR.to_vec(), growing_loop(false), values));
+    }
+    let values = deterministic_values(PAIR);
+    cases.push((
+        "cond inside while",
+        PAIR.to_vec(),
+        loop_with_cond(false),
+        values.clone(),
+    ));
+    cases.push(("block", PAIR.to_vec(), blocked(false), values));
+    for s in [0.7, -0.4] {
+        let mut values = deterministic_values(SCALAR_EMPTY_VECTOR);
+        values[0] = vec![s];
+        let loss: Loss = Box::new(scalar_and_empty_through_cond_and_block);
+        cases.push((
+            "rank 0 and empty",
+            SCALAR_EMPTY_VECTOR.to_vec(),
+            loss,
+            values,
+        ));
+    }
+    for x in [0.2, 3.5] {
+        let loss: Loss = Box::new(scalar_loop);
+        cases.push(("rank-0 loop", vec![&[]], loss, vec![vec![x]]));
+    }
+    cases
+}
+
+#[test]
+fn f32_and_f16_control_flow_gradients_match_f64() {
+    for (dtype, tolerance) in LOW_PRECISION {
+        for (name, shapes, loss, values) in low_precision_cases() {
+            let failure = low_precision_failure(dtype, &shapes, &loss, &loss, &values, tolerance);
+            assert!(failure.is_none(), "{name} {values:?}: {failure:?}");
+        }
+    }
+}
+
+/// Null arm: each rule's wrong variant in f32 (f16) against the right graph in f64 is
+/// rejected at the same tolerance.
+#[test]
+fn wrong_f32_and_f16_control_flow_gradients_are_rejected() {
+    let values = vec![vec![0.9, 0.4, -0.2], vec![0.3, -0.7, 1.1]];
+    let loop_values = vec![vec![0.1, -0.2, 0.15], vec![0.4, -0.6, 0.9]];
+    let deterministic = deterministic_values(PAIR);
+    for (dtype, tolerance) in LOW_PRECISION {
+        for (name, right, wrong, values) in [
+            ("cond", three_way_cond(false), three_way_cond(true), &values),
+            (
+                "while",
+                growing_loop(false),
+                growing_loop(true),
+                &loop_values,
+            ),
+            (
+                "cond inside while",
+                loop_with_cond(false),
+                loop_with_cond(true),
+                &deterministic,
+            ),
+            ("block", blocked(false), blocked(true), &deterministic),
+        ] {
+            let failure = low_precision_failure(dtype, PAIR, &wrong, &right, values, tolerance);
+            assert!(failure.is_some(), "null arm: {dtype} {name} passed");
+        }
+    }
+}
+
+/// A complex state through `while` and then `cond`: z = re + i im; three steps of
+/// `z = z w + 0.1` (w = 0.9 + 0.3i); then `z^2` when sum(real(z)) > 0, else `conj(z) z_0` (a
+/// conjugating branch that also reads the initial value); the loss reads both parts
+/// (`conjugate_branch` false: `z z_0` instead, for the null arm).
+fn complex_state(conjugate_branch: bool) -> Loss {
+    Box::new(move |builder, parameters| {
+        let z = complex_of(builder, parameters[0], parameters[1]);
+        let complex_scalar = |builder: &mut GraphBuilder, re: f64, im: f64| {
+            let bytes = [re.to_le_bytes(), im.to_le_bytes()].concat();
+            builder.constant_bytes(DType::C128, &[], &bytes).unwrap()
+        };
+        let state: &[(DType, &[usize])] = &[(DType::C128, &[3]), (DType::S64, &[])];
+        let body = nested(state, |builder, state| {
+            let w = complex_scalar(builder, 0.9, 0.3);
+            let offset = complex_scalar(builder, 0.1, 0.0);
+            let turned = binary(builder, BinaryOp::Multiply, state[0], w);
+            let one = scalar(builder, DType::S64, 1.0);
+            vec![
+                binary(builder, BinaryOp::Add, turned, offset),
+                binary(builder, BinaryOp::Add, state[1], one),
+            ]
+        });
+        let condition = nested(state, |builder, state| {
+            let three = scalar(builder, DType::S64, 3.0);
+            vec![binary(builder, BinaryOp::Less, state[1], three)]
+        });
+        let zero = scalar(builder, DType::S64, 0.0);
+        let looped = builder.while_loop(&[z, zero], condition, body).unwrap();
+        let stepped = builder.elem(looped, 0).unwrap();
+        let pair: &[(DType, &[usize])] = &[(DType::C128, &[3]), (DType::C128, &[3])];
+        let positive = nested(pair, |builder, inputs| {
+            let real = builder.unary(UnaryOp::Real, inputs[0]).unwrap();
+            let total = sum(builder, real);
+            let zero = scalar(builder, DType::F64, 0.0);
+            vec![binary(builder, BinaryOp::Greater, total, zero)]
+        });
+        let squared = nested(pair, |builder, inputs| {
+            vec![binary(builder, BinaryOp::Multiply, inputs[0], inputs[0])]
+        });
+        let mixed = nested(pair, |builder, inputs| {
+            let first = if conjugate_branch {
+                builder.unary(UnaryOp::Conjugate, inputs[0]).unwrap()
+            } else {
+                inputs[0]
+            };
+            vec![binary(builder, BinaryOp::Multiply, first, inputs[1])]
+        });
+        let clauses = vec![CondClause {
+            predicate: Arc::new(positive),
+            body: Arc::new(squared),
+        }];
+        let chosen = builder.cond(&[stepped, z], clauses, mixed).unwrap();
+        let out = builder.elem(chosen, 0).unwrap();
+        let real = builder.unary(UnaryOp::Real, out).unwrap();
+        let imag = builder.unary(UnaryOp::Imag, out).unwrap();
+        let square = binary(builder, BinaryOp::Multiply, real, real);
+        binary(builder, BinaryOp::Add, square, imag)
+    })
+}
+
+#[test]
+fn complex_loop_and_cond_states_get_their_gradients() {
+    let loss = complex_state(true);
+    // sum(real(z)) after the loop: positive for the first values, negative for the second.
+    for re in [[0.8, 0.5, -0.2], [-1.2, -0.9, 0.3]] {
+        let values = vec![re.to_vec(), vec![0.3, -0.4, 0.6]];
+        let failure = finite_difference_failure(PAIR, &loss, &loss, &values);
+        assert!(failure.is_none(), "re {re:?}: {failure:?}");
+    }
+    // Null arm: the conjugating branch's gradient against a branch without the conjugation.
+    let values = vec![vec![-1.2, -0.9, 0.3], vec![0.3, -0.4, 0.6]];
+    let failure = finite_difference_failure(PAIR, &complex_state(false), &loss, &values);
+    assert!(failure.is_some(), "null arm: a missing conjugation passed");
 }

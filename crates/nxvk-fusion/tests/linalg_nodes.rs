@@ -1,9 +1,10 @@
 //! The Fourier-transform, triangular-solve and linear-algebra nodes run through a plan compute,
 //! byte for byte, what the eager catalog op of the same name computes on the same tensors (the
 //! catalog's own tests hold those kernels to host references), on random shapes with batch
-//! axes (empty batches included), values and options, in f32, f64 and s32 inputs. The
-//! builder's inferred types must match the results'. The encoding round-trips every new node
-//! and damaged bytes never panic. Null arms show the comparisons reject a different option.
+//! axes (empty batches included), values and options, in f32, f64 and s32 inputs (and c64 and
+//! c128 for the linear-algebra nodes). The builder's inferred types must match the results'.
+//! The encoding round-trips every new node and damaged bytes never panic. Null arms show the
+//! comparisons reject a different option.
 
 mod common;
 
@@ -39,11 +40,19 @@ fn tensor(random: &mut common::SplitMix, dtype: DType, shape: &[usize], diagonal
         .collect();
     let device = common::device();
     let f64_tensor = Tensor::from_slice(&device, shape, &values).unwrap();
-    as_type(&f64_tensor, dtype).unwrap()
+    let typed = as_type(&f64_tensor, dtype).unwrap();
+    if !dtype.is_complex() {
+        return typed;
+    }
+    // Complex values off the real axis: each turned by the phase 0.6 + 0.8i.
+    let phase = Tensor::from_slice(&device, &[], &[nxvk_core::Complex64::new(0.6, 0.8)]).unwrap();
+    let phase = as_type(&phase, dtype).unwrap();
+    nxvk_kernels::binary(nxvk_kernels::BinaryOp::Multiply, &typed, &phase).unwrap()
 }
 
 /// `a + a^T` over the last two axes plus `shift` on the diagonal, computed on the host: a
-/// symmetric (positive definite for a large `shift`) operand for cholesky and eigh.
+/// symmetric (positive definite for a large `shift`) operand for cholesky and eigh (real
+/// valued, so Hermitian as a complex matrix too).
 fn symmetric(random: &mut common::SplitMix, dtype: DType, shape: &[usize], shift: f64) -> Tensor {
     let n = shape[shape.len() - 1];
     let a: Vec<f64> = as_type(&tensor(random, DType::F64, shape, 0.0), DType::F64)
@@ -63,6 +72,9 @@ fn symmetric(random: &mut common::SplitMix, dtype: DType, shape: &[usize], shift
 }
 
 const DTYPES: [DType; 3] = [DType::F32, DType::F64, DType::S32];
+
+/// The linear-algebra nodes take complex operands too.
+const LINALG_DTYPES: [DType; 5] = [DType::F32, DType::F64, DType::S32, DType::C64, DType::C128];
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(16))]
@@ -98,7 +110,7 @@ proptest! {
     #[test]
     fn linear_algebra_nodes_compute_what_the_eager_ops_compute(
         seed in any::<u64>(),
-        dtype_index in 0usize..3,
+        dtype_index in 0usize..5,
         batch in prop::collection::vec(0usize..3, 0..2),
         n in 1usize..5,
         m in 1usize..4,
@@ -107,7 +119,7 @@ proptest! {
     ) {
         let cache = PlanCache::new(&common::device());
         let mut random = common::SplitMix(seed);
-        let dtype = DTYPES[dtype_index];
+        let dtype = LINALG_DTYPES[dtype_index];
         let with = |tail: &[usize]| [&batch[..], tail].concat();
         let square = with(&[n, n]);
         let a = tensor(&mut random, dtype, &square, 4.0);

@@ -240,13 +240,9 @@ pub fn coverage(capabilities: &Capabilities) -> Vec<Row> {
             gpu_or_unsupported(op, window::runs_on_gpu)
         }
     });
-    let linear_algebra = linalg::LINALG_OPS.iter().map(|&op| {
-        if op == "triangular_solve" {
-            gpu_or_unsupported(op, linalg::triangular_solve_runs_on_gpu)
-        } else {
-            gpu_or_unsupported(op, linalg::runs_on_gpu)
-        }
-    });
+    let linear_algebra = linalg::LINALG_OPS
+        .iter()
+        .map(|&op| gpu_or_unsupported(op, linalg::runs_on_gpu));
     binary
         .chain(unary)
         .chain(reductions)

@@ -34,7 +34,7 @@
 //! and batch axes, a tiled GEMM with split-K, per-device autotuned tiles, cooperative matrices
 //! for f16; complex as one real GEMM over the parts), [`conv`](mod@conv) (implicit GEMM;
 //! complex likewise), [`window`] reductions and scatters, and
-//! [`linalg`] (triangular_solve, cholesky, lu, determinant, solve, qr, eigh). They have no host path: a dtype
+//! [`linalg`] (triangular_solve, cholesky, lu, determinant, solve, qr, eigh; real and complex). They have no host path: a dtype
 //! without a kernel is `Unsupported`.
 //!
 //! Today the GPU covers s8-s64, u8-u64, f16, bf16, f32 and f64, f64 transcendentals included
@@ -72,6 +72,7 @@ pub mod index;
 mod index_codegen;
 pub mod launch;
 pub mod linalg;
+mod linalg_codegen;
 pub mod movement;
 mod movement_codegen;
 mod narrow_types;

@@ -8,22 +8,11 @@
 
 mod common;
 
+use common::complex_matrices::*;
 use common::*;
 use nxvk_core::{Complex64, DType, Tensor};
-use nxvk_kernels::reference::{self, Value};
 use nxvk_kernels::{TriangularSolveOptions, triangular_solve};
 use proptest::prelude::*;
-
-fn random_complex(dtype: DType, rng: &mut SplitMix, scale: f64) -> Complex64 {
-    let value = Complex64::new(
-        scale * (rng.unit() * 2.0 - 1.0),
-        scale * (rng.unit() * 2.0 - 1.0),
-    );
-    match reference::round_to(Value::Complex(value), dtype) {
-        Value::Complex(rounded) => rounded,
-        other => panic!("{other:?}"),
-    }
-}
 
 /// `batches` matrices n x n (row-major), triangular as `lower` says, NaN in the other triangle.
 fn triangular(
@@ -46,22 +35,7 @@ fn triangular(
             Complex64::new(f64::NAN, f64::NAN)
         });
     }
-    values
-        .iter()
-        .map(|&z| as_complex(reference::round_to(Value::Complex(z), dtype)))
-        .collect()
-}
-
-fn as_complex(value: Value) -> Complex64 {
-    match value {
-        Value::Complex(z) => z,
-        other => panic!("{other:?}"),
-    }
-}
-
-fn upload(dtype: DType, shape: &[usize], values: &[Complex64]) -> Tensor {
-    let values: Vec<Value> = values.iter().map(|&z| Value::Complex(z)).collect();
-    Tensor::from_bytes(&device(), dtype, shape, &reference::encode(dtype, &values)).unwrap()
+    values.iter().map(|&z| rounded_complex(dtype, z)).collect()
 }
 
 /// Solves `t x = b` by substitution, `t` triangular (`lower` or upper) by an element function.
@@ -117,25 +91,21 @@ fn solve_case(
                 a_values[batch * n * n + (within % n) * n + within / n]
             })
             .collect();
-        upload(dtype, &[batches, n, n], &stored)
+        upload_complex(dtype, &[batches, n, n], &stored)
             .transpose(&[0, 2, 1])
             .unwrap()
     } else {
-        upload(dtype, &[batches, n, n], &a_values)
+        upload_complex(dtype, &[batches, n, n], &a_values)
     };
-    let b = upload(dtype, &b_shape, &b_values);
+    let b = upload_complex(dtype, &b_shape, &b_values);
     let before = fallbacks("triangular_solve", dtype);
     let output = triangular_solve(&a, &b, &options).map_err(|error| error.to_string())?;
     if fallbacks("triangular_solve", dtype) != before || output.shape() != b_shape {
         return Err(format!("shape {:?} or a host fallback", output.shape()));
     }
-    let got: Vec<Complex64> = read(&output).into_iter().map(as_complex).collect();
+    let got = complex_values(&output);
     let columns = if vector { 1 } else { m };
-    let eps = epsilon(if dtype == DType::C64 {
-        DType::F32
-    } else {
-        DType::F64
-    });
+    let eps = component_epsilon(dtype);
     for batch in 0..batches {
         let a_at = |row: usize, column: usize| a_values[batch * n * n + row * n + column];
         // op(a) as Nx defines it (a plain transpose), seen from x: X op(a) = B is

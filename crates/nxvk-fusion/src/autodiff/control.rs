@@ -17,10 +17,11 @@
 //!   the product only once per `k`. Keeping every state instead (O(n) time) needs a stack
 //!   whose size is known only at run time, which static shapes cannot express.
 //! - The condition of a `while` and the predicates of a `cond` are piecewise constant: no
-//!   gradient flows through them. Integer state slots and inputs carry no gradient.
+//!   gradient flows through them. Integer state slots and inputs carry no gradient; floating-point
+//!   and complex ones do.
 
 use super::inline::inline;
-use super::{Differentiator, vjp};
+use super::{Differentiator, carries_gradient, vjp};
 use crate::builder::GraphBuilder;
 use crate::graph::{CondClause, Graph, NodeId, NodeType, Op, TensorType};
 use nxvk_core::{DType, Error, Result};
@@ -39,7 +40,7 @@ impl Differentiator<'_> {
         gradient: NodeId,
     ) -> Result<()> {
         let types = tuple_types(self.builder, tuple)?;
-        if !types[index].dtype.is_float() {
+        if !carries_gradient(types[index].dtype) {
             return Ok(());
         }
         let elements = self
@@ -68,7 +69,7 @@ impl Differentiator<'_> {
                     needed[inputs[position].index()]
                         && this
                             .ty(inputs[position])
-                            .is_ok_and(|ty| ty.dtype.is_float())
+                            .is_ok_and(|ty| carries_gradient(ty.dtype))
                 })
                 .collect()
         };
@@ -102,8 +103,8 @@ impl Differentiator<'_> {
         }
     }
 
-    /// The adjoints of the floating-point elements of the tuple node `node`, in order (zeros
-    /// where no user differentiated an element).
+    /// The adjoints of the differentiable (floating-point or complex) elements of the tuple
+    /// node `node`, in order (zeros where no user differentiated an element).
     fn output_cotangents(
         &mut self,
         node: NodeId,
@@ -113,7 +114,7 @@ impl Differentiator<'_> {
         types
             .iter()
             .zip(elements)
-            .filter(|(ty, _)| ty.dtype.is_float())
+            .filter(|(ty, _)| carries_gradient(ty.dtype))
             .map(|(ty, element)| match element {
                 Some(adjoint) => Ok(*adjoint),
                 None => zeros(self.builder, ty),
@@ -190,8 +191,8 @@ impl Differentiator<'_> {
     }
 
     /// `while`: Nx's rematerialisation (see the module docs). `wanted` lists the state slots
-    /// whose initial values need a gradient; every floating-point slot carries an adjoint
-    /// through the loop, since the slots feed each other.
+    /// whose initial values need a gradient; every floating-point or complex slot carries an
+    /// adjoint through the loop, since the slots feed each other.
     fn while_rule(
         &mut self,
         node: NodeId,
@@ -205,8 +206,8 @@ impl Differentiator<'_> {
             return Ok(Vec::new());
         }
         let state = body.parameters().to_vec();
-        let float_slots: Vec<usize> = (0..state.len())
-            .filter(|&slot| state[slot].dtype.is_float())
+        let gradient_slots: Vec<usize> = (0..state.len())
+            .filter(|&slot| carries_gradient(state[slot].dtype))
             .collect();
         let counter = TensorType::new(COUNTER_DTYPE, &[]);
         // The iteration count: the loop again, with a counter.
@@ -219,7 +220,7 @@ impl Differentiator<'_> {
         let count = self.builder.elem(counting, state.len())?;
         // From the last iteration back: (initial state, adjoints, iterations left).
         let cotangents = self.output_cotangents(node, elements)?;
-        let cotangent_types: Vec<TensorType> = float_slots
+        let cotangent_types: Vec<TensorType> = gradient_slots
             .iter()
             .map(|&slot| state[slot].clone())
             .collect();
@@ -230,10 +231,10 @@ impl Differentiator<'_> {
             .cloned()
             .collect();
         let any_left = counter_condition(&loop_state, BinaryOp::Greater, None)?;
-        let step_back = backward_step(body, &state, &float_slots, &cotangent_types)?;
+        let step_back = backward_step(body, &state, &gradient_slots, &cotangent_types)?;
         let arguments = [initial, cotangents.as_slice(), &[count]].concat();
         let backward = self.builder.while_loop(&arguments, any_left, step_back)?;
-        float_slots
+        gradient_slots
             .iter()
             .enumerate()
             .filter(|(_, slot)| wanted.contains(slot))
@@ -273,15 +274,16 @@ fn parameters(builder: &mut GraphBuilder, types: &[TensorType]) -> Result<Vec<No
 }
 
 /// The vector-Jacobian product of `graph` as a graph: its parameters are `graph`'s, then one
-/// adjoint per floating-point output (in order); its outputs are the gradients with respect to
-/// the parameters at positions `wrt` (floating-point ones), of their types.
+/// adjoint per differentiable (floating-point or complex) output (in order); its outputs are
+/// the gradients with respect to the parameters at positions `wrt` (differentiable ones), of
+/// their types.
 fn vjp_graph(graph: &Graph, wrt: &[usize]) -> Result<Graph> {
     let mut builder = GraphBuilder::new();
     let arguments = parameters(&mut builder, graph.parameters())?;
     let outputs: Vec<NodeId> = inline(&mut builder, graph, &arguments)?
         .into_iter()
         .zip(graph.output_types())
-        .filter(|(_, ty)| ty.dtype.is_float())
+        .filter(|(_, ty)| carries_gradient(ty.dtype))
         .map(|(output, _)| output)
         .collect();
     let output_types = outputs
@@ -338,13 +340,13 @@ fn counter_condition(state: &[TensorType], op: BinaryOp, other: Option<usize>) -
     builder.finish(&[holds])
 }
 
-/// The body of the backward loop over (initial state, adjoints of the floating-point slots
-/// `float_slots`, iterations left `k`): replays `body` `k - 1` times from the initial state,
+/// The body of the backward loop over (initial state, adjoints of the differentiable slots
+/// `gradient_slots`, iterations left `k`): replays `body` `k - 1` times from the initial state,
 /// applies its vector-Jacobian product there, and counts `k` down.
 fn backward_step(
     body: &Graph,
     state: &[TensorType],
-    float_slots: &[usize],
+    gradient_slots: &[usize],
     cotangent_types: &[TensorType],
 ) -> Result<Graph> {
     let counter = TensorType::new(COUNTER_DTYPE, &[]);
@@ -365,7 +367,7 @@ fn backward_step(
         .map(|slot| builder.elem(replay, slot))
         .collect::<Result<Vec<NodeId>>>()?;
     arguments.extend(&cotangents);
-    let product = vjp_graph(body, float_slots)?;
+    let product = vjp_graph(body, gradient_slots)?;
     let mut outputs = initial;
     outputs.extend(inline(&mut builder, &product, &arguments)?);
     let one = builder.constant(COUNTER_DTYPE, 1.0)?;

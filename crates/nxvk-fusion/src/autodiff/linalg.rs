@@ -11,28 +11,33 @@
 //! - solve: `db = solve(a^T, g)`, `da = -db x^T`.
 //! - determinant: `g det(a) a^-T` (`a^-T` by a solve; singular matrices give inf/NaN as the
 //!   forward pass does).
-//! - cholesky: `a_bar = l^-T phi(l^T tril(g)) l^-1` (phi: the lower triangle with a halved
-//!   diagonal) by two triangular solves, then symmetrised: the gradient with respect to the
-//!   symmetric matrix (as JAX gives; Nx returns the unsymmetrised matrix, whose symmetric
-//!   part is this one).
+//! - cholesky: `a_bar = l^-T phi(l^T tril(g)) conj(l)^-1` (phi: the lower triangle with a
+//!   halved diagonal) by two triangular solves, then made symmetric (Hermitian): the gradient
+//!   with respect to the symmetric matrix (as JAX gives; Nx returns the unsymmetrised matrix,
+//!   whose symmetric part is this one).
 //! - qr: Nx's formulas (arXiv 2009.10071): eq. 3 for `m >= n` (reduced or complete), its
-//!   Proposition 2 for wide matrices.
-//! - eigh (distinct eigenvalues): Nx's and JAX's `v (diag(g_values) + f * v^T g_vectors) v^T`,
-//!   symmetrised, with `f_ij = 1 / (lambda_j - lambda_i)` off the diagonal.
+//!   Proposition 2 for wide matrices, with Nx's conjugate transposes; on complex values
+//!   copyltu keeps only the real part of the diagonal (R's diagonal is real; see
+//!   `qr_tall_rule`).
+//! - eigh (distinct eigenvalues): Nx's and JAX's `v (diag(g_values) + f * v^H g_vectors) v^H`,
+//!   made Hermitian, with `f_ij = 1 / (lambda_j - lambda_i)` off the diagonal.
 //! - lu: with the permutation held constant, `p l^-T (tril(l^T g_l, -1) + triu(g_u u^T)) u^-T`.
 //!
-//! Complex values: a complex node's adjoint `c` is the transpose-convention cotangent
-//! `dL/d re - i dL/d im` (JAX's), so holomorphic linear maps such as the DFT pass it through
-//! their transpose; `real(z)` gives `c = g`, `imag(z)` gives `c = -i g`, and a real operand
-//! of a complex node takes the real part (the accumulator's `as_type`). That covers fft/ifft
-//! of real and complex values reached through `real`/`imag`; the linear-algebra kernels are
-//! real-only.
+//! Complex values (see `autodiff.rs`: adjoints are JAX's transpose-convention cotangents):
+//! triangular_solve, solve, determinant, lu and fft are holomorphic, so the formulas above
+//! hold as written, with plain transposes (Nx's conjugate transposes act on its
+//! conjugate-convention cotangents: conjugating both sides gives these). cholesky, qr and
+//! eigh are not holomorphic: cholesky's closed form carries its one conjugation (`conj(l)`,
+//! derived from Nx's `l^-H phi(l^H g) l^-1` the same way), and qr and eigh apply Nx's formulas
+//! (conjugate transposes and all) to the conjugated element adjoints, then conjugate the
+//! result. On real values every conjugation is the identity and is not built. A real input
+//! of a complex node takes the real part of its adjoint.
 //!
 //! Tuple-valued nodes (qr, lu, eigh): each `elem` records its adjoint per element; an element
 //! nobody used has a zero adjoint. The tuple's own adjoint slot holds the first recorded
 //! element gradient, only to mark it reached in the backward sweep.
 
-use super::Differentiator;
+use super::{Differentiator, carries_gradient};
 use crate::graph::{DotAxes, LinAlgKind, NodeId, Op};
 use nxvk_core::{DType, Result};
 use nxvk_kernels::{BinaryOp, TriangularSolveOptions, UnaryOp};
@@ -62,10 +67,7 @@ impl Differentiator<'_> {
         needed: &[bool],
     ) -> Result<Vec<(NodeId, NodeId)>> {
         let wants = |this: &Self, operand: NodeId| {
-            needed[operand.index()]
-                && this
-                    .ty(operand)
-                    .is_ok_and(|ty| ty.dtype.is_float() || ty.dtype.is_complex())
+            needed[operand.index()] && this.ty(operand).is_ok_and(|ty| carries_gradient(ty.dtype))
         };
         let mut contributions = Vec::new();
         match op {
@@ -196,10 +198,39 @@ impl Differentiator<'_> {
         self.builder.transpose(value, &permutation)
     }
 
-    /// `(value + value^T) / 2` over the last two axes.
-    fn symmetrised(&mut self, value: NodeId) -> Result<NodeId> {
+    /// `conj(value)` for a complex value; a real value itself.
+    fn conjugated(&mut self, value: NodeId) -> Result<NodeId> {
+        if self.ty(value)?.dtype.is_complex() {
+            self.unary(UnaryOp::Conjugate, value)
+        } else {
+            Ok(value)
+        }
+    }
+
+    /// `value^H` (the conjugate transpose; the transpose of a real value) over the last two
+    /// axes.
+    fn adjoint_matrix(&mut self, value: NodeId) -> Result<NodeId> {
         let transposed = self.transpose_matrix(value)?;
-        let sum = self.binary(BinaryOp::Add, value, transposed)?;
+        self.conjugated(transposed)
+    }
+
+    /// The diagonal of `value` [..., n, n] (zeros elsewhere), its real part only (as
+    /// `value`'s dtype).
+    fn real_diagonal(&mut self, value: NodeId) -> Result<NodeId> {
+        let lower = self.triangle(value, true, 0)?;
+        let diagonal = self.triangle(lower, false, 0)?;
+        let dtype = self.ty(value)?.dtype;
+        if !dtype.is_complex() {
+            return Ok(diagonal);
+        }
+        let real = self.unary(UnaryOp::Real, diagonal)?;
+        self.builder.as_type(real, dtype)
+    }
+
+    /// `(value + value^H) / 2` over the last two axes: the Hermitian (real: symmetric) part.
+    fn symmetrised(&mut self, value: NodeId) -> Result<NodeId> {
+        let adjoint = self.adjoint_matrix(value)?;
+        let sum = self.binary(BinaryOp::Add, value, adjoint)?;
         self.scale(sum, 0.5)
     }
 
@@ -360,7 +391,8 @@ impl Differentiator<'_> {
         let divisor = self.offset(identity, 1.0)?;
         let halved = self.div(product, divisor)?;
         let phi = self.triangle(halved, true, 0)?;
-        let both = self.between_triangles(l, phi, l, true, false)?;
+        let conjugate_l = self.conjugated(l)?;
+        let both = self.between_triangles(l, phi, conjugate_l, true, false)?;
         self.symmetrised(both)
     }
 
@@ -374,7 +406,7 @@ impl Differentiator<'_> {
         recorded: &[Option<NodeId>],
         needed: &[bool],
     ) -> Result<Vec<(NodeId, NodeId)>> {
-        if !needed[input.index()] || !self.ty(input)?.dtype.is_float() {
+        if !needed[input.index()] || !carries_gradient(self.ty(input)?.dtype) {
             return Ok(Vec::new());
         }
         Ok(vec![(
@@ -438,9 +470,23 @@ impl Differentiator<'_> {
     }
 
     /// d a of `(q, r) = qr(a)`: Nx's tall/square rule, and for wide matrices (`r = [u | v]`,
-    /// `a = [x | y]`) the square rule for `x` with `dq + y dv^T`, and `q dv` for `y`.
+    /// `a = [x | y]`) the square rule for `x` with `dq + y dv^H`, and `q dv` for `y`; in Nx's
+    /// conjugate convention, between conjugations (see the module docs).
     fn qr_rule(&mut self, elements: &[NodeId], adjoints: &[NodeId]) -> Result<NodeId> {
-        let (q, r, dq, dr) = (elements[0], elements[1], adjoints[0], adjoints[1]);
+        let (q, r) = (elements[0], elements[1]);
+        let (dq, dr) = (self.conjugated(adjoints[0])?, self.conjugated(adjoints[1])?);
+        let gradient = self.qr_conjugate_convention_rule(q, r, dq, dr)?;
+        self.conjugated(gradient)
+    }
+
+    /// Nx's qr gradient of the conjugate-convention adjoints `dq` and `dr`.
+    fn qr_conjugate_convention_rule(
+        &mut self,
+        q: NodeId,
+        r: NodeId,
+        dq: NodeId,
+        dr: NodeId,
+    ) -> Result<NodeId> {
         let r_shape = self.ty(r)?.shape;
         let rank = r_shape.len();
         let (rows, columns) = (r_shape[rank - 2], r_shape[rank - 1]);
@@ -451,7 +497,8 @@ impl Differentiator<'_> {
         let rest = columns - rows;
         let (v, dv) = (self.columns(r, rows, rest)?, self.columns(dr, rows, rest)?);
         let y = self.matmul(q, false, v, false)?;
-        let y_dv = self.matmul(y, false, dv, true)?;
+        let dv_conjugate = self.conjugated(dv)?;
+        let y_dv = self.matmul(y, false, dv_conjugate, true)?;
         let shifted_dq = self.binary(BinaryOp::Add, dq, y_dv)?;
         let dx = self.qr_tall_rule(q, u, shifted_dq, du)?;
         let dy = self.matmul(q, false, dv, false)?;
@@ -463,14 +510,20 @@ impl Differentiator<'_> {
         let r_shape = self.ty(r)?.shape;
         let rank = r_shape.len();
         let columns = r_shape[rank - 1];
-        let r_dr = self.matmul(r, false, dr, true)?;
-        let dq_q = self.matmul(dq, true, q, false)?;
+        let dr_conjugate = self.conjugated(dr)?;
+        let r_dr = self.matmul(r, false, dr_conjugate, true)?;
+        let dq_conjugate = self.conjugated(dq)?;
+        let dq_q = self.matmul(dq_conjugate, true, q, false)?;
         let m = self.binary(BinaryOp::Subtract, r_dr, dq_q)?;
-        // copyltu(m): the lower triangle mirrored onto the upper one.
-        let lower = self.triangle(m, true, 0)?;
+        // copyltu(m): the strict lower triangle mirrored (conjugated) onto the upper one, and
+        // the real part of the diagonal. R's diagonal is real, so dR's is: Q^H dQ (which is
+        // anti-Hermitian) has an imaginary diagonal, and the adjoint of that constraint keeps
+        // re(diag m) only (Nx keeps the whole complex diagonal; on real values they agree).
         let strict = self.triangle(m, true, 1)?;
-        let mirrored = self.transpose_matrix(strict)?;
-        let copied = self.binary(BinaryOp::Add, lower, mirrored)?;
+        let mirrored = self.adjoint_matrix(strict)?;
+        let diagonal = self.real_diagonal(m)?;
+        let mirrored = self.binary(BinaryOp::Add, mirrored, diagonal)?;
+        let copied = self.binary(BinaryOp::Add, strict, mirrored)?;
         let q_m = self.matmul(q, false, copied, false)?;
         let sum = self.binary(BinaryOp::Add, dq, q_m)?;
         // Complete mode: r has zero rows below its leading square block; only that block
@@ -481,7 +534,8 @@ impl Differentiator<'_> {
             .builder
             .slice(r, &vec![0; rank], &square, &vec![1; rank])?;
         let sum = self.columns(sum, 0, columns)?;
-        // sum . r^-T, solved as x r^T = sum.
+        // sum . r^-H, solved as x conj(r)^T = sum.
+        let r_square = self.conjugated(r_square)?;
         self.builder.triangular_solve(
             r_square,
             sum,
@@ -513,9 +567,12 @@ impl Differentiator<'_> {
         self.matmul(permutation, false, both, false)
     }
 
+    /// d a of `(values, vectors) = eigh(a)`: Nx's formula in its conjugate convention, between
+    /// conjugations (see the module docs).
     fn eigh_rule(&mut self, elements: &[NodeId], adjoints: &[NodeId]) -> Result<NodeId> {
-        let (values, vectors, d_values, d_vectors) =
-            (elements[0], elements[1], adjoints[0], adjoints[1]);
+        let (values, vectors) = (elements[0], elements[1]);
+        let d_values = self.conjugated(adjoints[0])?;
+        let d_vectors = self.conjugated(adjoints[1])?;
         let values_type = self.ty(values)?;
         let n = values_type.shape[values_type.shape.len() - 1];
         let identity = self.identity(n, values_type.dtype)?;
@@ -531,13 +588,15 @@ impl Differentiator<'_> {
         let one = self.scalar(values_type.dtype, 1.0)?;
         let inverse = self.div(one, shifted)?;
         let f = self.binary(BinaryOp::Subtract, inverse, identity)?;
-        let projected = self.matmul(vectors, true, d_vectors, false)?;
+        let vectors_conjugate = self.conjugated(vectors)?;
+        let projected = self.matmul(vectors_conjugate, true, d_vectors, false)?;
         let weighted = self.mul(f, projected)?;
         let d_values_row = self.builder.reshape(d_values, &row_shape)?;
         let diagonal = self.mul(d_values_row, identity)?;
         let middle = self.binary(BinaryOp::Add, diagonal, weighted)?;
         let left = self.matmul(vectors, false, middle, false)?;
-        let full = self.matmul(left, false, vectors, true)?;
-        self.symmetrised(full)
+        let full = self.matmul(left, false, vectors_conjugate, true)?;
+        let hermitian = self.symmetrised(full)?;
+        self.conjugated(hermitian)
     }
 }

@@ -34,7 +34,7 @@
 //! position, every row's update receives that position's gradient (only the last one's value
 //! survives the forward pass). Iota, argsort and integer operands carry no gradient.
 
-use super::Differentiator;
+use super::{Differentiator, carries_gradient};
 use crate::graph::{IndexedUpdate, NodeId, Op, TensorType};
 use nxvk_core::{DType, Result};
 use nxvk_kernels::{BinaryOp, ReduceOp, ScanOp, ScatterSelect, TieBreak, WindowOp, WindowOptions};
@@ -53,7 +53,7 @@ impl Differentiator<'_> {
         needed: &[bool],
     ) -> Result<Vec<(NodeId, NodeId)>> {
         let wants = |this: &Self, operand: NodeId| {
-            needed[operand.index()] && this.ty(operand).is_ok_and(|ty| ty.dtype.is_float())
+            needed[operand.index()] && this.ty(operand).is_ok_and(|ty| carries_gradient(ty.dtype))
         };
         let mut contributions = Vec::new();
         match op {

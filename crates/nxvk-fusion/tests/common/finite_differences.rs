@@ -50,10 +50,20 @@ pub fn loss_graph(
     loss_of: &dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId,
     with_gradients: bool,
 ) -> Graph {
+    typed_loss_graph(DType::F64, shapes, loss_of, with_gradients)
+}
+
+/// [`loss_graph`] with parameters of the float `dtype`.
+pub fn typed_loss_graph(
+    dtype: DType,
+    shapes: &[&[usize]],
+    loss_of: &dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId,
+    with_gradients: bool,
+) -> Graph {
     let mut builder = GraphBuilder::new();
     let parameters: Vec<NodeId> = shapes
         .iter()
-        .map(|shape| builder.parameter(DType::F64, shape).unwrap())
+        .map(|shape| builder.parameter(dtype, shape).unwrap())
         .collect();
     let value = loss_of(&mut builder, &parameters);
     let loss = builder
@@ -122,6 +132,97 @@ pub fn finite_difference_failure(
                     "parameter {parameter} element {element}: {} against {numeric}",
                     analytic[element]
                 ));
+            }
+        }
+    }
+    None
+}
+
+/// The c128 value `re + i im` of two f64 nodes (complex operands built from real parameters,
+/// so finite differences move each part separately).
+pub fn complex_of(builder: &mut GraphBuilder, re: NodeId, im: NodeId) -> NodeId {
+    let re = builder.as_type(re, DType::C128).unwrap();
+    let im = builder.as_type(im, DType::C128).unwrap();
+    let bytes = [0f64.to_le_bytes(), 1f64.to_le_bytes()].concat();
+    let i = builder.constant_bytes(DType::C128, &[], &bytes).unwrap();
+    let rotated = builder
+        .binary(nxvk_kernels::BinaryOp::Multiply, im, i)
+        .unwrap();
+    builder
+        .binary(nxvk_kernels::BinaryOp::Add, re, rotated)
+        .unwrap()
+}
+
+/// `value` rounded to the float `dtype` (f16, bf16, f32 or f64), as f64.
+pub fn rounded_to(dtype: DType, value: f64) -> f64 {
+    match dtype {
+        DType::F16 => nxvk_core::f16::from_f64(value).to_f64(),
+        DType::BF16 => nxvk_core::bf16::from_f64(value).to_f64(),
+        DType::F32 => value as f32 as f64,
+        _ => value,
+    }
+}
+
+/// The first loss or gradient element where the graph of `low_of` built with `dtype`
+/// parameters disagrees with the graph of `reference_of` in f64 at the same point (`values`
+/// rounded to `dtype` first) by more than `tolerance * (1 + |f64 value|)`, described; `None`
+/// when all agree. The f64 gradients are the reference (the f64 tests of the same losses check
+/// them against central differences). Equal functions check a precision; different ones make
+/// a null arm.
+pub fn low_precision_failure(
+    dtype: DType,
+    shapes: &[&[usize]],
+    low_of: &dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId,
+    reference_of: &dyn Fn(&mut GraphBuilder, &[NodeId]) -> NodeId,
+    values: &[Vec<f64>],
+    tolerance: f64,
+) -> Option<String> {
+    let runner = Runner::new();
+    let rounded: Vec<Vec<f64>> = values
+        .iter()
+        .map(|data| data.iter().map(|&value| rounded_to(dtype, value)).collect())
+        .collect();
+    let tensors = |as_dtype: DType| -> Vec<Tensor> {
+        rounded
+            .iter()
+            .zip(shapes)
+            .map(|(data, shape)| {
+                let exact = runner.tensor(shape, data);
+                nxvk_kernels::as_type(&exact, as_dtype).unwrap()
+            })
+            .collect()
+    };
+    let as_f64 = |tensor: &Tensor| -> Vec<f64> {
+        nxvk_kernels::as_type(tensor, DType::F64)
+            .unwrap()
+            .to_vec()
+            .unwrap()
+    };
+    let low = runner.run(
+        &typed_loss_graph(dtype, shapes, low_of, true),
+        &tensors(dtype),
+    );
+    let high = runner.run(
+        &loss_graph(shapes, reference_of, true),
+        &tensors(DType::F64),
+    );
+    for (output, (low, high)) in low.iter().zip(&high).enumerate() {
+        assert_eq!(
+            low.dtype(),
+            dtype,
+            "output {output} keeps the parameters' dtype"
+        );
+        let (low, high) = (as_f64(low), as_f64(high));
+        for (element, (&got, &wanted)) in low.iter().zip(&high).enumerate() {
+            // A NaN fails the comparison.
+            let close = (got - wanted).abs() <= tolerance * (1.0 + wanted.abs());
+            if !close {
+                let what = if output == 0 {
+                    "the loss".to_owned()
+                } else {
+                    format!("parameter {} element {element}", output - 1)
+                };
+                return Some(format!("{dtype}: {what}: {got} against f64 {wanted}"));
             }
         }
     }

@@ -49,6 +49,7 @@ pub fn device() -> Arc<Device> {
     context.device().expect("device")
 }
 
+pub mod complex_matrices;
 pub mod movement_cases;
 mod split_mix;
 pub use split_mix::SplitMix;

@@ -14,7 +14,7 @@ if Code.ensure_loaded?(Nx) do
     `block/4`, the cumulative ops, take, take_along_axis, top_k, fft2/ifft2, rfft and irfft.
     The window family (window_sum/product/max/min, window_scatter_max/min) runs natively on
     real types, window_sum/product and triangular_solve on complex ones too, and in `block/4`
-    so do Nx.LinAlg's cholesky, lu, determinant and solve (real types).
+    so do Nx.LinAlg's cholesky, lu, determinant and solve (real and complex types).
     `reduce` and `window_reduce` with an arbitrary function trace the function into an
     `Nx.Defn.Expr` and run it as a one-node compiled graph (nxvk-fusion's reducer kernels).
     What has no kernel (a function the graph encoding or the GPU fold cannot express; complex
@@ -572,25 +572,23 @@ if Code.ensure_loaded?(Nx) do
       put_ref(out, result |> unwrap!() |> cast_to(out.type))
     end
 
-    # Nx.LinAlg's cholesky, lu, determinant and solve blocks on real operands run the linalg
-    # kernels (which compute in the floating result type); complex operands take Nx's default
-    # implementation. qr and eigh keep Nx's default: nxvk's Householder QR does not follow
+    # Nx.LinAlg's cholesky, lu, determinant and solve blocks run the linalg kernels (which
+    # compute in the floating result type), real and complex (c64/c128: Hermitian cholesky,
+    # pivoting by modulus). qr and eigh keep Nx's default: nxvk's Householder QR does not follow
     # Nx's sign convention (Nx makes R's diagonal non-negative) and nxvk's eigh sorts the
-    # eigenvalues ascending where Nx keeps its Jacobi order, so results differ from Nx's.
-    def block(%Nx.Block.LinAlg.Cholesky{}, %T{type: {kind, _}} = out, [tensor], _fun)
-        when kind != :c,
-        do: put_ref(out, unwrap!(NIF.cholesky(ref_as(tensor, out.type))))
+    # eigenvalues ascending where Nx keeps its Jacobi order, so results differ from Nx's. svd
+    # keeps Nx's default too (Nx 0.13 raises for complex svd itself), which runs on the qr,
+    # eigh and other callbacks above.
+    def block(%Nx.Block.LinAlg.Cholesky{}, out, [tensor], _fun),
+      do: put_ref(out, unwrap!(NIF.cholesky(ref_as(tensor, out.type))))
 
-    def block(%Nx.Block.LinAlg.Determinant{}, %T{type: {kind, _}} = out, [tensor], _fun)
-        when kind != :c,
-        do: put_ref(out, unwrap!(NIF.determinant(ref_as(tensor, out.type))))
+    def block(%Nx.Block.LinAlg.Determinant{}, out, [tensor], _fun),
+      do: put_ref(out, unwrap!(NIF.determinant(ref_as(tensor, out.type))))
 
-    def block(%Nx.Block.LinAlg.Solve{}, %T{type: {kind, _}} = out, [a, b], _fun)
-        when kind != :c,
-        do: put_ref(out, unwrap!(NIF.solve(ref_as(a, out.type), ref_as(b, out.type))))
+    def block(%Nx.Block.LinAlg.Solve{}, out, [a, b], _fun),
+      do: put_ref(out, unwrap!(NIF.solve(ref_as(a, out.type), ref_as(b, out.type))))
 
-    def block(%Nx.Block.LinAlg.LU{}, {p_out, %T{type: {kind, _}} = l_out, u_out}, [tensor], _fun)
-        when kind != :c do
+    def block(%Nx.Block.LinAlg.LU{}, {p_out, l_out, u_out}, [tensor], _fun) do
       {p, l, u} = unwrap!(NIF.lu(ref_as(tensor, l_out.type)))
       {put_ref(p_out, cast_to(p, p_out.type)), put_ref(l_out, l), put_ref(u_out, u)}
     end
