@@ -4,7 +4,7 @@
 //! Vulkan does not promise that GLSL's `fma(a, b, c)` rounds once, even under NoContraction:
 //! NVIDIA's compiler emits a fused multiply-add, lavapipe (Mesa 22) a rounded multiply and a
 //! rounded add. Kernels that need exact products (the catalog's correctly rounded f32
-//! division) declare `layout(constant_id = FUSED_FMA_CONSTANT_ID) const bool NX_FUSED_FMA`
+//! division) declare `layout(constant_id = FUSED_FMA_CONSTANT_ID) const bool NXVK_FUSED_FMA`
 //! and take an fma path or an exact split-product path on it; the device sets the constant in
 //! every module that declares it. Probing the behaviour, rather than naming drivers, keeps the
 //! rule honest on drivers nobody has tried. Rejected: assuming fused fmas everywhere (wrong
@@ -14,7 +14,7 @@
 use crate::{BufferAccess, Device, Result};
 use std::sync::Arc;
 
-/// The specialization constant id of `NX_FUSED_FMA`.
+/// The specialization constant id of `NXVK_FUSED_FMA`.
 pub const FUSED_FMA_CONSTANT_ID: u32 = 7000;
 
 /// One invocation computes fma(x, x, z) from memory (no constant folding) for x = 1 + 2^-12

@@ -343,7 +343,7 @@ fn gpu_pairs() -> Vec<(f64, f64)> {
 #[test]
 fn the_helpers_declare_the_devices_fused_fma_constant() {
     let declaration = format!(
-        "layout(constant_id = {}) const bool NX_FUSED_FMA",
+        "layout(constant_id = {}) const bool NXVK_FUSED_FMA",
         nxvk_core::FUSED_FMA_CONSTANT_ID
     );
     assert!(nxvk_kernels::codegen::HELPERS.contains(&declaration));

@@ -2,7 +2,7 @@
 //! sequence of f32 operations, step for step, with the driver's choices as parameters: its
 //! reciprocal `1.0 / b` (the correctly rounded one moved by some ulps: Vulkan lets it be
 //! approximate, NVIDIA's is), whether its `fma` is fused (`f32::mul_add`) or split into a
-//! rounded multiply and add (lavapipe's), and the value of the `NX_FUSED_FMA` specialization
+//! rounded multiply and add (lavapipe's), and the value of the `NXVK_FUSED_FMA` specialization
 //! constant that picks the remainder path. Keep it in step with the GLSL: `tests/division.rs`
 //! proves the model correctly rounded and checks the GPU against the same reference.
 // Each includer uses part of this module.
@@ -15,7 +15,7 @@ pub struct Setup {
     pub reciprocal_error_ulps: i32,
     /// Whether the driver's `fma` rounds once.
     pub driver_fuses_fma: bool,
-    /// The `NX_FUSED_FMA` specialization constant: the device sets it to the probed
+    /// The `NXVK_FUSED_FMA` specialization constant: the device sets it to the probed
     /// `driver_fuses_fma`; the null arms set it otherwise.
     pub fused_fma_constant: bool,
     /// False drops the final choice between the candidate and its neighbour (a null arm).
