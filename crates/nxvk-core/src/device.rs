@@ -402,7 +402,7 @@ impl Device {
         self.kernel(name, &spirv, specialization)
     }
 
-    fn build_kernel(
+    pub(crate) fn build_kernel(
         &self,
         name: &str,
         spirv: &[u32],

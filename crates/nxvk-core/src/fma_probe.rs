@@ -12,7 +12,7 @@
 //! GPUs that fuse).
 
 use crate::{BufferAccess, Device, Result};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The specialization constant id of `NXVK_FUSED_FMA`.
 pub const FUSED_FMA_CONSTANT_ID: u32 = 7000;
@@ -31,16 +31,25 @@ void main() {
 
 const PROBE_INPUTS: [f32; 3] = [1.0 + 1.0 / 4096.0, -(1.0 + 1.0 / 2048.0), f32::NAN];
 
-/// True when `device`'s fma rounds once.
+/// True when `device`'s fma rounds once. The probe's module is compiled once per process and
+/// its pipeline built outside the kernel caches, so it shows in no counter and on no disk.
 pub(crate) fn probe_fused_fma(device: &Arc<Device>) -> Result<bool> {
     const OP: &str = "fma probe";
+    static MODULE: OnceLock<Vec<u32>> = OnceLock::new();
+    let words = match MODULE.get() {
+        Some(words) => words,
+        None => {
+            let (words, _) = nxvk_glsl::compile_compute("fma_probe", PROBE_SHADER)?;
+            MODULE.get_or_init(|| words)
+        }
+    };
     let bytes: Vec<u8> = PROBE_INPUTS
         .iter()
         .flat_map(|value| value.to_le_bytes())
         .collect();
     let buffer = device.alloc(OP, bytes.len() as u64)?;
     device.upload(&buffer, 0, &bytes)?;
-    let kernel = device.kernel_from_glsl("fma_probe", PROBE_SHADER, &[])?;
+    let kernel = device.build_kernel("fma_probe", words, &[], Some([1, 1, 1]))?;
     device.dispatch(
         &kernel,
         [1, 1, 1],
