@@ -9,6 +9,7 @@ use crate::adapter::Adapter;
 use crate::capabilities::{wanted_extensions, wanted_features};
 use crate::counters::{CounterSnapshot, Counters};
 use crate::dispatch_profile::{self, DispatchProfile, PROFILED_DISPATCHES};
+use crate::fma_probe::FUSED_FMA_CONSTANT_ID;
 use crate::kernel::{Kernel, KernelKey, SpecValue, kernel_key};
 use crate::memory::{BufferPool, MemoryKind, RawBuffer};
 use crate::pipeline_cache_file::{self, PipelineCacheLoad};
@@ -20,8 +21,8 @@ use crate::{Capabilities, DType, Error, Knobs, Result};
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use vulkano::device::{Device as VkDevice, DeviceCreateInfo, Queue, QueueCreateInfo};
 use vulkano::memory::allocator::StandardMemoryAllocator;
@@ -51,6 +52,8 @@ pub struct Device {
     /// Set while `profile_dispatches` runs.
     dispatch_profile: Mutex<Option<dispatch_profile::Recorder>>,
     resident_tables: Mutex<ResidentTables>,
+    /// Whether the driver's fma rounds once (`fma_probe`), set when the device opens.
+    fused_fma: OnceLock<bool>,
 }
 
 impl std::fmt::Debug for Device {
@@ -135,7 +138,7 @@ impl Device {
             knobs.submit_threshold,
             knobs.timeout,
         )?;
-        Ok(Arc::new(Device {
+        let device = Arc::new(Device {
             adapter,
             vk_device,
             pool,
@@ -153,7 +156,18 @@ impl Device {
             warned_fallbacks: Mutex::new(HashSet::new()),
             dispatch_profile: Mutex::new(None),
             resident_tables: Mutex::new(ResidentTables::default()),
-        }))
+            fused_fma: OnceLock::new(),
+        });
+        let fused_fma = crate::fma_probe::probe_fused_fma(&device)?;
+        let _ = device.fused_fma.set(fused_fma);
+        Ok(device)
+    }
+
+    /// Whether the driver's `fma()` rounds once (probed when the device opened; false, the
+    /// safe answer, while the probe itself runs). Kernels see it as the specialization
+    /// constant [`crate::FUSED_FMA_CONSTANT_ID`].
+    pub fn fused_fma(&self) -> bool {
+        self.fused_fma.get().copied().unwrap_or(false)
     }
 
     pub fn capabilities(&self) -> &Capabilities {
@@ -388,7 +402,7 @@ impl Device {
         self.kernel(name, &spirv, specialization)
     }
 
-    fn build_kernel(
+    pub(crate) fn build_kernel(
         &self,
         name: &str,
         spirv: &[u32],
@@ -412,6 +426,18 @@ impl Device {
             ShaderModule::new(self.vk_device.clone(), ShaderModuleCreateInfo::new(spirv))
         }
         .map_err(|error| Error::vulkan(OP, error))?;
+        // The device's own constant, in modules that declare it (unless the caller set it).
+        let mut specialization = specialization.to_vec();
+        let declares_fused_fma = module
+            .specialization_constants()
+            .contains_key(&FUSED_FMA_CONSTANT_ID);
+        if declares_fused_fma
+            && !specialization
+                .iter()
+                .any(|&(id, _)| id == FUSED_FMA_CONSTANT_ID)
+        {
+            specialization.push((FUSED_FMA_CONSTANT_ID, SpecValue::Bool(self.fused_fma())));
+        }
         let entry_point = if specialization.is_empty() {
             module.entry_point("main")
         } else {

@@ -55,6 +55,7 @@ fn source_key(body: &str) -> blake3::Hash {
     let mut hasher = blake3::Hasher::new();
     hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
     hasher.update(nxvk_glsl::GLSL_PRELUDE.as_bytes());
+    hasher.update(nxvk_glsl::COMPILE_REVISION.as_bytes());
     hasher.update(body.as_bytes());
     hasher.finalize()
 }

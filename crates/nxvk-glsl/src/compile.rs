@@ -1,5 +1,6 @@
 //! The one way nxvk turns GLSL into SPIR-V.
 
+use crate::fma_contraction::decorate_fma_no_contraction;
 use crate::{GlslError, ModuleInfo, check_module};
 use glslang::{
     Compiler, CompilerOptions, ShaderInput, ShaderSource, ShaderStage, SourceLanguage,
@@ -20,9 +21,21 @@ pub const GLSL_PRELUDE: &str = "#version 460
 #extension GL_KHR_shader_subgroup_shuffle : enable
 ";
 
-/// Compiles one compute shader (the body after [`GLSL_PRELUDE`]) for Vulkan 1.2 / SPIR-V 1.5
-/// and checks the result. `name` only labels error messages.
+/// Names what [`compile_compute`] does to glslang's output; changes whenever a source would
+/// compile to different words (a new patch), so caches of compiled modules key on it.
+pub const COMPILE_REVISION: &str = "fma-no-contraction";
+
+/// Compiles one compute shader (the body after [`GLSL_PRELUDE`]) for Vulkan 1.2 / SPIR-V 1.5,
+/// marks its fmas exact (`fma_contraction`) and checks the result. `name` only labels error
+/// messages.
 pub fn compile_compute(name: &str, body: &str) -> Result<(Vec<u32>, ModuleInfo), GlslError> {
+    let words = decorate_fma_no_contraction(&glslang_words(name, body)?);
+    let info = check_module(name, &words)?;
+    Ok((words, info))
+}
+
+/// The module glslang writes for `body`, unpatched and unchecked.
+pub(crate) fn glslang_words(name: &str, body: &str) -> Result<Vec<u32>, GlslError> {
     let compiler = Compiler::acquire().ok_or(GlslError::CompilerUnavailable)?;
     let source = ShaderSource::from(format!("{GLSL_PRELUDE}{body}"));
     let options = CompilerOptions {
@@ -42,9 +55,7 @@ pub fn compile_compute(name: &str, body: &str) -> Result<(Vec<u32>, ModuleInfo),
     let shader = compiler
         .create_shader(input)
         .map_err(|error| compile_error(error.to_string()))?;
-    let words = shader
+    shader
         .compile()
-        .map_err(|error| compile_error(error.to_string()))?;
-    let info = check_module(name, &words)?;
-    Ok((words, info))
+        .map_err(|error| compile_error(error.to_string()))
 }

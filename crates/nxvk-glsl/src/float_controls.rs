@@ -12,6 +12,7 @@
 
 use crate::GlslError;
 use crate::check::{OP_ENTRY_POINT, OP_EXECUTION_MODE, OP_EXECUTION_MODE_ID};
+use crate::spirv_words::{instruction, instructions, literal_string};
 
 const OP_EXTENSION: u16 = 10;
 const OP_CAPABILITY: u16 = 17;
@@ -19,37 +20,6 @@ const CAPABILITY_DENORM_PRESERVE: u32 = 4464;
 const EXECUTION_MODE_DENORM_PRESERVE: u32 = 4459;
 const EXECUTION_MODE_DENORM_FLUSH_TO_ZERO: u32 = 4460;
 const FLOAT_CONTROLS_EXTENSION: &str = "SPV_KHR_float_controls";
-
-/// One instruction: its opcode, and its start and end word.
-fn instructions(words: &[u32]) -> impl Iterator<Item = (u16, usize, usize)> + '_ {
-    let mut position = 5;
-    std::iter::from_fn(move || {
-        let word = *words.get(position)?;
-        let length = (word >> 16) as usize;
-        if length == 0 || position + length > words.len() {
-            return None;
-        }
-        let start = position;
-        position += length;
-        Some((word as u16, start, position))
-    })
-}
-
-/// A SPIR-V literal string: UTF-8, nul-terminated, padded to whole little-endian words.
-fn literal_string(text: &str) -> Vec<u32> {
-    let mut bytes = text.as_bytes().to_vec();
-    bytes.resize(text.len() / 4 * 4 + 4, 0);
-    bytes
-        .chunks_exact(4)
-        .map(|chunk| u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
-        .collect()
-}
-
-fn instruction(opcode: u16, operands: &[u32]) -> Vec<u32> {
-    let mut words = vec![((operands.len() as u32 + 1) << 16) | u32::from(opcode)];
-    words.extend_from_slice(operands);
-    words
-}
 
 /// `words` (a module that passed [`check_module`](crate::check_module)) with the
 /// `DenormPreserve` execution mode declared on its entry point for each of `widths` (16, 32,

@@ -10,9 +10,11 @@
 mod check;
 mod compile;
 mod float_controls;
+mod fma_contraction;
+mod spirv_words;
 
 pub use check::{ModuleInfo, check_module};
-pub use compile::{GLSL_PRELUDE, compile_compute};
+pub use compile::{COMPILE_REVISION, GLSL_PRELUDE, compile_compute};
 pub use float_controls::request_denorm_preserve;
 
 /// Why a shader could not be turned into a usable SPIR-V module.

@@ -477,16 +477,26 @@ pub fn cast_shader(from: Elem, to: Elem) -> String {
 pub fn complex_cast_shader(from: ValueType, to: ValueType) -> Option<String> {
     let (function, extra) = match (from, to) {
         (ValueType::Real(_), ValueType::Real(_)) => return None,
-        (ValueType::Real(_), ValueType::Complex(complex)) => {
+        (ValueType::Real(elem), ValueType::Complex(complex)) => {
             let component = compute_type(complex.component());
             let target = complex_type(complex);
+            // f32 parts widen exactly (`nx_widen`: the driver's conversion may flush them).
+            let widen = if elem.is_float() && elem != Elem::F64 && complex == ComplexElem::C128 {
+                "nx_widen"
+            } else {
+                component
+            };
             (
                 format!(
-                    "{target} nx_apply(T a) {{ return {target}({component}(a), {component}(0)); }}"
+                    "{target} nx_apply(T a) {{ return {target}({widen}(a), {component}(0)); }}"
                 ),
                 "",
             )
         }
+        (ValueType::Complex(ComplexElem::C64), ValueType::Complex(ComplexElem::C128)) => (
+            "dvec2 nx_apply(C a) { return dvec2(nx_widen(a.x), nx_widen(a.y)); }".to_owned(),
+            "",
+        ),
         (ValueType::Complex(_), ValueType::Complex(complex)) => {
             let target = complex_type(complex);
             (
@@ -534,6 +544,12 @@ pub fn cast_function(from: Elem, to: Elem) -> (String, &'static str) {
             WRAP_HELPERS_F32
         };
         (function, extra)
+    } else if to == Elem::F64 && from.is_float() && from != Elem::F64 {
+        // The driver's f32 -> f64 conversion may flush subnormals (glsl_helpers.glsl).
+        (
+            "double nx_apply(T a) { return nx_widen(a); }".to_owned(),
+            "",
+        )
     } else {
         (
             format!("{target} nx_apply(T a) {{ return {target}(a); }}"),

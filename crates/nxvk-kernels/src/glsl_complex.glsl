@@ -5,7 +5,7 @@
 // The formulas are those of Elixir's Complex library, which Nx.BinaryBackend calls, with its
 // special values where they differ from plain IEEE arithmetic. Arithmetic is `precise` (no
 // contraction into fused multiply-adds) and divides and square roots are correctly rounded
-// (f32 ones through f64, as `nx_div` does), so the host reference in `reference.rs` repeats
+// (`nx_div` and `nx_sqrt` for f32), so the host reference in `reference.rs` repeats
 // every operation and matches bit for bit wherever the driver rounds correctly.
 
 #if IS_F64

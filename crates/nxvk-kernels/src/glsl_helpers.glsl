@@ -77,8 +77,95 @@ T nx_clz(T a) {
 #endif
 #endif
 
-// Shared by integers and floats: sign keeps zeros (and NaN) as they are, as Nx does.
+#if IS_FLOAT && !IS_F64
+// --- f32 operands a flushing driver cannot disturb ---
+// Drivers may flush f32 subnormal inputs to zero in every float instruction, comparisons and
+// conversions included (NVIDIA's does, and reports shaderDenormPreserveFloat32 = false, so a
+// kernel cannot ask otherwise). The f32 helpers classify operands from their bits (integer
+// operations, never flushed) and take exact paths for subnormals, so that a normal result
+// never depends on the driver; results that are themselves subnormal may still be flushed.
+// f16 and bf16 compute through these too (bf16 subnormals are f32 subnormals).
+
+bool nx_is_nan_bits(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) > 0x7F800000u; }
+bool nx_is_zero(float x) { return (floatBitsToUint(x) << 1) == 0u; }
+bool nx_is_subnormal(float x) { return (floatBitsToUint(x) << 1) - 1u < 0x00FFFFFFu; }
+bool nx_sign_bit(float x) { return (floatBitsToUint(x) >> 31) != 0u; }
+// Ordered like the values for non-NaN floats (both zeros are 0), so comparisons of subnormals
+// are integer comparisons.
+int nx_order_key(float x) {
+    uint bits = floatBitsToUint(x);
+    int magnitude = int(bits & 0x7FFFFFFFu);
+    return ((bits >> 31) != 0u) ? -magnitude : magnitude;
+}
+bool nx_ordered(float a, float b) { return !nx_is_nan_bits(a) && !nx_is_nan_bits(b); }
+bool nx_equal(float a, float b) { return nx_ordered(a, b) && nx_order_key(a) == nx_order_key(b); }
+bool nx_less(float a, float b) { return nx_ordered(a, b) && nx_order_key(a) < nx_order_key(b); }
+bool nx_less_equal(float a, float b) { return nx_ordered(a, b) && nx_order_key(a) <= nx_order_key(b); }
+bool nx_greater(float a, float b) { return nx_less(b, a); }
+bool nx_greater_equal(float a, float b) { return nx_less_equal(b, a); }
+
+// Sign keeps zeros (and NaN) as they are, as Nx does; a subnormal is positive or negative.
+float nx_sign(float a) {
+    if (nx_is_nan_bits(a) || nx_is_zero(a)) return a;
+    return nx_sign_bit(a) ? -1.0 : 1.0;
+}
+
+// floor and ceil of a subnormal: -1 or +0, -0 or 1 (a flushed one would give a signed zero).
+// Built from a sign mask, not chosen between float constants: lavapipe folds a select
+// between -1.0 and 0.0 into -float(bool), which is -0.0 for false.
+float nx_floor(float a) {
+    uint negative = uint(int(floatBitsToUint(a)) >> 31);
+    return nx_is_subnormal(a) ? uintBitsToFloat(negative & 0xBF800000u) : floor(a);
+}
+float nx_ceil(float a) {
+    uint negative = uint(int(floatBitsToUint(a)) >> 31);
+    return nx_is_subnormal(a) ? uintBitsToFloat(0x3F800000u ^ (negative & 0xBF800000u)) : ceil(a);
+}
+
+// The significand of a finite non-zero magnitude (sign bit clear) as a float in [1, 2), and
+// its exponent; subnormals are normalised in integer arithmetic.
+float nx_significand(uint magnitude, out int exponent) {
+    int biased = int(magnitude >> 23);
+    uint mantissa = magnitude & 0x7FFFFFu;
+    if (biased == 0) {
+        int shift = 23 - findMSB(mantissa);
+        mantissa = (mantissa << uint(shift)) & 0x7FFFFFu;
+        exponent = -126 - shift;
+    } else {
+        exponent = biased - 127;
+    }
+    return uintBitsToFloat(0x3F800000u | mantissa);
+}
+
+// x 2^100 for |x| < 2^28, exactly (a subnormal x becomes normal without a flushable
+// multiply).
+float nx_scale_up(float x) {
+    uint bits = floatBitsToUint(x);
+    uint magnitude = bits & 0x7FFFFFFFu;
+    if (magnitude == 0u) return x;
+    int exponent;
+    uint mantissa = floatBitsToUint(nx_significand(magnitude, exponent)) & 0x7FFFFFu;
+    return uintBitsToFloat((bits & 0x80000000u) | (uint(exponent + 227) << 23) | mantissa);
+}
+
+// The exact f64 value of an f32: the driver's conversion flushes subnormals (the H200's gave
+// 0), so they are built from their integer mantissa times 2^-149.
+double nx_widen(float x) {
+    uint bits = floatBitsToUint(x);
+    if ((bits & 0x7F800000u) != 0u) return double(x);
+    double magnitude = double(bits & 0x7FFFFFu) * 1.401298464324817e-45lf;
+    return ((bits >> 31) != 0u) ? -magnitude : magnitude;
+}
+#else
+bool nx_is_zero(T a) { return a == T(0); }
+bool nx_equal(T a, T b) { return a == b; }
+bool nx_less(T a, T b) { return a < b; }
+bool nx_less_equal(T a, T b) { return a <= b; }
+bool nx_greater(T a, T b) { return a > b; }
+bool nx_greater_equal(T a, T b) { return a >= b; }
+// Sign keeps zeros (and NaN) as they are, as Nx does.
 T nx_sign(T a) { return (a > T(0)) ? T(1) : ((a < T(0)) ? T(-1) : a); }
+#endif
 
 #if IS_FLOAT
 // NaN wins; otherwise Erlang's max/min, which return the first operand when the two compare
@@ -86,12 +173,12 @@ T nx_sign(T a) { return (a > T(0)) ? T(1) : ((a < T(0)) ? T(-1) : a); }
 T nx_min(T a, T b) {
     if (isnan(a)) return a;
     if (isnan(b)) return b;
-    return (a <= b) ? a : b;
+    return nx_less_equal(a, b) ? a : b;
 }
 T nx_max(T a, T b) {
     if (isnan(a)) return a;
     if (isnan(b)) return b;
-    return (a >= b) ? a : b;
+    return nx_greater_equal(a, b) ? a : b;
 }
 
 // :erlang.round/1: half away from zero, and a zero result is +0.0 (it passes through an integer).
@@ -136,12 +223,11 @@ double nx_fmod(double x, double y) {
 // Exact fmod (the result has the dividend's sign) by long division of the significands.
 float nx_fmod(float x, float y) {
     // A NaN constant, not 0/0: without float controls a driver may fold x/x to 1 (the H200 did).
-    if (isnan(x) || isnan(y) || isinf(x) || y == 0.0) return uintBitsToFloat(0x7fc00000u);
-    float ax = abs(x);
-    float ay = abs(y);
-    if (isinf(y) || ax < ay) return x;
-    uint x_bits = floatBitsToUint(ax);
-    uint y_bits = floatBitsToUint(ay);
+    // Classified and compared as magnitude bits, so subnormal operands stay exact.
+    uint x_bits = floatBitsToUint(x) & 0x7FFFFFFFu;
+    uint y_bits = floatBitsToUint(y) & 0x7FFFFFFFu;
+    if (x_bits >= 0x7F800000u || y_bits > 0x7F800000u || y_bits == 0u) return uintBitsToFloat(0x7fc00000u);
+    if (y_bits == 0x7F800000u || x_bits < y_bits) return x;
     const uint implicit = 1u << 23;
     int x_exponent = int(x_bits >> 23);
     int y_exponent = int(y_bits >> 23);
@@ -159,8 +245,7 @@ float nx_fmod(float x, float y) {
     uint result_bits = (x_exponent > 0)
         ? ((x_mantissa - implicit) | (uint(x_exponent) << 23))
         : (x_mantissa >> uint(1 - x_exponent));
-    float result = uintBitsToFloat(result_bits);
-    return (x < 0.0) ? -result : result;
+    return uintBitsToFloat(result_bits | (floatBitsToUint(x) & 0x80000000u));
 }
 
 // --- f32 transcendentals (f16 and bf16 compute through these too) ---
@@ -169,8 +254,6 @@ const float NX_INFINITY = uintBitsToFloat(0x7f800000u);
 const float NX_NAN = uintBitsToFloat(0x7fc00000u);
 const float NX_LN2 = 0.693147180559945309;
 const float NX_PI = 3.14159265358979324;
-
-bool nx_sign_bit(float x) { return (floatBitsToUint(x) >> 31) != 0u; }
 
 // exp by Cody-Waite reduction, x = k ln2 + r with |r| <= ln2 / 2, and a degree-7 Taylor
 // polynomial: about 1 ulp, where drivers' exp may lose 2|x| ulp (as Vulkan allows).
@@ -196,19 +279,14 @@ float nx_log_series(float s) {
 
 // log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log m by the atanh series (accurate near 1,
 // where drivers' log has an absolute error bound only).
+// Classified from the bits: log of a negative subnormal is NaN, of a positive one finite.
 float nx_log(float x) {
-    if (isnan(x)) return x;
-    if (x < 0.0) return NX_NAN;
-    if (x == 0.0) return -NX_INFINITY;
-    if (isinf(x)) return x;
-    int bias = 127;
-    if (x < 1.17549435e-38) {
-        x *= 8388608.0;
-        bias += 23;
-    }
     uint bits = floatBitsToUint(x);
-    int e = int(bits >> 23) - bias;
-    float m = uintBitsToFloat((bits & 0x7FFFFFu) | 0x3F800000u);
+    if (bits >= 0x7F800000u && bits <= 0x7FFFFFFFu) return x; // +inf and NaNs
+    if ((bits << 1) == 0u) return -NX_INFINITY;
+    if ((bits >> 31) != 0u) return NX_NAN;
+    int e;
+    float m = nx_significand(bits, e);
     if (m > 1.41421356) {
         m *= 0.5;
         e += 1;
@@ -231,6 +309,9 @@ float nx_log1p(float x) {
     if (isnan(x) || isinf(x)) return nx_log(x + 1.0);
     if (x < -1.0) return NX_NAN;
     if (x == -1.0) return -NX_INFINITY;
+    // Below 2^-24 log1p(x) rounds to x; the series' x / (2 + x) would be subnormal (and
+    // flushed) for x near the smallest normal.
+    if (abs(x) < 5.9604645e-8) return x;
     if (abs(x) < 0.25) return nx_log_series(x / (2.0 + x));
     float u = 1.0 + x;
     return nx_log(u) - ((u - 1.0) - x) / u;
@@ -258,18 +339,142 @@ float nx_atan(float x) {
     return nx_sign_bit(x) ? -result : result;
 }
 
-// Vulkan lets f32 division and square roots be approximate (NVIDIA's are: the H200 missed the
-// correctly rounded quotient by an ulp), but Nx's are IEEE. Computing in f64 and rounding once
-// is exact for both, since 53 >= 2 * 24 + 2 bits.
-float nx_div(float a, float b) { return float(double(a) / double(b)); }
-float nx_sqrt(float x) { return float(sqrt(double(x))); }
-float nx_rsqrt(float x) { return float(1.0lf / sqrt(double(x))); }
+// --- correctly rounded f32 division ---
+// Vulkan lets f32 division be approximate (NVIDIA's is: the H200 missed the correctly rounded
+// quotient by an ulp), but Nx's is IEEE. nx_div is correctly rounded (ties to even) in f32
+// arithmetic, whatever the driver's reciprocal within thousands of ulps: one Newton step on
+// it, the quotient refined by its exact remainder, then the choice between that candidate and
+// its neighbour towards a / b by their exact remainders. Operands outside the window where
+// every intermediate is normal and finite (zeros, infinities, NaNs, subnormals, huge or tiny
+// ratios) are classified from their bits and divided as significands in [1, 2), then scaled
+// and rounded in integer arithmetic: no f64 (1/32 to 1/64 rate on consumer GPUs, absent on
+// some), and subnormal inputs are exact where the driver flushes them. f16 and bf16 divide
+// here and round once more, which is innocuous for division (24 >= 2p + 2 bits). The proof
+// (a host model of this sequence, 10^9 random and structured operand pairs, both remainder
+// variants) is tests/division.rs; `precise` keeps the compiler from contracting or regrouping.
+
+// Whether the driver fuses fma(): nxvk-core probes it once per device and sets this
+// specialization constant (`nxvk_core::FUSED_FMA_CONSTANT_ID`) in every kernel that declares
+// it. lavapipe (Mesa 22) splits fma into a multiply and an add even under NoContraction.
+// Declared once per shader, whatever the number of helper blocks (fused kernels include the
+// helpers once per compute type, renaming their nx_/NX_ names, which this one avoids).
+#ifndef NXVK_FUSED_FMA_DECLARED
+#define NXVK_FUSED_FMA_DECLARED
+layout(constant_id = 7000) const bool NXVK_FUSED_FMA = false;
+#endif
+
+// a - b q, exact when q is within an ulp of a / b and |a| >= 2^-75, |b| >= 2^-100, |q| >=
+// 2^-100 (so no partial product is subnormal): one fma where the driver fuses it, else
+// Dekker's product with 12-bit halves cut from the bits (no overflow, no flush).
+float nx_exact_remainder(float a, float b, float q) {
+    if (NXVK_FUSED_FMA) {
+        precise float remainder = fma(-b, q, a);
+        return remainder;
+    }
+    float b_head = uintBitsToFloat(floatBitsToUint(b) & 0xFFFFF000u);
+    float q_head = uintBitsToFloat(floatBitsToUint(q) & 0xFFFFF000u);
+    precise float b_tail = b - b_head;
+    precise float q_tail = q - q_head;
+    precise float product = b * q;
+    precise float product_error = ((b_head * q_head - product) + b_head * q_tail + b_tail * q_head) + b_tail * q_tail;
+    precise float remainder = (a - product) - product_error;
+    return remainder;
+}
+
+// a / b for normal a and b with the exponents nx_div's window allows, and the exact remainder
+// a - b q of the returned quotient q.
+float nx_div_core(float a, float b, out float remainder) {
+    precise float reciprocal_estimate = 1.0 / b;
+    precise float reciprocal_error = NXVK_FUSED_FMA
+        ? fma(-b, reciprocal_estimate, 1.0) : 1.0 - b * reciprocal_estimate;
+    precise float reciprocal = reciprocal_estimate + reciprocal_estimate * reciprocal_error;
+    precise float first = a * reciprocal;
+    precise float candidate = first + nx_exact_remainder(a, b, first) * reciprocal;
+    precise float candidate_remainder = nx_exact_remainder(a, b, candidate);
+    uint remainder_bits = floatBitsToUint(candidate_remainder);
+    if ((remainder_bits << 1) == 0u) {
+        remainder = candidate_remainder;
+        return candidate;
+    }
+    // The candidate is within an ulp of a / b, which lies towards larger magnitudes when the
+    // remainder has the dividend's sign.
+    uint candidate_bits = floatBitsToUint(candidate);
+    bool away_from_zero = ((remainder_bits ^ floatBitsToUint(a)) >> 31) == 0u;
+    float neighbour = uintBitsToFloat(away_from_zero ? candidate_bits + 1u : candidate_bits - 1u);
+    float neighbour_remainder = nx_exact_remainder(a, b, neighbour);
+    // |remainder| = |b| * distance to a / b: the nearer one wins, ties go to the even one.
+    // Compared as magnitude bits, which a flushing driver cannot disturb.
+    uint remainder_magnitude = remainder_bits & 0x7FFFFFFFu;
+    uint neighbour_magnitude = floatBitsToUint(neighbour_remainder) & 0x7FFFFFFFu;
+    bool take_neighbour = neighbour_magnitude < remainder_magnitude
+        || (neighbour_magnitude == remainder_magnitude && (candidate_bits & 1u) == 1u);
+    remainder = take_neighbour ? neighbour_remainder : candidate_remainder;
+    return take_neighbour ? neighbour : candidate;
+}
+
+// nx_div outside the fast window: special values from the bits, else the quotient of the
+// significands, scaled by the exponents' difference; a subnormal result is rounded to
+// nearest even in integer arithmetic, the remainder's sign breaking what looks like a tie.
+float nx_div_scaled(uint a_bits, uint b_bits) {
+    uint sign = (a_bits ^ b_bits) & 0x80000000u;
+    uint a_magnitude = a_bits & 0x7FFFFFFFu;
+    uint b_magnitude = b_bits & 0x7FFFFFFFu;
+    const uint infinity = 0x7F800000u;
+    if (a_magnitude > infinity || b_magnitude > infinity) return NX_NAN;
+    if (a_magnitude == infinity) return (b_magnitude == infinity) ? NX_NAN : uintBitsToFloat(sign | infinity);
+    if (b_magnitude == infinity) return uintBitsToFloat(sign);
+    if (b_magnitude == 0u) return (a_magnitude == 0u) ? NX_NAN : uintBitsToFloat(sign | infinity);
+    if (a_magnitude == 0u) return uintBitsToFloat(sign);
+    int a_exponent;
+    int b_exponent;
+    float a_significand = nx_significand(a_magnitude, a_exponent);
+    float b_significand = nx_significand(b_magnitude, b_exponent);
+    float remainder;
+    uint quotient_bits = floatBitsToUint(nx_div_core(a_significand, b_significand, remainder));
+    int scale = a_exponent - b_exponent;
+    int exponent = int(quotient_bits >> 23) - 127 + scale;
+    if (exponent > 127) return uintBitsToFloat(sign | infinity);
+    if (exponent >= -126) return uintBitsToFloat(sign | (quotient_bits + uint(scale << 23)));
+    uint shift = uint(-126 - exponent);
+    if (shift >= 25u) return uintBitsToFloat(sign);
+    uint significand = (quotient_bits & 0x7FFFFFu) | 0x800000u;
+    uint kept = significand >> shift;
+    uint dropped = significand & ((1u << shift) - 1u);
+    uint halfway = 1u << (shift - 1u);
+    uint remainder_bits = floatBitsToUint(remainder);
+    bool round_up = dropped > halfway || (dropped == halfway
+        && (((remainder_bits << 1) != 0u) ? (remainder_bits >> 31) == 0u : (kept & 1u) == 1u));
+    return uintBitsToFloat(sign | (kept + uint(round_up)));
+}
+
+float nx_div(float a, float b) {
+    uint a_bits = floatBitsToUint(a);
+    uint b_bits = floatBitsToUint(b);
+    uint a_exponent = (a_bits >> 23) & 0xFFu;
+    uint b_exponent = (b_bits >> 23) & 0xFFu;
+    // The fast window: |a| in [2^-75, 2^127), |b| in [2^-100, 2^126) and the exponent of
+    // a / b within [-100, 126], so that the reciprocal, the quotients, every remainder (at
+    // least 2^-122 when not zero) and every partial product of nx_exact_remainder are normal
+    // and finite.
+    if (a_exponent - 52u < 202u && b_exponent - 27u < 226u && a_exponent - b_exponent + 100u < 227u) {
+        float remainder;
+        return nx_div_core(a, b, remainder);
+    }
+    return nx_div_scaled(a_bits, b_bits);
+}
+
+// Vulkan lets f32 square roots be approximate too; computing in f64 and rounding once is
+// exact, since 53 >= 2 * 24 + 2 bits.
+float nx_sqrt(float x) { return float(sqrt(nx_widen(x))); }
+float nx_rsqrt(float x) { return float(1.0lf / sqrt(nx_widen(x))); }
 
 float nx_sigmoid(float x) { return 1.0 / (1.0 + nx_exp(-x)); }
 
 float nx_tanh(float x) {
     if (isnan(x)) return x;
     float ax = abs(x);
+    // tanh(x) rounds to x below 2^-13 (subnormals included, whatever the driver does).
+    if (ax < 1.2207031e-4) return x;
     float result = 1.0;
     if (ax < 10.0) {
         float e = nx_expm1(2.0 * ax);
@@ -287,6 +492,8 @@ float nx_exp_half_large(float x) {
 
 float nx_sinh(float x) {
     float ax = abs(x);
+    // sinh(x) rounds to x below 2^-12 (subnormals included).
+    if (ax < 2.4414062e-4) return x;
     float result;
     if (ax < 1.0) {
         float e = nx_expm1(ax);
@@ -313,14 +520,16 @@ float nx_cosh(float x) {
 // sin, cos and tan through the f64 ones (glsl_f64_math.glsl: Payne-Hanek reduction for large
 // |x|), rounded once. Drivers' sin is an absolute-error approximation (the H200's missed
 // sin(-56) by 5e-6), and an f32 Cody-Waite reduction fails past |x| of about 1e6.
-float nx_sin(float x) { return float(nx_sin_f64(double(x))); }
-float nx_cos(float x) { return float(nx_cos_f64(double(x))); }
-float nx_tan(float x) { return float(nx_tan_f64(double(x))); }
+float nx_sin(float x) { return float(nx_sin_f64(nx_widen(x))); }
+float nx_cos(float x) { return float(nx_cos_f64(nx_widen(x))); }
+float nx_tan(float x) { return float(nx_tan_f64(nx_widen(x))); }
 #endif
 
 float nx_asinh(float x) {
     if (isnan(x) || isinf(x)) return x;
     float ax = abs(x);
+    // asinh(x) rounds to x below 2^-12 (subnormals included).
+    if (ax < 2.4414062e-4) return x;
     float result = (ax > 1.0e8)
         ? nx_log(ax) + NX_LN2
         : nx_log1p(ax + ax * ax / (1.0 + sqrt(1.0 + ax * ax)));
@@ -339,27 +548,39 @@ float nx_atanh(float x) {
     float ax = abs(x);
     if (isnan(x)) return x;
     if (ax > 1.0) return NX_NAN;
+    // atanh(x) rounds to x below 2^-13 (subnormals included).
+    if (ax < 1.2207031e-4) return x;
     float result = (ax == 1.0) ? NX_INFINITY : 0.5 * nx_log1p(2.0 * ax / (1.0 - ax));
     return nx_sign_bit(x) ? -result : result;
 }
 
 // C99 atan2, special cases included (GLSL leaves zeros and infinities undefined).
+// Zeros and signs come from the bits, and when one operand is below 2^-100 and neither
+// reaches 2^27 both are scaled by 2^100 exactly (atan2 depends on their ratio only), so
+// subnormals keep their values. (Against a larger operand a subnormal's ratio is itself
+// subnormal.)
 float nx_atan2(float y, float x) {
     if (isnan(x) || isnan(y)) return x + y;
+    uint x_magnitude = floatBitsToUint(x) & 0x7FFFFFFFu;
+    uint y_magnitude = floatBitsToUint(y) & 0x7FFFFFFFu;
+    if (min(x_magnitude, y_magnitude) < (27u << 23) && max(x_magnitude, y_magnitude) < (154u << 23)) {
+        x = nx_scale_up(x);
+        y = nx_scale_up(y);
+    }
     float result;
-    if (y == 0.0) {
+    if (nx_is_zero(y)) {
         result = nx_sign_bit(x) ? NX_PI : 0.0;
     } else if (isinf(x) && isinf(y)) {
-        result = (x > 0.0) ? 0.25 * NX_PI : 0.75 * NX_PI;
+        result = nx_sign_bit(x) ? 0.75 * NX_PI : 0.25 * NX_PI;
     } else if (isinf(x)) {
-        result = (x > 0.0) ? 0.0 : NX_PI;
-    } else if (isinf(y) || x == 0.0) {
+        result = nx_sign_bit(x) ? NX_PI : 0.0;
+    } else if (isinf(y) || nx_is_zero(x)) {
         result = 0.5 * NX_PI;
     } else {
         float ax = abs(x);
         float ay = abs(y);
         float base = (ay > ax) ? 0.5 * NX_PI - nx_atan_positive(ax / ay) : nx_atan_positive(ay / ax);
-        result = (x < 0.0) ? NX_PI - base : base;
+        result = nx_sign_bit(x) ? NX_PI - base : base;
     }
     return nx_sign_bit(y) ? -result : result;
 }
@@ -377,7 +598,7 @@ float nx_acos(float x) {
 #ifdef NX_F64_MATH
 // C99 pow through the f64 one (glsl_f64_math.glsl), rounded once: the driver's pow is
 // exp2(y log2 x), whose error grows with |y log2 x| (58 ulp measured on lavapipe).
-float nx_pow(float x, float y) { return float(nx_pow_f64(double(x), double(y))); }
+float nx_pow(float x, float y) { return float(nx_pow_f64(nx_widen(x), nx_widen(y))); }
 #endif
 
 // erfc by Numerical Recipes' Chebyshev fit (fractional error below 1.2e-7).
@@ -400,6 +621,14 @@ float nx_erfc(float x) {
 
 float nx_erf(float x) {
     if (isnan(x)) return x;
+    // erf(x) = 2x / sqrt(pi) below 2^-100, where x may be subnormal and the result normal:
+    // scaled up by 2^100 exactly, multiplied, scaled back (exact unless the result is itself
+    // subnormal).
+    if ((floatBitsToUint(x) & 0x7FFFFFFFu) < (27u << 23)) {
+        precise float scaled = nx_scale_up(x) * 1.1283791670955126;
+        precise float tiny = scaled * 7.888609052210118e-31;
+        return tiny;
+    }
     float ax = abs(x);
     float result;
     if (ax < 0.5) {
@@ -449,7 +678,7 @@ float nx_erf_inv(float x) {
 
 #ifdef NX_F64_MATH
 // cbrt through the f64 one, rounded once (the driver's log2 flushes subnormal inputs).
-float nx_cbrt(float x) { return float(nx_cbrt_f64(double(x))); }
+float nx_cbrt(float x) { return float(nx_cbrt_f64(nx_widen(x))); }
 #endif
 #endif
 #endif
