@@ -45,7 +45,7 @@ use nxvk_kernels::types::{binary_types, unary_types};
 use nxvk_kernels::{
     BinaryOp, Elem, PACKET_ELEMENTS, PACKETS_PER_ITERATION, UnaryOp, packet_bytes, packet_type,
 };
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 /// A function a kernel needs inside the helper block of one compute type.
@@ -55,6 +55,8 @@ enum Need {
     Binary(BinaryOp),
     /// A cast from the block's type to this one.
     Cast(Elem),
+    /// f32 division by a divisor the whole row shares (`nx_div_by_shared`).
+    SharedDivide,
 }
 
 /// What a fused expression reads: one leaf tensor seen through a view path.
@@ -90,6 +92,12 @@ pub(crate) struct Expression {
     /// computed it and kept it in registers.
     held: Vec<NodeId>,
     held_elems: Vec<Elem>,
+    /// Divide f32 values by a divisor every element of a row shares through its f64
+    /// reciprocal (computed once per row): set for row programs on devices with f64.
+    shared_divisors: bool,
+    /// The SSA variables whose value is the same for every element of a row (registers,
+    /// constants and what is computed from them alone).
+    row_uniform: HashSet<String>,
 }
 
 fn native(op: &'static str, dtype: DType) -> Result<Elem> {
@@ -204,6 +212,10 @@ fn binary_function(op: BinaryOp, elem: Elem) -> String {
     format!("nxop_{}_{}", op.name(), elem.name())
 }
 
+fn shared_divide_function(elem: Elem) -> String {
+    format!("nxop_divide_shared_{}", elem.name())
+}
+
 fn cast_name(from: Elem, to: Elem) -> String {
     format!("nxcast_{}_{}", from.name(), to.name())
 }
@@ -273,6 +285,17 @@ impl Expression {
             _ => None,
         };
         let register = self.registers.get(&node).cloned();
+        let operands_uniform = entry.op.operands().iter().all(|&id| {
+            let lifted = lift(&path, &graph.tensor_type(id).shape, shape);
+            memo.get(&(id, lifted))
+                .is_some_and(|name| self.row_uniform.contains(name))
+        });
+        let uniform = match entry.op {
+            _ if argument.is_some() || is_leaf(node) && register.is_none() => false,
+            _ if register.is_some() => true,
+            Op::Constant { .. } => true,
+            _ => operands_uniform,
+        };
         let expression = if let Some(argument) = argument {
             argument
         } else if let Some(register) = register {
@@ -304,16 +327,24 @@ impl Expression {
                 Op::Binary { op, left, right } => {
                     let (a, a_elem) = operand(self, memo, *left)?;
                     let (b, b_elem) = operand(self, memo, *right)?;
+                    let shared_divisor = self.row_uniform.contains(&b);
                     let types =
                         binary_types(*op, dtype_of_elem(a_elem), dtype_of_elem(b_elem), &[])?;
                     let compute = native(name_of_op, types.compute)?;
                     let a = self.cast(a, a_elem, compute);
                     let b = self.cast(b, b_elem, compute);
-                    self.need(compute, Need::Binary(*op));
-                    rounded(
-                        elem,
-                        &format!("{}({a}, {b})", binary_function(*op, compute)),
-                    )
+                    let function = if self.shared_divisors
+                        && shared_divisor
+                        && *op == BinaryOp::Divide
+                        && compute == Elem::F32
+                    {
+                        self.need(compute, Need::SharedDivide);
+                        shared_divide_function(compute)
+                    } else {
+                        self.need(compute, Need::Binary(*op));
+                        binary_function(*op, compute)
+                    };
+                    rounded(elem, &format!("{function}({a}, {b})"))
                 }
                 Op::AsType { input } => {
                     let (value, from) = operand(self, memo, *input)?;
@@ -384,6 +415,9 @@ impl Expression {
             "        precise {} {name} = {expression};",
             compute_type(elem)
         );
+        if uniform {
+            self.row_uniform.insert(name.clone());
+        }
         memo.insert(key, name);
         Ok(())
     }
@@ -426,13 +460,15 @@ impl Expression {
     /// Builds the expression of `roots` where each node of `registers` is read from the named
     /// GLSL variable (holding its stored value) rather than computed or loaded, and each node
     /// of `held` (computed, read without a view) may instead come from the caller
-    /// ([`Expression::call_holding`]).
+    /// ([`Expression::call_holding`]); with `shared_divisors`, f32 divisions by a row-uniform
+    /// value (a register's, a constant's) use `nx_div_by_shared`, which needs f64.
     pub(crate) fn build_holding(
         graph: &Graph,
         roots: &[NodeId],
         is_leaf: &dyn Fn(NodeId) -> bool,
         registers: HashMap<NodeId, String>,
         held: Vec<NodeId>,
+        shared_divisors: bool,
     ) -> Result<Expression> {
         let held_elems = held
             .iter()
@@ -442,6 +478,7 @@ impl Expression {
             registers,
             held,
             held_elems,
+            shared_divisors,
             ..Expression::default()
         };
         expression.with_roots(graph, roots, is_leaf)
@@ -545,6 +582,10 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
                     Need::Binary(op) => {
                         op_function(&op.spec(), 2, *elem, &binary_function(*op, *elem))
                     }
+                    Need::SharedDivide => format!(
+                        "float {}(T a, T b) {{ return nx_div_by_shared(a, b); }}",
+                        shared_divide_function(*elem)
+                    ),
                     Need::Cast(to) => {
                         let (function, extra) = cast_function(*elem, *to);
                         extras.insert(extra);

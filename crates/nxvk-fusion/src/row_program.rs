@@ -465,7 +465,7 @@ impl Finder<'_> {
         loop_shape: &[usize],
     ) -> Option<TeamShape> {
         let expression =
-            group_expression(self.graph, reductions, roots, self.materialised, &[]).ok()?;
+            group_expression(self.graph, reductions, roots, self.materialised, &[], false).ok()?;
         let rows_aligned = expression
             .register_reads
             .iter()
@@ -662,14 +662,16 @@ fn reads_elementwise(
 }
 
 /// The expression of a group: the absorbed reductions' inputs (in order), then the roots;
-/// reduction `k`'s result is the register `reduced<k>`, and the inputs of the `held`
-/// reductions may come from registers.
+/// reduction `k`'s result is the register `reduced<k>`, the inputs of the `held` reductions
+/// may come from registers, and with `shared_divisors` divisions by a row's reduction
+/// results divide through one f64 reciprocal per row.
 fn group_expression(
     graph: &Graph,
     reductions: &[RowReduction],
     group_roots: &[NodeId],
     materialised: &[bool],
     held: &[usize],
+    shared_divisors: bool,
 ) -> Result<Expression> {
     let mut roots: Vec<NodeId> = reductions.iter().map(|r| r.input).collect();
     roots.extend(group_roots);
@@ -680,7 +682,14 @@ fn group_expression(
         .collect();
     let held_nodes = held.iter().map(|&k| reductions[k].input).collect();
     let is_leaf = |node: NodeId| materialised[node.index()] && !group_roots.contains(&node);
-    Expression::build_holding(graph, &roots, &is_leaf, registers, held_nodes)
+    Expression::build_holding(
+        graph,
+        &roots,
+        &is_leaf,
+        registers,
+        held_nodes,
+        shared_divisors,
+    )
 }
 
 /// One variant of a row program's kernel: its source, compiled on first use.
@@ -737,6 +746,7 @@ pub(crate) fn plan_stage(
         &group.roots,
         materialised,
         &group.held,
+        device.capabilities().shader_float64,
     )?;
     let outputs: Vec<Elem> = group
         .roots
@@ -866,6 +876,29 @@ mod tests {
             subgroup_fold: true,
         };
         held_reductions(&graph, &reductions, &[out], &|node| node == x, team)
+    }
+
+    #[test]
+    fn a_division_by_the_rows_sum_divides_through_one_reciprocal_where_f64_exists() {
+        let (graph, reductions, out, x) = softmax_parts(DType::F32, 64, false);
+        let materialised: Vec<bool> = (0..graph.nodes().len())
+            .map(|index| NodeId(index as u32) == x)
+            .collect();
+        let helpers = |shared_divisors| {
+            group_expression(
+                &graph,
+                &reductions,
+                &[out],
+                &materialised,
+                &[1],
+                shared_divisors,
+            )
+            .unwrap()
+            .helper_blocks()
+        };
+        assert!(helpers(true).contains("nxop_divide_shared_f32"));
+        // Null arm: without f64 the catalog's division stays.
+        assert!(!helpers(false).contains("nxop_divide_shared_f32"));
     }
 
     #[test]

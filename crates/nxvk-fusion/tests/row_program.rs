@@ -204,8 +204,9 @@ fn the_knob_off_and_rows_past_the_cap_keep_the_multi_dispatch_plan() {
     }
 }
 
-/// A row program whose only reduction is a maximum is bit-exact with eager: x - max(x) and
-/// max(x) / x, every float dtype, NaN and infinities included.
+/// A row program whose only reduction is a maximum is bit-exact with eager: x - max(x),
+/// max(x) / x, and the divisions by the row's shared maximum x / max(x) and
+/// (x - max(x)) / (max(x) + 1), every float dtype, NaN and infinities included.
 #[test]
 fn a_max_row_program_is_bit_exact() {
     let _serial = serial();
@@ -216,7 +217,15 @@ fn a_max_row_program_is_bit_exact() {
             let max = row_fold(&mut builder, ReduceOp::ReduceMax, x);
             let shifted = builder.binary(BinaryOp::Subtract, x, max).unwrap();
             let ratio = builder.binary(BinaryOp::Divide, max, x).unwrap();
-            let graph = builder.finish(&[shifted, ratio]).unwrap();
+            // Divisions by the row's maximum take the shared-divisor path (one reciprocal
+            // per row), which must round exactly as the eager division does.
+            let scaled = builder.binary(BinaryOp::Divide, x, max).unwrap();
+            let one = builder.constant(dtype, 1.0).unwrap();
+            let offset = builder.binary(BinaryOp::Add, max, one).unwrap();
+            let shifted_scaled = builder.binary(BinaryOp::Divide, shifted, offset).unwrap();
+            let graph = builder
+                .finish(&[shifted, ratio, scaled, shifted_scaled])
+                .unwrap();
             let inputs = inputs_for(&graph, columns as u64);
             let inputs: Vec<&Tensor> = inputs.iter().collect();
             let (results, used, _, _) = run_counted(&graph, &inputs, PlanOptions::default());

@@ -175,6 +175,75 @@ fn the_model_is_correctly_rounded_on_random_bit_patterns() {
     }
 }
 
+/// `nx_div_by_shared` (glsl_helpers.glsl, the row programs' division by a row's shared
+/// divisor) on the host, step for step: `a` times `reciprocal(b)` in f64, rounded once where
+/// normal; below the smallest normal, the subnormal midpoint times `b` (exact in f64)
+/// against `a` decides.
+fn shared_divisor_quotient(a: f32, b: f32, reciprocal: impl Fn(f64) -> f64) -> f32 {
+    let quotient = f64::from(a) * reciprocal(f64::from(b));
+    if quotient.is_nan() {
+        return f32::NAN;
+    }
+    if quotient.abs() >= f64::from(f32::MIN_POSITIVE) {
+        return quotient as f32;
+    }
+    let low = (quotient.abs() * 2f64.powi(149)).floor();
+    let midpoint = (low + 0.5) * 2f64.powi(-149) * f64::from(b).abs();
+    let magnitude = f64::from(a).abs();
+    let mut units = low as u32;
+    units += u32::from(magnitude > midpoint || (magnitude == midpoint && units & 1 == 1));
+    f32::from_bits(units | ((quotient.to_bits() >> 32) as u32 & 0x8000_0000))
+}
+
+/// The f64 reciprocal of `b` moved by `ulps` of its own (a driver's f64 division need not be
+/// correctly rounded), except for infinite or zero reciprocals.
+fn reciprocal_off_by(ulps: i64) -> impl Fn(f64) -> f64 {
+    move |b| {
+        let reciprocal = 1.0 / b;
+        if reciprocal.is_finite() && reciprocal != 0.0 {
+            f64::from_bits(reciprocal.to_bits().wrapping_add_signed(ulps))
+        } else {
+            reciprocal
+        }
+    }
+}
+
+#[test]
+fn a_shared_divisors_f64_reciprocal_gives_the_correctly_rounded_quotient() {
+    let values = structured_values();
+    let mut random = SplitMix(0x5A_A7ED);
+    let mut pairs = threshold_pairs(&mut random);
+    for _ in 0..host_samples() / 4 {
+        let bits = random.next();
+        pairs.push((
+            f32::from_bits(bits as u32),
+            f32::from_bits((bits >> 32) as u32),
+        ));
+    }
+    for (index, &a) in values.iter().enumerate().step_by(7) {
+        pairs.extend(values.iter().skip(index % 5).step_by(5).map(|&b| (a, b)));
+    }
+    for ulps in [0, -4, -1, 1, 4] {
+        let reciprocal = reciprocal_off_by(ulps);
+        let wrong = pairs
+            .iter()
+            .find(|&&(a, b)| !same(shared_divisor_quotient(a, b, &reciprocal), reference(a, b)));
+        assert_eq!(wrong, None, "reciprocal {ulps} ulps off");
+    }
+    // Null arm: an f32 reciprocal is not enough.
+    let f32_reciprocal = |b: f64| f64::from((1.0 / b) as f32);
+    let misses = pairs
+        .iter()
+        .filter(|&&(a, b)| {
+            !same(
+                shared_divisor_quotient(a, b, f32_reciprocal),
+                reference(a, b),
+            )
+        })
+        .count();
+    assert!(misses > 1000, "{misses}");
+}
+
 #[test]
 fn the_model_tolerates_much_worse_reciprocals() {
     // The Newton step squares the reciprocal's error, so the proof's +-4 ulps has a wide
