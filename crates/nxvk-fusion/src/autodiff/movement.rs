@@ -12,6 +12,13 @@
 //! gathered explicitly, as Nx's rule does), the init value the sum of the gradient, and the
 //! input nothing (it only steers the selection).
 //!
+//! Dynamic slices (starts given by nodes) have the same rules with the same starts, so the
+//! gradient lands where the forward pass read or wrote: the window is clamped when the graph
+//! runs, and every rule's window has the forward window's lengths, so it is clamped alike
+//! (slice's dilated gradient is padded up to the slice's lengths for that reason; Nx's rule
+//! puts the shorter dilated gradient, which its put_slice may clamp to another position when
+//! a strided window's tensor start lies past the end). Start nodes get no gradient, as in Nx.
+//!
 //! Where Nx has no rule of its own (its cumulative ops and take/take_along_axis are
 //! compositions there), the rules here are the exact derivative of our node:
 //! - cumulative_sum: the cumulative sum of the gradient in the other direction;
@@ -70,6 +77,51 @@ impl Differentiator<'_> {
                     let zeros = self.zeros_like(*input)?;
                     let starts: Vec<i64> = starts.iter().map(|&start| start as i64).collect();
                     contributions.push((*input, self.builder.put_slice(zeros, &starts, dilated)?));
+                }
+            }
+            Op::DynamicSlice {
+                input,
+                starts,
+                lengths,
+                strides,
+            } => {
+                if wants(self, *input) {
+                    let shape = self.ty(gradient)?.shape;
+                    // Dilated by the strides, then padded at the end up to `lengths`.
+                    let config: Vec<(i64, i64, usize)> = (0..shape.len())
+                        .map(|axis| {
+                            let dilated = shape[axis].saturating_sub(1) * strides[axis]
+                                + usize::from(shape[axis] > 0);
+                            (0, (lengths[axis] - dilated) as i64, strides[axis] - 1)
+                        })
+                        .collect();
+                    let window = if config.iter().all(|&step| step == (0, 0, 0)) {
+                        gradient
+                    } else {
+                        self.pad_with_zero(gradient, &config)?
+                    };
+                    let zeros = self.zeros_like(*input)?;
+                    let value = self.builder.dynamic_put_slice(zeros, starts, window)?;
+                    contributions.push((*input, value));
+                }
+            }
+            Op::DynamicPutSlice {
+                input,
+                update,
+                starts,
+            } => {
+                if wants(self, *input) {
+                    let zeros = self.zeros_like(*update)?;
+                    let value = self.builder.dynamic_put_slice(gradient, starts, zeros)?;
+                    contributions.push((*input, value));
+                }
+                if wants(self, *update) {
+                    let lengths = self.ty(*update)?.shape;
+                    let ones = vec![1; lengths.len()];
+                    let value = self
+                        .builder
+                        .dynamic_slice(gradient, starts, &lengths, &ones)?;
+                    contributions.push((*update, value));
                 }
             }
             Op::Pad {
