@@ -13,7 +13,7 @@
 //! read-back); with no node among the starts they build the static nodes, so a graph has one
 //! form per computation (and one plan-cache key).
 
-use crate::builder::{GraphBuilder, bad};
+use crate::builder::{GraphBuilder, bad, sliced_shape};
 use crate::graph::{IndexedUpdate, NodeId, Op, SliceStart, TensorType};
 use nxvk_core::{DType, Result};
 use nxvk_kernels::sort::Direction;
@@ -162,32 +162,12 @@ impl GraphBuilder {
     ) -> Result<NodeId> {
         const OP: &str = "slice";
         let tensor = self.tensor(OP, input)?;
-        let rank = tensor.shape.len();
-        let valid = starts.len() == rank
-            && lengths.len() == rank
-            && strides.len() == rank
-            && strides.iter().all(|&stride| stride > 0)
-            && lengths.iter().zip(&tensor.shape).all(|(l, s)| l <= s);
-        if !valid {
-            return Err(bad(
-                OP,
-                &[&tensor],
-                format!(
-                    "needs one start, one length (at most the axis' size) and one positive stride per axis; got {} starts, lengths {lengths:?}, strides {strides:?}",
-                    starts.len()
-                ),
-            ));
-        }
+        let shape = sliced_shape(&tensor, starts.len(), lengths, strides)?;
         let starts = self.window_starts(OP, &tensor, starts, lengths)?;
         if let Some(values) = SliceStart::all_static(&starts) {
             let values: Vec<usize> = values.iter().map(|&value| value as usize).collect();
             return self.slice(input, &values, lengths, strides);
         }
-        let shape = lengths
-            .iter()
-            .zip(strides)
-            .map(|(&length, &stride)| length.div_ceil(stride))
-            .collect();
         self.push_tensor(
             Op::DynamicSlice {
                 input,

@@ -237,8 +237,14 @@ fn check_tensor_starts(case: &ShapeCase, dtype: DType, rng: &mut SplitMix) -> Re
     }
 
     // put_slice of an update of `lengths` at the per-axis starts.
-    let (update, update_values) =
-        make_input(&device, dtype, &lengths, ViewKind::Contiguous, Domain::Wide, rng);
+    let (update, update_values) = make_input(
+        &device,
+        dtype,
+        &lengths,
+        ViewKind::Contiguous,
+        Domain::Wide,
+        rng,
+    );
     let put = movement::put_slice_as(&input, Starts::PerAxis(&per_axis_form), &update, dtype)
         .map_err(|error| error.to_string())?;
     let clamped: Vec<usize> = (0..rank)
@@ -365,16 +371,22 @@ fn known_values_errors_and_null_arms() {
     assert!(check_output_exact("null", &window, &[1, 2], &wrapped).is_err());
     let small = Tensor::from_slice(&device, &[], &[3i8]).unwrap();
     let per_axis = [AxisStart::Fixed(0), AxisStart::Tensor(&small)];
-    let put = movement::put_slice_as(&matrix, Starts::PerAxis(&per_axis), &patch, DType::F64)
-        .unwrap();
+    let put =
+        movement::put_slice_as(&matrix, Starts::PerAxis(&per_axis), &patch, DType::F64).unwrap();
     assert_eq!(
         put.to_vec::<f64>().unwrap(),
         [0.0, 1.0, -1.5, 9.0, 4.0, 5.0, 6.0, 7.0]
     );
     let half = Tensor::from_slice(&device, &[], &[0.5f32]).unwrap();
     for (starts, what) in [
-        (vec![AxisStart::Tensor(&starts), AxisStart::Fixed(0)], "rank-1 start"),
-        (vec![AxisStart::Tensor(&half), AxisStart::Fixed(0)], "float start"),
+        (
+            vec![AxisStart::Tensor(&starts), AxisStart::Fixed(0)],
+            "rank-1 start",
+        ),
+        (
+            vec![AxisStart::Tensor(&half), AxisStart::Fixed(0)],
+            "float start",
+        ),
         (vec![AxisStart::Fixed(0)], "one start for rank 2"),
     ] {
         let error = movement::slice_at(&matrix, Starts::PerAxis(&starts), &[1, 1], &[1, 1])
