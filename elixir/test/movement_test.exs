@@ -166,6 +166,45 @@ defmodule Nx.Vulkan.MovementTest do
     end
   end
 
+  # Nx's tensor starts may differ in type: one tensor per axis, each read in its own type (a
+  # u64 above 2^63 clamps to the end; merged into s64 it would wrap to a negative start).
+  test "slice_at and put_slice_as at per-axis tensor starts clamp each in its own type" do
+    values = Enum.to_list(0..11)
+    tensor = tensor!(values, "s32", {4, 3})
+    huge = tensor!([9_223_372_036_854_775_813], "u64", {})
+    negative = tensor!([-2], "s32", {})
+
+    window = fn row, column ->
+      moved(values, {4, 3}, {2, 2}, nil, fn [r, c] -> [r + row, c + column] end)
+    end
+
+    sliced = ok!(NIF.slice_at(tensor, [huge, negative], [2, 2], [1, 1]))
+    assert values!(sliced) == window.(2, 0)
+    # Null arm: the wrapped (negative, clamped to 0) row is another window.
+    refute values!(sliced) == window.(0, 0)
+
+    assert values!(ok!(NIF.slice_at(tensor, [1, tensor!([200], "u8", {})], [2, 2], [1, 1]))) ==
+             window.(1, 1)
+
+    stacked = tensor!([1, 5], "s64", {2})
+    assert values!(ok!(NIF.slice_at(tensor, stacked, [2, 2], [1, 1]))) == window.(1, 1)
+
+    update = tensor!([-1, -2, -3, -4], "s32", {2, 2})
+    put = ok!(NIF.put_slice_as(tensor, [huge, tensor!([200], "u8", {})], update, "s32"))
+    # Row 2 (clamped from 2^63 + 5) and column 1 (clamped from 200).
+    expected =
+      Enum.reduce([{7, -1}, {8, -2}, {10, -3}, {11, -4}], values, fn {at, v}, acc ->
+        List.replace_at(acc, at, v)
+      end)
+
+    assert values!(put) == expected
+
+    assert {:error, message} =
+             NIF.slice_at(tensor, [huge, tensor!([0.5], "f32", {})], [2, 2], [1, 1])
+
+    assert message =~ "slice"
+  end
+
   test "contiguous materialises a transposed view in row-major order" do
     {values, tensor} = random_tensor({2, 3})
     transposed = ok!(NIF.transpose(tensor, [1, 0]))

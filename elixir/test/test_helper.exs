@@ -10,6 +10,7 @@ defmodule NxVulkan.TestHelpers do
   def encode(values, "s32"), do: for(v <- values, into: <<>>, do: <<v::signed-32-little>>)
   def encode(values, "s64"), do: for(v <- values, into: <<>>, do: <<v::signed-64-little>>)
   def encode(values, "u8"), do: for(v <- values, into: <<>>, do: <<v::unsigned-8>>)
+  def encode(values, "u64"), do: for(v <- values, into: <<>>, do: <<v::unsigned-64-little>>)
 
   # bf16 is the top half of an f32 (the test values are exact in bf16).
   def encode(values, "bf16") do

@@ -460,6 +460,8 @@ impl Differentiator<'_> {
             | Op::Pad { .. }
             | Op::Concatenate { .. }
             | Op::PutSlice { .. }
+            | Op::DynamicSlice { .. }
+            | Op::DynamicPutSlice { .. }
             | Op::Gather { .. }
             | Op::Take { .. }
             | Op::TakeAlongAxis { .. }

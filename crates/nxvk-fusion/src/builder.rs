@@ -345,28 +345,9 @@ impl GraphBuilder {
         lengths: &[usize],
         strides: &[usize],
     ) -> Result<NodeId> {
-        const OP: &str = "slice";
-        let tensor = self.tensor(OP, input)?;
-        let rank = tensor.shape.len();
-        let valid = starts.len() == rank
-            && lengths.len() == rank
-            && strides.len() == rank
-            && strides.iter().all(|&stride| stride > 0);
-        if !valid {
-            return Err(bad(
-                OP,
-                &[&tensor],
-                format!(
-                    "starts {starts:?}, lengths {lengths:?} and strides {strides:?} must have one positive entry per axis"
-                ),
-            ));
-        }
+        let tensor = self.tensor("slice", input)?;
+        let shape = sliced_shape(&tensor, starts.len(), lengths, strides)?;
         view_layout(&tensor)?.slice(starts, lengths)?;
-        let shape = lengths
-            .iter()
-            .zip(strides)
-            .map(|(&length, &stride)| length.div_ceil(stride))
-            .collect();
         self.push_tensor(
             Op::Slice {
                 input,
@@ -762,6 +743,40 @@ fn reduced_shape(
 }
 
 /// The contiguous layout of a tensor type, for checking views through nxvk-core's functions.
+/// The shape of a slice of `tensor` with `n_starts` starts, `lengths` and `strides`
+/// (`ceil(length / stride)` per axis), when there is one start, one length no longer than its
+/// axis and one positive stride per axis.
+pub(crate) fn sliced_shape(
+    tensor: &TensorType,
+    n_starts: usize,
+    lengths: &[usize],
+    strides: &[usize],
+) -> Result<Vec<usize>> {
+    let rank = tensor.shape.len();
+    let valid = n_starts == rank
+        && lengths.len() == rank
+        && strides.len() == rank
+        && strides.iter().all(|&stride| stride > 0)
+        && lengths
+            .iter()
+            .zip(&tensor.shape)
+            .all(|(length, size)| length <= size);
+    if !valid {
+        return Err(bad(
+            "slice",
+            &[tensor],
+            format!(
+                "needs one start, one length (at most the axis' size) and one positive stride per axis; got {n_starts} starts, lengths {lengths:?}, strides {strides:?}"
+            ),
+        ));
+    }
+    Ok(lengths
+        .iter()
+        .zip(strides)
+        .map(|(&length, &stride)| length.div_ceil(stride))
+        .collect())
+}
+
 fn view_layout(tensor: &TensorType) -> Result<Layout> {
     Layout::from_parts(
         tensor.shape.clone(),

@@ -6,11 +6,15 @@
 //! dtypes. Dtypes a kernel lacks are left to the catalog's own `Unsupported` error at run
 //! time, so a graph stays portable between devices with different shader features.
 //!
-//! Start indices are static (Nx's tensor-valued starts are not encoded); `put_slice` stores its
-//! starts clamped as Nx clamps them, so a rule reading them sees where the update really went.
+//! `put_slice` stores static starts clamped as Nx clamps them, so a rule reading them sees where
+//! the update really went. Starts may also be scalar integer nodes (Nx's tensor starts):
+//! `dynamic_slice` and `dynamic_put_slice` clamp their static starts here and leave the node
+//! starts to the start kernel, which clamps them on the device when the graph runs (no
+//! read-back); with no node among the starts they build the static nodes, so a graph has one
+//! form per computation (and one plan-cache key).
 
-use crate::builder::{GraphBuilder, bad};
-use crate::graph::{IndexedUpdate, NodeId, Op, TensorType};
+use crate::builder::{GraphBuilder, bad, sliced_shape};
+use crate::graph::{IndexedUpdate, NodeId, Op, SliceStart, TensorType};
 use nxvk_core::{DType, Result};
 use nxvk_kernels::sort::Direction;
 use nxvk_kernels::types::merge;
@@ -81,7 +85,129 @@ fn window_output_shape(
         .collect()
 }
 
+/// Checks that `patch` can be put into `tensor` (one dtype and rank, no axis longer) at
+/// `n_starts` starts.
+fn check_update_fits(tensor: &TensorType, patch: &TensorType, n_starts: usize) -> Result<()> {
+    let fits = n_starts == tensor.shape.len()
+        && patch.shape.len() == tensor.shape.len()
+        && patch.dtype == tensor.dtype
+        && patch.shape.iter().zip(&tensor.shape).all(|(u, s)| u <= s);
+    if !fits {
+        return Err(bad(
+            "put_slice",
+            &[tensor, patch],
+            format!(
+                "the update must have the input's dtype and rank, fit inside it, and one start per axis ({n_starts} given)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Clamps a static start into `0..=size - length` (Nx's clamp; the caller checked that the
+/// length fits).
+fn clamp_start(start: i64, size: usize, length: usize) -> i64 {
+    start.clamp(0, (size - length) as i64)
+}
+
 impl GraphBuilder {
+    /// `starts` for a window of `lengths` in `tensor` (one per axis): static ones clamped, node
+    /// ones checked to be scalar integers of 8 to 64 bits.
+    fn window_starts(
+        &self,
+        op: &'static str,
+        tensor: &TensorType,
+        starts: &[SliceStart],
+        lengths: &[usize],
+    ) -> Result<Vec<SliceStart>> {
+        starts
+            .iter()
+            .zip(tensor.shape.iter().zip(lengths))
+            .enumerate()
+            .map(|(axis, (&start, (&size, &length)))| match start {
+                SliceStart::Static(value) => {
+                    Ok(SliceStart::Static(clamp_start(value, size, length)))
+                }
+                SliceStart::Node(node) => {
+                    let start = self.tensor(op, node)?;
+                    if !start.shape.is_empty()
+                        || !start.dtype.is_integer()
+                        || start.dtype.is_sub_byte()
+                    {
+                        return Err(bad(
+                            op,
+                            &[tensor, &start],
+                            format!(
+                                "the start of axis {axis} must be a scalar integer (s8..s64 or u8..u64)"
+                            ),
+                        ));
+                    }
+                    Ok(SliceStart::Node(node))
+                }
+            })
+            .collect()
+    }
+
+    /// Nx's `slice` at `starts` that may be scalar integer nodes (Nx's tensor starts):
+    /// `lengths[i]` elements of axis `i` from its start, every `strides[i]`th
+    /// (`ceil(lengths[i] / strides[i])` in the result). Each start is clamped to
+    /// `0..=size - length` as Nx clamps it: static ones here, node ones when the graph runs.
+    /// Without a node start this is [`GraphBuilder::slice`] at the clamped starts.
+    pub fn dynamic_slice(
+        &mut self,
+        input: NodeId,
+        starts: &[SliceStart],
+        lengths: &[usize],
+        strides: &[usize],
+    ) -> Result<NodeId> {
+        const OP: &str = "slice";
+        let tensor = self.tensor(OP, input)?;
+        let shape = sliced_shape(&tensor, starts.len(), lengths, strides)?;
+        let starts = self.window_starts(OP, &tensor, starts, lengths)?;
+        if let Some(values) = SliceStart::all_static(&starts) {
+            let values: Vec<usize> = values.iter().map(|&value| value as usize).collect();
+            return self.slice(input, &values, lengths, strides);
+        }
+        self.push_tensor(
+            Op::DynamicSlice {
+                input,
+                starts,
+                lengths: lengths.to_vec(),
+                strides: strides.to_vec(),
+            },
+            tensor.dtype,
+            shape,
+        )
+    }
+
+    /// Nx's `put_slice` at `starts` that may be scalar integer nodes: `input` with `update`
+    /// (of the input's dtype and rank, fitting inside it) written from the starts, each
+    /// clamped so the update fits: static ones here, node ones when the graph runs. Without a
+    /// node start this is [`GraphBuilder::put_slice`].
+    pub fn dynamic_put_slice(
+        &mut self,
+        input: NodeId,
+        starts: &[SliceStart],
+        update: NodeId,
+    ) -> Result<NodeId> {
+        const OP: &str = "put_slice";
+        let (tensor, patch) = (self.tensor(OP, input)?, self.tensor(OP, update)?);
+        check_update_fits(&tensor, &patch, starts.len())?;
+        let clamped = self.window_starts(OP, &tensor, starts, &patch.shape)?;
+        if let Some(values) = SliceStart::all_static(&clamped) {
+            return self.put_slice(input, &values, update);
+        }
+        self.push_tensor(
+            Op::DynamicPutSlice {
+                input,
+                update,
+                starts: clamped,
+            },
+            tensor.dtype,
+            tensor.shape,
+        )
+    }
+
     /// Nx's `pad`: per axis `(low, high, interior)`; negative `low`/`high` crop. `value` is a
     /// scalar of the input's dtype.
     pub fn pad(
@@ -178,23 +304,11 @@ impl GraphBuilder {
     pub fn put_slice(&mut self, input: NodeId, starts: &[i64], update: NodeId) -> Result<NodeId> {
         const OP: &str = "put_slice";
         let (tensor, patch) = (self.tensor(OP, input)?, self.tensor(OP, update)?);
-        let fits = starts.len() == tensor.shape.len()
-            && patch.shape.len() == tensor.shape.len()
-            && patch.dtype == tensor.dtype
-            && patch.shape.iter().zip(&tensor.shape).all(|(u, s)| u <= s);
-        if !fits {
-            return Err(bad(
-                OP,
-                &[&tensor, &patch],
-                format!(
-                    "the update must have the input's dtype and rank, fit inside it, and one start per axis ({starts:?})"
-                ),
-            ));
-        }
+        check_update_fits(&tensor, &patch, starts.len())?;
         let clamped = starts
             .iter()
             .zip(tensor.shape.iter().zip(&patch.shape))
-            .map(|(&start, (&size, &length))| start.clamp(0, (size - length) as i64) as usize)
+            .map(|(&start, (&size, &length))| clamp_start(start, size, length) as usize)
             .collect();
         self.push_tensor(
             Op::PutSlice {

@@ -5,7 +5,8 @@
 //! Format (all integers little-endian):
 //!
 //! ```text
-//! file    := "NXVKGRPH" version:u32 graph          (version = 1)
+//! file    := "NXVKGRPH" version:u32 graph          (version = 2; version 1 is the same
+//!                                                  format without tags 43 and 44, still read)
 //! graph   := n_nodes:u32 node* n_outputs:u32 output_id:u32*
 //! node    := tag:u8 fields                          (ids refer to earlier nodes)
 //! list    := n:u32 item:u64*                        (shapes, axes, starts, ...)
@@ -64,7 +65,12 @@
 //! 41  triangular_solve a:u32 b:u32 left_side:u8 lower:u8 transpose_a:u8
 //! 42  linalg      kind:text inputs:ids             (kind: "cholesky", "solve", "qr_reduced",
 //!                 "qr_complete", "lu", "determinant", "eigh"; qr, lu and eigh give a tuple)
+//! 43  dynamic_slice input:u32 starts:starts lengths:list strides:list
+//! 44  dynamic_put_slice input:u32 update:u32 starts:starts
+//!                 (43 and 44: a slice and a put_slice with at least one start given by a node)
 //!
+//! starts  := n:u32 (0:u8 value:i64 | 1:u8 node:u32)*   (a static start, or a scalar integer
+//!                                                    node's id; static ones stored clamped)
 //! pairs   := n:u32 (low:i64 high:i64)*
 //! triples := n:u32 (low:i64 high:i64 interior:u64)*
 //! perm    := present:u8 list                        (present 0: identity, the list is empty)
@@ -75,7 +81,7 @@
 //! the bytes left before anything is allocated, and nesting is limited to [`MAX_DEPTH`].
 
 use crate::builder::GraphBuilder;
-use crate::graph::{CondClause, DotAxes, Graph, IndexedUpdate, LinAlgKind, NodeId, Op};
+use crate::graph::{CondClause, DotAxes, Graph, IndexedUpdate, LinAlgKind, NodeId, Op, SliceStart};
 use nxvk_core::{DType, Error, Result};
 use nxvk_kernels::sort::Direction;
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
@@ -85,8 +91,13 @@ use nxvk_kernels::{
 
 /// The first bytes of every encoded graph.
 pub const MAGIC: &[u8; 8] = b"NXVKGRPH";
-/// The format version this crate writes and reads.
-pub const VERSION: u32 = 1;
+/// The format version this crate writes (and the newest it reads).
+pub const VERSION: u32 = 2;
+/// The oldest format version this crate reads: version 1 lacks tags 43 and 44 (dynamic
+/// slices) and means the same as version 2 otherwise.
+const OLDEST_READ_VERSION: u32 = 1;
+/// The first version with tags 43 and 44.
+const DYNAMIC_SLICE_VERSION: u32 = 2;
 /// Deepest nesting of graphs (`fun`, `cond`, `while`, `block`) the decoder accepts.
 pub const MAX_DEPTH: usize = 32;
 
@@ -112,16 +123,21 @@ pub fn encode(graph: &Graph) -> Vec<u8> {
 
 /// The graph encoded in `bytes`.
 pub fn decode(bytes: &[u8]) -> Result<Graph> {
-    let mut reader = Reader { bytes, position: 0 };
+    let mut reader = Reader {
+        bytes,
+        position: 0,
+        version: VERSION,
+    };
     if reader.take(MAGIC.len())? != MAGIC {
         return Err(malformed("not an nxvk graph (bad magic)"));
     }
     let version = reader.u32()?;
-    if version != VERSION {
+    if !(OLDEST_READ_VERSION..=VERSION).contains(&version) {
         return Err(malformed(format!(
-            "format version {version}; this build reads version {VERSION}"
+            "format version {version}; this build reads versions {OLDEST_READ_VERSION} to {VERSION}"
         )));
     }
+    reader.version = version;
     let graph = reader.graph(0)?;
     if reader.position != bytes.len() {
         return Err(malformed(format!(
@@ -160,6 +176,22 @@ impl Writer {
         self.len(items.len());
         for &item in items {
             self.0.extend_from_slice(&(item as u64).to_le_bytes());
+        }
+    }
+
+    fn starts(&mut self, starts: &[SliceStart]) {
+        self.len(starts.len());
+        for start in starts {
+            match *start {
+                SliceStart::Static(value) => {
+                    self.u8(0);
+                    self.0.extend_from_slice(&value.to_le_bytes());
+                }
+                SliceStart::Node(node) => {
+                    self.u8(1);
+                    self.id(node);
+                }
+            }
         }
     }
 
@@ -360,6 +392,28 @@ impl Writer {
                     self.id(*input);
                     self.id(*update);
                     self.list(starts);
+                }
+                Op::DynamicSlice {
+                    input,
+                    starts,
+                    lengths,
+                    strides,
+                } => {
+                    self.u8(43);
+                    self.id(*input);
+                    self.starts(starts);
+                    self.list(lengths);
+                    self.list(strides);
+                }
+                Op::DynamicPutSlice {
+                    input,
+                    update,
+                    starts,
+                } => {
+                    self.u8(44);
+                    self.id(*input);
+                    self.id(*update);
+                    self.starts(starts);
                 }
                 Op::Gather {
                     input,
@@ -574,6 +628,8 @@ impl Writer {
 struct Reader<'a> {
     bytes: &'a [u8],
     position: usize,
+    /// The format version being read.
+    version: u32,
 }
 
 impl<'a> Reader<'a> {
@@ -634,6 +690,21 @@ impl<'a> Reader<'a> {
                 let value =
                     u64::from_le_bytes(bytes.try_into().map_err(|_| malformed("short item"))?);
                 usize::try_from(value).map_err(|_| malformed(format!("{value} does not fit usize")))
+            })
+            .collect()
+    }
+
+    /// A dynamic slice's starts (tags 43 and 44).
+    fn starts(&mut self) -> Result<Vec<SliceStart>> {
+        // Each start takes at least a kind byte and a node id.
+        let count = self.count(5)?;
+        (0..count)
+            .map(|_| match self.u8()? {
+                0 => Ok(SliceStart::Static(self.i64()?)),
+                1 => Ok(SliceStart::Node(self.id()?)),
+                other => Err(malformed(format!(
+                    "start kind {other} is neither 0 (static) nor 1 (node)"
+                ))),
             })
             .collect()
     }
@@ -1013,6 +1084,21 @@ impl<'a> Reader<'a> {
             42 => {
                 let kind = self.named(&LinAlgKind::ALL, LinAlgKind::encoded_name)?;
                 builder.linalg(kind, &self.ids()?)
+            }
+            43 | 44 if self.version < DYNAMIC_SLICE_VERSION => Err(malformed(format!(
+                "node tag {tag} needs format version {DYNAMIC_SLICE_VERSION}, the graph has version {}",
+                self.version
+            ))),
+            43 => {
+                let input = self.id()?;
+                let starts = self.starts()?;
+                let lengths = self.list()?;
+                builder.dynamic_slice(input, &starts, &lengths, &self.list()?)
+            }
+            44 => {
+                let input = self.id()?;
+                let update = self.id()?;
+                builder.dynamic_put_slice(input, &self.starts()?, update)
             }
             other => Err(malformed(format!("unknown node tag {other}"))),
         }

@@ -8,7 +8,7 @@
 //! `cond` and `while`, which read their predicate back.
 
 use crate::codegen::{FUSED_PUSH_CONSTANT_BYTES, OPAQUE_WORD, PACKET_RANK};
-use crate::graph::{Graph, IndexedUpdate, NodeId, NodeType, Op};
+use crate::graph::{Graph, IndexedUpdate, NodeId, NodeType, Op, SliceStart};
 use crate::linalg_stage;
 use crate::plan::{FusedKernel, Plan, Stage};
 use crate::plan_cache::PlanCache;
@@ -16,6 +16,7 @@ use crate::view::{ViewStep, apply_path};
 use nxvk_core::{BufferAccess, DType, Device, Error, Kernel, Result, Tensor};
 use nxvk_kernels::codegen::WORKGROUP_SIZE;
 use nxvk_kernels::launch::{MAX_ELEMENTS, poison_output, simplify};
+use nxvk_kernels::movement::{AxisStart, Starts};
 use nxvk_kernels::reduce::{ReduceOptions, reduce};
 use nxvk_kernels::{PACKET_ELEMENTS, PACKETS_PER_ITERATION};
 use nxvk_kernels::{as_type, binary, index, movement, sort, unary};
@@ -258,6 +259,18 @@ impl Run<'_> {
             .collect()
     }
 
+    /// A dynamic slice's starts as the catalog takes them: the node starts' values stay on the
+    /// device, where the start kernel reads and clamps them.
+    fn axis_starts(&self, op: &'static str, starts: &[SliceStart]) -> Result<Vec<AxisStart<'_>>> {
+        starts
+            .iter()
+            .map(|start| match *start {
+                SliceStart::Static(value) => Ok(AxisStart::Fixed(value)),
+                SliceStart::Node(node) => self.tensor(op, node).map(AxisStart::Tensor),
+            })
+            .collect()
+    }
+
     fn fused(&self, fused: &FusedKernel) -> Result<Vec<Tensor>> {
         const OP: &str = "fused kernel";
         let device = self.cache.device();
@@ -490,6 +503,33 @@ impl Run<'_> {
                     self.tensor(name, *input)?,
                     &starts,
                     self.tensor(name, *update)?,
+                )?)
+            }
+            Op::DynamicSlice {
+                input,
+                starts,
+                lengths,
+                strides,
+            } => {
+                let starts = self.axis_starts(name, starts)?;
+                tensor_value(movement::slice_at(
+                    self.tensor(name, *input)?,
+                    Starts::PerAxis(&starts),
+                    lengths,
+                    strides,
+                )?)
+            }
+            Op::DynamicPutSlice {
+                input,
+                update,
+                starts,
+            } => {
+                let starts = self.axis_starts(name, starts)?;
+                tensor_value(movement::put_slice_as(
+                    self.tensor(name, *input)?,
+                    Starts::PerAxis(&starts),
+                    self.tensor(name, *update)?,
+                    graph.tensor_type(id).dtype,
                 )?)
             }
             Op::Gather {

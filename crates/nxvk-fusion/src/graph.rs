@@ -168,6 +168,37 @@ impl LinAlgKind {
     }
 }
 
+/// Where the window of a dynamic `slice`/`put_slice` starts on one axis (Nx takes an integer
+/// or a scalar tensor per axis).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SliceStart {
+    /// Known when the graph is built; in a built graph already clamped so the window fits.
+    Static(i64),
+    /// A scalar integer node (8 to 64 bits, signed or not), clamped when the graph runs.
+    Node(NodeId),
+}
+
+impl SliceStart {
+    /// The values of `starts` when every one is static.
+    pub fn all_static(starts: &[SliceStart]) -> Option<Vec<i64>> {
+        starts
+            .iter()
+            .map(|start| match start {
+                SliceStart::Static(value) => Some(*value),
+                SliceStart::Node(_) => None,
+            })
+            .collect()
+    }
+
+    /// The start nodes among `starts`, in axis order.
+    pub(crate) fn nodes(starts: &[SliceStart]) -> impl Iterator<Item = NodeId> + '_ {
+        starts.iter().filter_map(|start| match start {
+            SliceStart::Static(_) => None,
+            SliceStart::Node(node) => Some(*node),
+        })
+    }
+}
+
 /// The op of a node. Operands are [`NodeId`]s of the same graph.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
@@ -337,6 +368,22 @@ pub enum Op {
         update: NodeId,
         starts: Vec<usize>,
     },
+    /// Nx's `slice` at starts of which at least one is a node: `lengths` elements from each
+    /// start, every `strides`th, each start clamped to `0..=size - length` when the graph runs
+    /// (as Nx clamps). The start nodes are operands after `input`.
+    DynamicSlice {
+        input: NodeId,
+        starts: Vec<SliceStart>,
+        lengths: Vec<usize>,
+        strides: Vec<usize>,
+    },
+    /// Nx's `put_slice` at starts of which at least one is a node, each clamped when the graph
+    /// runs so the update fits. The start nodes are operands after `input` and `update`.
+    DynamicPutSlice {
+        input: NodeId,
+        update: NodeId,
+        starts: Vec<SliceStart>,
+    },
     /// Nx's `gather`: rows of `indices` (last axis: coordinates on `axes`) select elements.
     Gather {
         input: NodeId,
@@ -456,6 +503,8 @@ impl Op {
             Op::Pad { .. } => "pad",
             Op::Concatenate { .. } => "concatenate",
             Op::PutSlice { .. } => "put_slice",
+            Op::DynamicSlice { .. } => "slice",
+            Op::DynamicPutSlice { .. } => "put_slice",
             Op::Gather { .. } => "gather",
             Op::Take { .. } => "take",
             Op::TakeAlongAxis { .. } => "take_along_axis",
@@ -519,6 +568,17 @@ impl Op {
             Op::Pad { input, value, .. } => vec![*input, *value],
             Op::Concatenate { inputs, .. } => inputs.clone(),
             Op::PutSlice { input, update, .. } => vec![*input, *update],
+            Op::DynamicSlice { input, starts, .. } => std::iter::once(*input)
+                .chain(SliceStart::nodes(starts))
+                .collect(),
+            Op::DynamicPutSlice {
+                input,
+                update,
+                starts,
+            } => [*input, *update]
+                .into_iter()
+                .chain(SliceStart::nodes(starts))
+                .collect(),
             Op::Gather { input, indices, .. }
             | Op::Take { input, indices, .. }
             | Op::TakeAlongAxis { input, indices, .. } => vec![*input, *indices],

@@ -47,7 +47,8 @@ pub use builder::GraphBuilder;
 pub use codegen::LeafAccess;
 pub use encoding::{MAGIC, MAX_DEPTH, VERSION, decode, encode};
 pub use graph::{
-    CondClause, DotAxes, Graph, IndexedUpdate, LinAlgKind, Node, NodeId, NodeType, Op, TensorType,
+    CondClause, DotAxes, Graph, IndexedUpdate, LinAlgKind, Node, NodeId, NodeType, Op, SliceStart,
+    TensorType,
 };
 pub use plan::{FusedKernel, Plan, PlanOptions, Stage};
 pub use plan_cache::{FusionCounters, PlanCache};

@@ -4,9 +4,11 @@
 mod common;
 
 use common::random_graph;
+use common::slice_graphs::random_slice_graph;
 use nxvk_core::DType;
 use nxvk_fusion::{
-    CondClause, DotAxes, Graph, GraphBuilder, IndexedUpdate, MAGIC, NodeId, decode, encode,
+    CondClause, DotAxes, Graph, GraphBuilder, IndexedUpdate, MAGIC, NodeId, SliceStart, VERSION,
+    decode, encode,
 };
 use nxvk_kernels::sort::Direction;
 use nxvk_kernels::{
@@ -311,8 +313,129 @@ fn movement_nodes_reject_bad_operands() {
     ));
 }
 
+/// A graph with both dynamic nodes (tags 43 and 44): starts static, a u64 parameter and an
+/// argmax computed in the graph; `variant` changes one static start and one length.
+fn dynamic_slice_graph(variant: bool) -> Graph {
+    let mut builder = GraphBuilder::new();
+    let x = builder.parameter(DType::F32, &[5, 4]).unwrap();
+    let row = builder.parameter(DType::U64, &[]).unwrap();
+    let position = builder
+        .reduce(ReduceOp::ArgMax, x, None, false, TieBreak::Low)
+        .unwrap();
+    let starts = [
+        SliceStart::Node(row),
+        SliceStart::Static(i64::from(variant)),
+    ];
+    let length = if variant { 3 } else { 2 };
+    let sliced = builder
+        .dynamic_slice(x, &starts, &[length, 2], &[2, 1])
+        .unwrap();
+    let patch = builder.slice(x, &[0, 0], &[2, 2], &[1, 1]).unwrap();
+    let starts = [SliceStart::Static(-3), SliceStart::Node(position)];
+    let written = builder.dynamic_put_slice(x, &starts, patch).unwrap();
+    builder.finish(&[sliced, written]).unwrap()
+}
+
+#[test]
+fn dynamic_slice_nodes_round_trip() {
+    for variant in [false, true] {
+        let graph = dynamic_slice_graph(variant);
+        assert!(
+            graph
+                .nodes()
+                .iter()
+                .any(|node| matches!(node.op, nxvk_fusion::Op::DynamicSlice { .. }))
+        );
+        assert!(
+            graph
+                .nodes()
+                .iter()
+                .any(|node| matches!(node.op, nxvk_fusion::Op::DynamicPutSlice { .. }))
+        );
+        let bytes = encode(&graph);
+        assert_eq!(decode(&bytes).expect("decodes"), graph);
+        assert_eq!(encode(&decode(&bytes).unwrap()), bytes);
+    }
+    // Null arm: a changed start or length is a different encoding and a different graph.
+    let (plain, changed) = (dynamic_slice_graph(false), dynamic_slice_graph(true));
+    assert_ne!(encode(&plain), encode(&changed));
+    assert_ne!(decode(&encode(&changed)).unwrap(), plain);
+}
+
+/// Version 1 graphs (no tags 43 and 44) still decode; a version 1 graph with tag 43 is an
+/// error naming the version it needs.
+#[test]
+fn version_one_graphs_decode_without_dynamic_slices() {
+    assert_eq!(VERSION, 2);
+    let graph = movement_graph(false);
+    let mut old = encode(&graph);
+    old[8..12].copy_from_slice(&1u32.to_le_bytes());
+    assert_eq!(decode(&old).expect("version 1 decodes"), graph);
+    let mut dynamic = encode(&dynamic_slice_graph(false));
+    dynamic[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let message = decode(&dynamic).unwrap_err().to_string();
+    assert!(message.contains("needs format version 2"), "{message}");
+}
+
+/// Bad start kinds and start nodes that are not scalar integers are decoder errors.
+#[test]
+fn bad_dynamic_slice_fields_are_errors() {
+    let mut bytes = encode(&dynamic_slice_graph(false));
+    let tag = bytes.iter().position(|&byte| byte == 43).unwrap();
+    // The first start's kind byte follows the tag, the input id and the starts' count.
+    let kind = tag + 1 + 4 + 4;
+    assert_eq!(bytes[kind], 1);
+    bytes[kind] = 2;
+    let message = decode(&bytes).unwrap_err().to_string();
+    assert!(message.contains("start kind 2"), "{message}");
+    // The row start pointing at the f32 input instead of the u64 parameter.
+    let mut bytes = encode(&dynamic_slice_graph(false));
+    bytes[kind + 1..kind + 5].copy_from_slice(&0u32.to_le_bytes());
+    let message = decode(&bytes).unwrap_err().to_string();
+    assert!(message.contains("scalar integer"), "{message}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn random_dynamic_slice_graphs_round_trip(seed in any::<u64>()) {
+        let graph = random_slice_graph(seed);
+        let bytes = encode(&graph);
+        let decoded = decode(&bytes).expect("decodes");
+        prop_assert_eq!(&decoded, &graph);
+        prop_assert_eq!(encode(&decoded), bytes);
+    }
+
+    #[test]
+    fn damaged_dynamic_slice_encodings_never_panic(seed in any::<u64>(), position in any::<usize>(), value in any::<u8>(), cut in any::<usize>()) {
+        let mut bytes = encode(&random_slice_graph(seed));
+        let position = position % bytes.len();
+        bytes[position] = value;
+        let _ = decode(&bytes);
+        let _ = decode(&bytes[..cut % bytes.len()]);
+    }
+
+    /// Arbitrary fields after a dynamic-slice tag, over a valid f32 input and s32 start.
+    #[test]
+    fn arbitrary_dynamic_slice_fields_never_panic(
+        tag in 43u8..=44,
+        fields in proptest::collection::vec(any::<u8>(), 0..96),
+    ) {
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend(VERSION.to_le_bytes());
+        bytes.extend(3u32.to_le_bytes());
+        for (dtype, shape) in [("f32", &[4u64, 3][..]), ("s32", &[][..])] {
+            bytes.push(0);
+            bytes.extend((dtype.len() as u32).to_le_bytes());
+            bytes.extend(dtype.as_bytes());
+            bytes.extend((shape.len() as u32).to_le_bytes());
+            shape.iter().for_each(|size| bytes.extend(size.to_le_bytes()));
+        }
+        bytes.push(tag);
+        bytes.extend(&fields);
+        let _ = decode(&bytes);
+    }
 
     #[test]
     fn random_graphs_round_trip(seed in any::<u64>(), steps in 0usize..24) {
@@ -338,6 +461,7 @@ proptest! {
     fn damaged_encodings_never_panic(seed in any::<u64>(), position in any::<usize>(), value in any::<u8>(), cut in any::<usize>()) {
         let mut bytes = encode(&structural_graph());
         bytes.extend(encode(&movement_graph(seed % 2 == 0)));
+        bytes.extend(encode(&dynamic_slice_graph(seed % 3 == 0)));
         let (graph, _) = random_graph(seed, DType::F32, 12);
         bytes.extend(encode(&graph));
         let position = position % bytes.len();

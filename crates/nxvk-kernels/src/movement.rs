@@ -15,8 +15,8 @@
 //! Operands of several tensors may have different types: the result has an explicit type (by
 //! default their merged one, `Nx.Type.merge`) and each operand is converted into it on load by
 //! a converting copy (`movement_codegen::CopyVariant`), as Nx.BinaryBackend converts each
-//! element with `as_type`. Starts of `slice` and `put_slice` may be a tensor, read on the
-//! device ([`Starts::Tensor`]).
+//! element with `as_type`. Starts of `slice` and `put_slice` may be tensors, read on the
+//! device ([`Starts::Tensor`], [`Starts::PerAxis`]).
 
 use crate::catalog::{COPY_KERNELS, TRANSPOSE_KERNELS};
 use crate::catalog::{device_supports, elem_of};
@@ -557,7 +557,7 @@ pub fn reverse(input: &Tensor, axes: &[usize]) -> Result<Tensor> {
     Ok(output)
 }
 
-/// Where a slice's window (or a put_slice's update) starts, per axis; either form is clamped
+/// Where a slice's window (or a put_slice's update) starts, per axis; every form is clamped
 /// as Nx clamps it, so that the window fits.
 #[derive(Debug, Clone, Copy)]
 pub enum Starts<'a> {
@@ -566,29 +566,69 @@ pub enum Starts<'a> {
     /// A rank-1 integer tensor (Nx accepts tensors as start indices), read on the device: the
     /// clamped window's address is computed there (`slice_starts.rs`), never read back.
     Tensor(&'a Tensor),
+    /// One start per axis, each known on the host or a scalar integer tensor of its own type
+    /// (Nx's list of starts as a graph holds it), the tensors read on the device as for
+    /// [`Starts::Tensor`].
+    PerAxis(&'a [AxisStart<'a>]),
+}
+
+/// One axis's start in [`Starts::PerAxis`].
+#[derive(Debug, Clone, Copy)]
+pub enum AxisStart<'a> {
+    Fixed(i64),
+    /// A scalar tensor of any integer type of 8 to 64 bits.
+    Tensor(&'a Tensor),
 }
 
 impl Starts<'_> {
-    /// Checks that there is one start per axis of `operand` (a tensor: rank 1, integers).
+    /// Checks that there is one start per axis of `operand` (a tensor: rank 1, integers; a
+    /// per-axis tensor: a scalar integer).
     fn check(&self, op: &'static str, operand: &Tensor) -> Result<()> {
+        self.sources(op, operand).map(|_| ())
+    }
+
+    /// The start of each axis of `operand`, checked.
+    fn sources(
+        &self,
+        op: &'static str,
+        operand: &Tensor,
+    ) -> Result<Vec<slice_starts::StartSource<'_>>> {
         let rank = operand.shape().len();
-        match self {
-            Starts::Fixed(starts) if starts.len() == rank => Ok(()),
-            Starts::Fixed(starts) => Err(bad_operands(
+        let count = match self {
+            Starts::Fixed(starts) => starts.len(),
+            Starts::Tensor(_) => rank,
+            Starts::PerAxis(starts) => starts.len(),
+        };
+        if count != rank {
+            return Err(bad_operands(
                 op,
                 &[operand],
-                format!("{} starts for rank {rank}", starts.len()),
-            )),
-            Starts::Tensor(starts) => {
-                slice_starts::check_starts(op, operand, starts, rank).map(|_| ())
-            }
+                format!("{count} starts for rank {rank}"),
+            ));
+        }
+        match self {
+            Starts::Fixed(starts) => Ok(starts
+                .iter()
+                .map(|&start| slice_starts::StartSource::Host(start))
+                .collect()),
+            Starts::Tensor(starts) => slice_starts::tensor_starts(op, operand, starts, rank),
+            Starts::PerAxis(starts) => starts
+                .iter()
+                .enumerate()
+                .map(|(axis, start)| match *start {
+                    AxisStart::Fixed(value) => Ok(slice_starts::StartSource::Host(value)),
+                    AxisStart::Tensor(tensor) => {
+                        slice_starts::scalar_start(op, operand, tensor, axis)
+                    }
+                })
+                .collect(),
         }
     }
 }
 
 /// The first element of a window of `lengths` inside `tensor`'s view (elements `start` and
 /// `strides` from its buffer), at `starts` clamped as Nx clamps them: an element index, or
-/// (starts given as a tensor) a device buffer holding its address.
+/// (some start given as a tensor) a device buffer holding its address.
 enum WindowStart {
     Element(usize),
     Address(DeviceBuffer),
@@ -608,17 +648,23 @@ fn window_start(
         .zip(lengths)
         .map(|(size, length)| size - length)
         .collect();
-    match starts {
-        Starts::Fixed(starts) => {
+    let sources = starts.sources(op, tensor)?;
+    let host: Option<Vec<i64>> = sources
+        .iter()
+        .map(|source| match source {
+            slice_starts::StartSource::Host(value) => Some(*value),
+            slice_starts::StartSource::Device { .. } => None,
+        })
+        .collect();
+    match host {
+        Some(starts) => {
             let offset: i64 = (0..limits.len())
                 .map(|axis| starts[axis].clamp(0, limits[axis] as i64) * strides[axis])
                 .sum();
             Ok(WindowStart::Element((start as i64 + offset) as usize))
         }
-        Starts::Tensor(starts) => {
-            slice_starts::window_address(op, tensor, start, strides, starts, &limits)
-                .map(WindowStart::Address)
-        }
+        None => slice_starts::window_address(op, tensor, start, strides, &sources, &limits)
+            .map(WindowStart::Address),
     }
 }
 

@@ -12,7 +12,7 @@ use common::movement_cases::{
 };
 use common::*;
 use nxvk_core::{DType, Tensor};
-use nxvk_kernels::movement::{self, Starts};
+use nxvk_kernels::movement::{self, AxisStart, Starts};
 use nxvk_kernels::reference::{self, Value};
 use nxvk_kernels::types::merge;
 use proptest::prelude::*;
@@ -158,7 +158,40 @@ fn check_mixed(
     )
 }
 
-/// slice at starts given as a tensor, with steps, on a view of `dtype`.
+/// Per-axis starts for `rank` axes: each at random a host value (i64 extremes included) or a
+/// scalar tensor of a random integer type (the type's extremes included), and their values.
+fn per_axis_starts(rank: usize, rng: &mut SplitMix) -> (Vec<Option<Tensor>>, Vec<i128>) {
+    (0..rank)
+        .map(|_| {
+            if rng.below(3) == 0 {
+                let value = match rng.below(6) {
+                    0 => i64::MIN,
+                    1 => i64::MAX,
+                    _ => rng.below(9) as i64 - 3,
+                };
+                (None, i128::from(value))
+            } else {
+                let (tensor, values) = start_tensor(pick(&integer_dtypes(), rng), 1, rng);
+                (Some(tensor.reshape(&[]).unwrap()), values[0])
+            }
+        })
+        .unzip()
+}
+
+/// The per-axis form of `tensors` and `values` (made by [`per_axis_starts`]).
+fn axis_starts<'a>(tensors: &'a [Option<Tensor>], values: &[i128]) -> Vec<AxisStart<'a>> {
+    tensors
+        .iter()
+        .zip(values)
+        .map(|(tensor, &value)| match tensor {
+            Some(tensor) => AxisStart::Tensor(tensor),
+            None => AxisStart::Fixed(value as i64),
+        })
+        .collect()
+}
+
+/// slice at starts given as a rank-1 tensor and per axis, with steps, and put_slice at
+/// per-axis starts, on a view of `dtype`.
 fn check_tensor_starts(case: &ShapeCase, dtype: DType, rng: &mut SplitMix) -> Result<(), String> {
     let device = device();
     let shape = &case.shape[..];
@@ -170,31 +203,58 @@ fn check_tensor_starts(case: &ShapeCase, dtype: DType, rng: &mut SplitMix) -> Re
         .collect();
     let steps: Vec<usize> = (0..rank).map(|_| rng.below(3) as usize + 1).collect();
     let (starts, start_values) = start_tensor(pick(&integer_dtypes(), rng), rank, rng);
+    let (per_axis, per_axis_values) = per_axis_starts(rank, rng);
     let sliced_shape: Vec<usize> = (0..rank)
         .map(|axis| lengths[axis].div_ceil(steps[axis]))
         .collect();
-    let output = movement::slice_at(&input, Starts::Tensor(&starts), &lengths, &steps)
-        .map_err(|error| error.to_string())?;
     let n: usize = sliced_shape.iter().product();
-    let want: Vec<Value> = (0..n)
-        .map(|index| {
-            let at = coordinates(&sliced_shape, index);
-            let source: Vec<usize> = (0..rank)
-                .map(|axis| {
-                    clamp_start(start_values[axis], shape[axis], lengths[axis])
-                        + at[axis] * steps[axis]
-                })
-                .collect();
-            values[linear(shape, &source)]
-        })
+    let per_axis_form = axis_starts(&per_axis, &per_axis_values);
+    let forms = [
+        (Starts::Tensor(&starts), &start_values),
+        (Starts::PerAxis(&per_axis_form), &per_axis_values),
+    ];
+    for (form, start_values) in forms {
+        let output = movement::slice_at(&input, form, &lengths, &steps)
+            .map_err(|error| error.to_string())?;
+        let want: Vec<Value> = (0..n)
+            .map(|index| {
+                let at = coordinates(&sliced_shape, index);
+                let source: Vec<usize> = (0..rank)
+                    .map(|axis| {
+                        clamp_start(start_values[axis], shape[axis], lengths[axis])
+                            + at[axis] * steps[axis]
+                    })
+                    .collect();
+                values[linear(shape, &source)]
+            })
+            .collect();
+        check_output_exact(
+            &format!("slice at {start_values:?} ({form:?}) {lengths:?} {steps:?}"),
+            &output,
+            &sliced_shape,
+            &want,
+        )?;
+    }
+
+    // put_slice of an update of `lengths` at the per-axis starts.
+    let (update, update_values) = make_input(
+        &device,
+        dtype,
+        &lengths,
+        ViewKind::Contiguous,
+        Domain::Wide,
+        rng,
+    );
+    let put = movement::put_slice_as(&input, Starts::PerAxis(&per_axis_form), &update, dtype)
+        .map_err(|error| error.to_string())?;
+    let clamped: Vec<usize> = (0..rank)
+        .map(|axis| clamp_start(per_axis_values[axis], shape[axis], lengths[axis]))
         .collect();
+    let want = put_values(shape, &values, &lengths, &update_values, &clamped);
     check_output_exact(
-        &format!(
-            "slice at {start_values:?} ({}) {lengths:?} {steps:?}",
-            starts.dtype()
-        ),
-        &output,
-        &sliced_shape,
+        &format!("put_slice {dtype} at {per_axis_values:?}"),
+        &put,
+        shape,
         &want,
     )
 }
@@ -300,6 +360,40 @@ fn known_values_errors_and_null_arms() {
         put.to_vec::<f64>().unwrap(),
         [0.0, 1.0, -1.5, 9.0, 4.0, 5.0, 6.0, 7.0]
     );
+
+    // Per-axis starts of different types: a u64 above 2^63 clamps to the last row (read as
+    // an s64 it would wrap negative and clamp to the first), a host -7 to column 0.
+    let huge = Tensor::from_slice(&device, &[], &[(1u64 << 63) + 5]).unwrap();
+    let per_axis = [AxisStart::Tensor(&huge), AxisStart::Fixed(-7)];
+    let window = movement::slice_at(&matrix, Starts::PerAxis(&per_axis), &[1, 2], &[1, 1]).unwrap();
+    assert_eq!(window.to_vec::<i64>().unwrap(), [4, 5]);
+    let wrapped = [Value::Int(0), Value::Int(1)];
+    assert!(check_output_exact("null", &window, &[1, 2], &wrapped).is_err());
+    let small = Tensor::from_slice(&device, &[], &[3i8]).unwrap();
+    let per_axis = [AxisStart::Fixed(0), AxisStart::Tensor(&small)];
+    let put =
+        movement::put_slice_as(&matrix, Starts::PerAxis(&per_axis), &patch, DType::F64).unwrap();
+    assert_eq!(
+        put.to_vec::<f64>().unwrap(),
+        [0.0, 1.0, -1.5, 9.0, 4.0, 5.0, 6.0, 7.0]
+    );
+    let half = Tensor::from_slice(&device, &[], &[0.5f32]).unwrap();
+    for (starts, what) in [
+        (
+            vec![AxisStart::Tensor(&starts), AxisStart::Fixed(0)],
+            "rank-1 start",
+        ),
+        (
+            vec![AxisStart::Tensor(&half), AxisStart::Fixed(0)],
+            "float start",
+        ),
+        (vec![AxisStart::Fixed(0)], "one start for rank 2"),
+    ] {
+        let error = movement::slice_at(&matrix, Starts::PerAxis(&starts), &[1, 1], &[1, 1])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("slice"), "{what}: {error}");
+    }
 
     let floats = Tensor::from_slice(&device, &[2], &[0.0f32, 1.0]).unwrap();
     let error = movement::slice_at(&matrix, Starts::Tensor(&floats), &[1, 1], &[1, 1]).unwrap_err();

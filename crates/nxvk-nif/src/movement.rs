@@ -5,13 +5,15 @@
 //! nxvk-kernels'. All are dirty: they allocate, may compile a kernel and record GPU work.
 //! The `_as` variants take the result type Nx chose (`out`'s type): operands of other types
 //! are converted on the device while they are copied. Starts of `slice_at` and `put_slice_as`
-//! may be a tensor, read and clamped on the device.
+//! may be tensors, read and clamped on the device: one rank-1 tensor, or a list with one
+//! integer or scalar integer tensor per axis (each tensor read in its own type, so Nx's mixed
+//! start types clamp exactly).
 
 use crate::reply::{Reply, guarded, message};
 use crate::tensor::{TensorArc, decode_dtype, wrap};
 use crate::terms::{decode_indices, tuple_or_list_items};
 use nxvk_core::Tensor;
-use nxvk_kernels::movement::{self, Starts};
+use nxvk_kernels::movement::{self, AxisStart, Starts};
 use rustler::Term;
 
 /// A list of (possibly negative) integers given as a tuple or a list.
@@ -23,6 +25,54 @@ fn decode_offsets(what: &str, term: Term<'_>) -> Reply<Vec<i64>> {
                 .map_err(|_| format!("{what}: expected integers, got {item:?}"))
         })
         .collect()
+}
+
+/// One axis's start of a per-axis list.
+enum StartTerm {
+    Fixed(i64),
+    Tensor(TensorArc),
+}
+
+/// Starts as the NIFs take them: a rank-1 integer tensor, or a list (or tuple) of integers and
+/// scalar integer tensors, one per axis.
+enum StartTerms {
+    Tensor(TensorArc),
+    PerAxis(Vec<StartTerm>),
+}
+
+impl StartTerms {
+    fn decode(what: &str, term: Term<'_>) -> Reply<StartTerms> {
+        if let Ok(tensor) = term.decode::<TensorArc>() {
+            return Ok(StartTerms::Tensor(tensor));
+        }
+        let items = tuple_or_list_items(what, term)?
+            .into_iter()
+            .map(|item| {
+                item.decode::<i64>()
+                    .map(StartTerm::Fixed)
+                    .or_else(|_| item.decode::<TensorArc>().map(StartTerm::Tensor))
+                    .map_err(|_| format!("{what}: expected integers or tensors, got {item:?}"))
+            })
+            .collect::<Reply<Vec<StartTerm>>>()?;
+        Ok(StartTerms::PerAxis(items))
+    }
+
+    /// Runs `run` on the catalog's form of these starts.
+    fn with<R>(&self, run: impl FnOnce(Starts<'_>) -> R) -> R {
+        match self {
+            StartTerms::Tensor(tensor) => run(Starts::Tensor(&tensor.tensor)),
+            StartTerms::PerAxis(items) => {
+                let starts: Vec<AxisStart<'_>> = items
+                    .iter()
+                    .map(|item| match item {
+                        StartTerm::Fixed(value) => AxisStart::Fixed(*value),
+                        StartTerm::Tensor(tensor) => AxisStart::Tensor(&tensor.tensor),
+                    })
+                    .collect();
+                run(Starts::PerAxis(&starts))
+            }
+        }
+    }
 }
 
 fn tensors(list: &[TensorArc]) -> Vec<&Tensor> {
@@ -68,25 +118,23 @@ fn strided_slice<'a>(
     })
 }
 
-/// Nx's `slice` at starts given as a rank-1 integer tensor, read and clamped on the device.
+/// Nx's `slice` at starts given as tensors (a rank-1 integer tensor, or a list of integers and
+/// scalar integer tensors), read and clamped on the device.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn slice_at<'a>(
     tensor: TensorArc,
-    starts: TensorArc,
+    starts: Term<'a>,
     lengths: Term<'a>,
     steps: Term<'a>,
 ) -> Reply<TensorArc> {
     guarded("slice_at", || {
+        let starts = StartTerms::decode("slice", starts)?;
         let lengths = decode_indices("slice", lengths)?;
         let steps = decode_indices("slice", steps)?;
-        movement::slice_at(
-            &tensor.tensor,
-            Starts::Tensor(&starts.tensor),
-            &lengths,
-            &steps,
-        )
-        .map(wrap)
-        .map_err(message)
+        starts
+            .with(|starts| movement::slice_at(&tensor.tensor, starts, &lengths, &steps))
+            .map(wrap)
+            .map_err(message)
     })
 }
 
@@ -173,7 +221,8 @@ fn put_slice<'a>(tensor: TensorArc, starts: Term<'a>, update: TensorArc) -> Repl
 }
 
 /// Nx's `put_slice` into `dtype` (Nx's `out` type); `starts` is a list (or tuple) of integers
-/// or a rank-1 integer tensor, read and clamped on the device.
+/// and scalar integer tensors, or a rank-1 integer tensor; tensors are read and clamped on the
+/// device.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn put_slice_as<'a>(
     tensor: TensorArc,
@@ -183,23 +232,10 @@ fn put_slice_as<'a>(
 ) -> Reply<TensorArc> {
     guarded("put_slice_as", || {
         let dtype = decode_dtype("put_slice_as", &dtype)?;
-        let result = match starts.decode::<TensorArc>() {
-            Ok(starts) => movement::put_slice_as(
-                &tensor.tensor,
-                Starts::Tensor(&starts.tensor),
-                &update.tensor,
-                dtype,
-            ),
-            Err(_) => {
-                let starts = decode_offsets("put_slice", starts)?;
-                movement::put_slice_as(
-                    &tensor.tensor,
-                    Starts::Fixed(&starts),
-                    &update.tensor,
-                    dtype,
-                )
-            }
-        };
-        result.map(wrap).map_err(message)
+        let starts = StartTerms::decode("put_slice", starts)?;
+        starts
+            .with(|starts| movement::put_slice_as(&tensor.tensor, starts, &update.tensor, dtype))
+            .map(wrap)
+            .map_err(message)
     })
 }

@@ -8,7 +8,7 @@
 //! nodes are copied without re-inferring types; the arguments are checked once.
 
 use crate::builder::GraphBuilder;
-use crate::graph::{Graph, NodeId, Op, TensorType};
+use crate::graph::{Graph, NodeId, Op, SliceStart, TensorType};
 use nxvk_core::{Error, Result};
 
 /// Appends `graph`'s nodes to `builder` over `arguments` (one per parameter, of the
@@ -112,6 +112,17 @@ fn operands_mut(op: &mut Op) -> Vec<&mut NodeId> {
         }
         Op::Pad { input, value, .. } => vec![input, value],
         Op::PutSlice { input, update, .. } => vec![input, update],
+        Op::DynamicSlice { input, starts, .. } => std::iter::once(input)
+            .chain(start_nodes_mut(starts))
+            .collect(),
+        Op::DynamicPutSlice {
+            input,
+            update,
+            starts,
+        } => [input, update]
+            .into_iter()
+            .chain(start_nodes_mut(starts))
+            .collect(),
         Op::Gather { input, indices, .. }
         | Op::Take { input, indices, .. }
         | Op::TakeAlongAxis { input, indices, .. } => vec![input, indices],
@@ -128,6 +139,14 @@ fn operands_mut(op: &mut Op) -> Vec<&mut NodeId> {
             ..
         } => vec![input, source, init_value],
     }
+}
+
+/// The start nodes of a dynamic slice, for rewriting (`SliceStart::nodes`' mutable twin).
+fn start_nodes_mut(starts: &mut [SliceStart]) -> impl Iterator<Item = &mut NodeId> {
+    starts.iter_mut().filter_map(|start| match start {
+        SliceStart::Static(_) => None,
+        SliceStart::Node(node) => Some(node),
+    })
 }
 
 #[cfg(test)]

@@ -12,6 +12,14 @@
 //! gathered explicitly, as Nx's rule does), the init value the sum of the gradient, and the
 //! input nothing (it only steers the selection).
 //!
+//! Slices and put_slices with starts given by nodes (dynamic ones) share these rules, written
+//! with the forward starts, so the gradient lands where the forward pass read or wrote: a
+//! dynamic window is clamped when the graph runs, and every rule's window has the forward
+//! window's lengths, so it is clamped alike (slice's dilated gradient is padded at the end up
+//! to the slice's lengths for that reason; Nx's rule puts the shorter dilated gradient, which
+//! its put_slice may clamp to another position when a strided window's tensor start lies past
+//! the end). Start nodes get no gradient, as in Nx.
+//!
 //! Where Nx has no rule of its own (its cumulative ops and take/take_along_axis are
 //! compositions there), the rules here are the exact derivative of our node:
 //! - cumulative_sum: the cumulative sum of the gradient in the other direction;
@@ -35,9 +43,17 @@
 //! survives the forward pass). Iota, argsort and integer operands carry no gradient.
 
 use super::{Differentiator, carries_gradient};
-use crate::graph::{IndexedUpdate, NodeId, Op, TensorType};
+use crate::graph::{IndexedUpdate, NodeId, Op, SliceStart, TensorType};
 use nxvk_core::{DType, Result};
 use nxvk_kernels::{BinaryOp, ReduceOp, ScanOp, ScatterSelect, TieBreak, WindowOp, WindowOptions};
+
+/// Static starts (already clamped) in the form the dynamic builders take.
+fn static_starts(starts: &[usize]) -> Vec<SliceStart> {
+    starts
+        .iter()
+        .map(|&start| SliceStart::Static(start as i64))
+        .collect()
+}
 
 /// The dtype of the coordinates the rules build (Nx's default index type).
 const INDEX_DTYPE: DType = DType::S32;
@@ -60,16 +76,24 @@ impl Differentiator<'_> {
             Op::Slice {
                 input,
                 starts,
+                lengths,
                 strides,
-                ..
             } => {
                 if wants(self, *input) {
-                    let config: Vec<(i64, i64, usize)> =
-                        strides.iter().map(|&stride| (0, 0, stride - 1)).collect();
-                    let dilated = self.pad_with_zero(gradient, &config)?;
-                    let zeros = self.zeros_like(*input)?;
-                    let starts: Vec<i64> = starts.iter().map(|&start| start as i64).collect();
-                    contributions.push((*input, self.builder.put_slice(zeros, &starts, dilated)?));
+                    let starts = static_starts(starts);
+                    let value = self.slice_gradient(*input, &starts, lengths, strides, gradient)?;
+                    contributions.push((*input, value));
+                }
+            }
+            Op::DynamicSlice {
+                input,
+                starts,
+                lengths,
+                strides,
+            } => {
+                if wants(self, *input) {
+                    let value = self.slice_gradient(*input, starts, lengths, strides, gradient)?;
+                    contributions.push((*input, value));
                 }
             }
             Op::Pad {
@@ -124,15 +148,19 @@ impl Differentiator<'_> {
                 update,
                 starts,
             } => {
-                if wants(self, *input) {
-                    let zeros = self.zeros_like(*update)?;
-                    let signed: Vec<i64> = starts.iter().map(|&start| start as i64).collect();
-                    contributions.push((*input, self.builder.put_slice(gradient, &signed, zeros)?));
-                }
-                if wants(self, *update) {
-                    let lengths = self.ty(*update)?.shape;
-                    contributions.push((*update, self.plain_slice(gradient, starts, &lengths)?));
-                }
+                let wanted = (wants(self, *input), wants(self, *update));
+                let starts = static_starts(starts);
+                contributions =
+                    self.put_slice_gradients(*input, *update, &starts, gradient, wanted)?;
+            }
+            Op::DynamicPutSlice {
+                input,
+                update,
+                starts,
+            } => {
+                let wanted = (wants(self, *input), wants(self, *update));
+                contributions =
+                    self.put_slice_gradients(*input, *update, starts, gradient, wanted)?;
             }
             Op::Gather {
                 input,
@@ -322,6 +350,64 @@ impl Differentiator<'_> {
     }
 
     /// `value` padded with zeros by `config`.
+    /// The input's gradient of `slice(input, starts, lengths, strides)`: the output gradient
+    /// dilated by the strides, padded at the end up to `lengths` and put into zeros at the
+    /// same starts, so that it is clamped as the forward window was.
+    fn slice_gradient(
+        &mut self,
+        input: NodeId,
+        starts: &[SliceStart],
+        lengths: &[usize],
+        strides: &[usize],
+        gradient: NodeId,
+    ) -> Result<NodeId> {
+        let shape = self.ty(gradient)?.shape;
+        let config: Vec<(i64, i64, usize)> = (0..shape.len())
+            .map(|axis| {
+                let dilated =
+                    shape[axis].saturating_sub(1) * strides[axis] + usize::from(shape[axis] > 0);
+                (0, (lengths[axis] - dilated) as i64, strides[axis] - 1)
+            })
+            .collect();
+        let window = if config.iter().all(|&step| step == (0, 0, 0)) {
+            gradient
+        } else {
+            self.pad_with_zero(gradient, &config)?
+        };
+        let zeros = self.zeros_like(input)?;
+        self.builder.dynamic_put_slice(zeros, starts, window)
+    }
+
+    /// The gradients of `put_slice(input, starts, update)` wanted by `(input, update)`: the
+    /// output gradient with the window zeroed, and the window.
+    fn put_slice_gradients(
+        &mut self,
+        input: NodeId,
+        update: NodeId,
+        starts: &[SliceStart],
+        gradient: NodeId,
+        (want_input, want_update): (bool, bool),
+    ) -> Result<Vec<(NodeId, NodeId)>> {
+        let mut contributions = Vec::new();
+        if want_input {
+            let zeros = self.zeros_like(update)?;
+            let value = self.builder.dynamic_put_slice(gradient, starts, zeros)?;
+            contributions.push((input, value));
+        }
+        if want_update {
+            let lengths = self.ty(update)?.shape;
+            let value = if self.ty(gradient)?.shape == lengths {
+                gradient
+            } else {
+                let ones = vec![1; lengths.len()];
+                self.builder
+                    .dynamic_slice(gradient, starts, &lengths, &ones)?
+            };
+            contributions.push((update, value));
+        }
+        Ok(contributions)
+    }
+
     fn pad_with_zero(&mut self, value: NodeId, config: &[(i64, i64, usize)]) -> Result<NodeId> {
         let zero = self.scalar(self.ty(value)?.dtype, 0.0)?;
         self.builder.pad(value, zero, config)

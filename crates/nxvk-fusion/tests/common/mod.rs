@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use nxvk_core::{Context, DType, Device, Tensor};
-use nxvk_fusion::{Graph, GraphBuilder, NodeId, Op, PlanCache};
+use nxvk_fusion::{Graph, GraphBuilder, NodeId, Op, PlanCache, SliceStart};
 use nxvk_kernels::reduce::{ReduceOptions, reduce};
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp, as_type, binary, movement, unary};
 use std::sync::{Arc, OnceLock};
@@ -55,6 +55,8 @@ pub fn same(planned: &Tensor, eager: &Tensor) -> bool {
         && planned.shape() == eager.shape()
         && planned.to_bytes().unwrap() == eager.to_bytes().unwrap()
 }
+
+pub mod slice_graphs;
 
 #[path = "../../../nxvk-kernels/tests/common/split_mix.rs"]
 mod split_mix;
@@ -254,11 +256,71 @@ pub fn eager(graph: &Graph, inputs: &[&Tensor]) -> Vec<Tensor> {
                     .collect();
                 Tensor::from_bytes(&device, ty.dtype, &ty.shape, &bytes).unwrap()
             }
+            Op::Slice {
+                input,
+                starts,
+                lengths,
+                strides,
+            } => {
+                let starts: Vec<i64> = starts.iter().map(|&start| start as i64).collect();
+                movement::slice(&get(&values, *input), &starts, lengths, strides).unwrap()
+            }
+            Op::PutSlice {
+                input,
+                update,
+                starts,
+            } => {
+                let starts: Vec<i64> = starts.iter().map(|&start| start as i64).collect();
+                movement::put_slice(&get(&values, *input), &starts, &get(&values, *update)).unwrap()
+            }
+            // Dynamic starts read back and clamped here, then the static path.
+            Op::DynamicSlice {
+                input,
+                starts,
+                lengths,
+                strides,
+            } => {
+                let input = get(&values, *input);
+                let starts = host_starts(&values, starts, input.shape(), lengths);
+                movement::slice(&input, &starts, lengths, strides).unwrap()
+            }
+            Op::DynamicPutSlice {
+                input,
+                update,
+                starts,
+            } => {
+                let (input, update) = (get(&values, *input), get(&values, *update));
+                let starts = host_starts(&values, starts, input.shape(), update.shape());
+                movement::put_slice(&input, &starts, &update).unwrap()
+            }
             other => panic!("the oracle does not run {}", other.name()),
         };
         values[index] = Some(value);
     }
     graph.outputs().iter().map(|&id| get(&values, id)).collect()
+}
+
+/// A dynamic slice's starts on the host: node starts read back, each clamped as Nx clamps
+/// it into `0..=size - length`.
+fn host_starts(
+    values: &[Option<Tensor>],
+    starts: &[SliceStart],
+    shape: &[usize],
+    lengths: &[usize],
+) -> Vec<i64> {
+    starts
+        .iter()
+        .zip(shape.iter().zip(lengths))
+        .map(|(start, (&size, &length))| {
+            let value = match *start {
+                SliceStart::Static(value) => i128::from(value),
+                SliceStart::Node(node) => {
+                    slice_graphs::integer_value(values[node.index()].as_ref().expect("computed"))
+                }
+            };
+            value.clamp(0, (size - length) as i128) as i64
+        })
+        .collect()
 }
 
 /// True when two f32 buffers agree: bit for bit (any NaN equals any NaN), or, where

@@ -681,9 +681,17 @@ if Code.ensure_loaded?(Nx) do
       ref
     end
 
-    # Start indices given as scalar tensors (Nx makes the integers among them constants) as
-    # one rank-1 tensor on the device, for the NIFs that read and clamp starts on the GPU.
-    defp device_starts(starts), do: starts |> Nx.stack() |> ref()
+    # Start indices given as scalar tensors (Nx makes the integers among them constants), one
+    # device tensor per axis, for the NIFs that read and clamp starts on the GPU: each is read
+    # in its own type (stacking them would merge mixed types and wrap a u64 above 2^63 into
+    # a negative s64); sub-byte ones are widened to 8 bits first.
+    defp device_starts(starts) do
+      Enum.map(starts, fn
+        %T{type: {kind, bits}} = start when bits < 8 -> start |> Nx.as_type({kind, 8}) |> ref()
+        %T{} = start -> ref(start)
+        start -> start
+      end)
+    end
 
     defp clamp_starts(starts, dimensions, lengths) do
       [starts, dimensions, lengths]

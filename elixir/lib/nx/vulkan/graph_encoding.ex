@@ -2,13 +2,14 @@
 if Code.ensure_loaded?(Nx) do
   defmodule Nx.Vulkan.GraphEncoding do
     @moduledoc """
-    Encodes an `Nx.Defn.Expr` graph into nxvk-fusion's versioned binary format (version 1; the
+    Encodes an `Nx.Defn.Expr` graph into nxvk-fusion's versioned binary format (version 2; the
     node tags and fields are listed in `crates/nxvk-fusion/src/encoding.rs`), which the NIF's
     `plan_run/2` decodes, plans and runs.
 
     Only flat graphs are encoded: parameters, constants, tensors, the catalog's element-wise
     ops, `as_type`, views (broadcast, reshape, transpose, squeeze, slice), select, clip, the
-    reductions, dot, conv, reverse, metadata, pad, concatenate, put_slice (static starts),
+    reductions, dot, conv, reverse, metadata, pad, concatenate, put_slice, slice and put_slice
+    at tensor starts (dynamic slices: the starts stay on the device, clamped there),
     gather, indexed_put/add, the window ops and window scatters, iota, sort, argsort, and the
     cumulative, take and take_along_axis blocks, `reduce` and `window_reduce`, whose
     function is encoded as a nested graph of its two scalar parameters (a function that
@@ -25,7 +26,7 @@ if Code.ensure_loaded?(Nx) do
     alias Nx.Defn.Expr
 
     @magic "NXVKGRPH"
-    @version 1
+    @version 2
 
     @unary MapSet.new(Nx.Vulkan.Ops.unary())
     @binary MapSet.new(Nx.Vulkan.Ops.binary())
@@ -182,11 +183,18 @@ if Code.ensure_loaded?(Nx) do
       {[<<9>>, u32(input), list(axes)], state}
     end
 
+    # Starts that are tensors other than integer constants make a dynamic slice (tag 43): each
+    # such start is a node, clamped on the device when the plan runs; the others are static,
+    # clamped here as Nx clamps them.
     defp fields(%T{data: %Expr{op: :slice, args: [input, starts, lengths, strides]}}, state) do
-      # Starts that are tensors (dynamic slices) are not part of the IR.
-      unless Enum.all?(starts, &is_integer/1), do: throw({:unsupported, :dynamic_slice})
+      {starts, state} = window_starts(starts, input, lengths, state)
       {input, state} = node(input, state)
-      {[<<10>>, u32(input), list(starts), list(lengths), list(strides)], state}
+
+      if Enum.all?(starts, &is_integer/1) do
+        {[<<10>>, u32(input), list(starts), list(lengths), list(strides)], state}
+      else
+        {[<<43>>, u32(input), slice_starts(starts), list(lengths), list(strides)], state}
+      end
     end
 
     defp fields(%T{data: %Expr{op: :reverse, args: [input, axes]}}, state) do
@@ -243,20 +251,21 @@ if Code.ensure_loaded?(Nx) do
       {[<<24>>, ids(inputs), u32(axis)], state}
     end
 
-    # The IR holds static starts, clamped as Nx clamps them so the update fits.
+    # Static starts are clamped here as Nx clamps them so the update fits; tensor starts make
+    # a dynamic put_slice (tag 44), clamped on the device.
     defp fields(
            %T{data: %Expr{op: :put_slice, args: [input, starts, update]}, type: type},
            state
          ) do
-      starts =
-        [starts, Tuple.to_list(input.shape), Tuple.to_list(update.shape)]
-        |> Enum.zip_with(fn [start, size, length] ->
-          start |> static_start() |> max(0) |> min(size - length)
-        end)
-
+      {starts, state} = window_starts(starts, input, Tuple.to_list(update.shape), state)
       {input, state} = node_as(input, type, state)
       {update, state} = node_as(update, type, state)
-      {[<<25>>, u32(input), u32(update), list(starts)], state}
+
+      if Enum.all?(starts, &is_integer/1) do
+        {[<<25>>, u32(input), u32(update), list(starts)], state}
+      else
+        {[<<44>>, u32(input), u32(update), slice_starts(starts)], state}
+      end
     end
 
     defp fields(%T{data: %Expr{op: :gather, args: [input, indices, opts]}}, state) do
@@ -474,12 +483,42 @@ if Code.ensure_loaded?(Nx) do
 
     defp descending(opts), do: if(opts[:direction] == :desc, do: <<1>>, else: <<0>>)
 
-    defp static_start(start) when is_integer(start), do: start
+    # The starts of a window of `lengths` in `input`: integers (and integer constants, which
+    # Nx makes of the integers among tensor starts) clamped into 0..size - length as Nx
+    # clamps them, and `{:node, id}` for the other scalar tensors. The IR reads start nodes
+    # of 8 to 64 bits: sub-byte ones are widened first (exactly, as_type on the device).
+    defp window_starts(starts, input, lengths, state) do
+      [starts, Tuple.to_list(input.shape), lengths]
+      |> Enum.zip()
+      |> Enum.map_reduce(state, fn {start, size, length}, state ->
+        case start do
+          start when is_integer(start) ->
+            {start |> max(0) |> min(size - length), state}
 
-    defp static_start(%T{data: %Expr{op: :constant, args: [start]}}) when is_integer(start),
-      do: start
+          %T{data: %Expr{op: :constant, args: [start]}} when is_integer(start) ->
+            {start |> max(0) |> min(size - length), state}
 
-    defp static_start(_start), do: throw({:unsupported, :dynamic_put_slice})
+          %T{type: {kind, bits}} = start when bits < 8 ->
+            {id, state} = node_as(start, {kind, 8}, state)
+            {{:node, id}, state}
+
+          %T{} = start ->
+            {id, state} = node(start, state)
+            {{:node, id}, state}
+        end
+      end)
+    end
+
+    # The `starts` field of tags 43 and 44: a kind byte, then a static value or a node id.
+    defp slice_starts(starts) do
+      [
+        u32(length(starts)),
+        Enum.map(starts, fn
+          {:node, id} -> [<<1>>, u32(id)]
+          start -> <<0, start::signed-little-64>>
+        end)
+      ]
+    end
 
     defp permutation(nil), do: [<<0>>, list([])]
     defp permutation(axes), do: [<<1>>, list(axes)]
