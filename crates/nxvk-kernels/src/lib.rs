@@ -89,6 +89,7 @@ pub mod select;
 mod slice_starts;
 pub mod sort;
 mod sort_codegen;
+mod sort_path;
 mod sort_radix;
 mod sort_radix_codegen;
 pub mod types;
