@@ -378,9 +378,10 @@ fn check_top_k(dtype: DType, rows: usize, values: &[Value], k: usize) -> Result<
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 16, ..ProptestConfig::default() })]
 
-    /// Long rows (the radix sort or the network, as the rule picks for each dtype): sort,
-    /// argsort (s32, s64 or u16 positions) and top_k of every real dtype, ties and specials
-    /// (NaN, +-0.0, +-infinity) included, both directions.
+    /// Long rows (the radix sort or the network, as the rule picks for each dtype): sort and
+    /// argsort (s32, s64 or u16 positions) of every real dtype and top_k of f32 and f64 (32-
+    /// and 64-bit radix items), ties and specials (NaN, +-0.0, +-infinity) included, both
+    /// directions.
     #[test]
     fn long_rows_match_a_stable_host_sort(
         length in radix_length(),
@@ -398,11 +399,13 @@ proptest! {
             }
         }
         let rows = [1, 2, 17][usize::from(layout % 3)];
-        let values: Vec<Value> =
-            (0..rows * length).map(|_| tie_value(DType::F32, &mut rng)).collect();
         let k = ((length as f64 * k_fraction) as usize).max(1);
-        if let Err(why) = check_top_k(DType::F32, rows, &values, k) {
-            prop_assert!(false, "{}", why);
+        for dtype in [DType::F32, DType::F64] {
+            let values: Vec<Value> =
+                (0..rows * length).map(|_| tie_value(dtype, &mut rng)).collect();
+            if let Err(why) = check_top_k(dtype, rows, &values, k) {
+                prop_assert!(false, "{}", why);
+            }
         }
     }
 }
