@@ -47,7 +47,7 @@ impl Precision {
     }
 
     /// The workgroup size, the precision's types and complex buffers, and complex products.
-    fn prelude(self, workgroup_size: u32) -> String {
+    pub(crate) fn prelude(self, workgroup_size: u32) -> String {
         let (real, complex, half_root) = match self {
             Precision::Single => ("float", "vec2", "0.70710678f"),
             Precision::Double => ("double", "dvec2", "0.70710678118654752440LF"),
@@ -148,17 +148,17 @@ pub(crate) enum Walk {
 }
 
 impl Walk {
-    /// The walk that coalesces accesses with this element stride, for `log2_group`
+    /// The walk that coalesces accesses with this element stride, for `transforms_per_tile`
     /// transforms per tile (one transform per tile is always walked along its elements).
-    pub(crate) fn for_stride(element_stride: u32, log2_group: u32) -> Walk {
-        if element_stride == 1 || log2_group == 0 {
+    pub(crate) fn for_stride(element_stride: u32, transforms_per_tile: u32) -> Walk {
+        if element_stride == 1 || transforms_per_tile == 1 {
             Walk::AlongElements
         } else {
             Walk::AcrossTransforms
         }
     }
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Walk::AlongElements => "along",
             Walk::AcrossTransforms => "across",
@@ -243,7 +243,7 @@ pub(crate) fn radices(log2_length: u32) -> Vec<u32> {
 /// as one product of two table entries. Both levels together hold about `2 sqrt(N)` entries,
 /// so they stay in the first-level cache, and the product is within an ulp or two of the f64
 /// value rounded to the precision.
-const TWIDDLE_GLSL: &str = "
+pub(crate) const TWIDDLE_GLSL: &str = "
 COMPLEX twiddle(uint64_t table, uint log2_fine, uint exponent) {
     COMPLEX fine = Complexes(table + uint64_t(exponent & ((1u << log2_fine) - 1u)) * COMPLEX_BYTES).v;
     COMPLEX coarse = Complexes(table + uint64_t((1u << log2_fine) + (exponent >> log2_fine)) * COMPLEX_BYTES).v;
@@ -253,7 +253,7 @@ COMPLEX twiddle(uint64_t table, uint log2_fine, uint exponent) {
 
 /// In-register DFTs of 2, 4 and 8 points, in natural order (forward; inverses conjugate their
 /// input and output instead).
-const SMALL_DFT_GLSL: &str = "
+pub(crate) const SMALL_DFT_GLSL: &str = "
 COMPLEX times_minus_i(COMPLEX a) { return COMPLEX(a.y, -a.x); }
 void dft2(inout COMPLEX a0, inout COMPLEX a1) {
     COMPLEX difference = a0 - a1;
@@ -539,7 +539,7 @@ fn shared_layout(shape: BlockShape) -> SharedLayout {
 
 /// GLSL declaring `{name}2` .. `{name}{count - 1}` as the powers of `{name}1`, each a product
 /// of two lower powers (at most three products deep for `count` up to 8).
-fn powers_glsl(name: &str, count: u32, indent: &str) -> String {
+pub(crate) fn powers_glsl(name: &str, count: u32, indent: &str) -> String {
     (2..count)
         .map(|power| {
             let high = 1u32 << (31 - power.leading_zeros());
@@ -618,7 +618,7 @@ pub(crate) enum LoadInput {
 }
 
 impl LoadInput {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             LoadInput::Real => "real",
             LoadInput::Complex => "complex",
@@ -627,7 +627,7 @@ impl LoadInput {
 
     /// GLSL reading element `element` (a `uint64_t` index) at `push.source` as a complex
     /// number (after [`reals_glsl`]).
-    fn read_glsl(self) -> &'static str {
+    pub(crate) fn read_glsl(self) -> &'static str {
         match self {
             LoadInput::Real => {
                 "COMPLEX(Reals(push.source + element * (COMPLEX_BYTES / 2ul)).v, REAL(0))"
@@ -638,7 +638,7 @@ impl LoadInput {
 }
 
 /// The buffer reference of real input elements of the precision, aligned to themselves.
-fn reals_glsl(precision: Precision) -> String {
+pub(crate) fn reals_glsl(precision: Precision) -> String {
     format!(
         "layout(buffer_reference, scalar, buffer_reference_align = {}) readonly buffer Reals {{ REAL v; }};\n",
         precision.complex_bytes() / 2

@@ -66,6 +66,8 @@ pub mod f8;
 mod fallback;
 pub mod fft;
 mod fft_codegen;
+mod fft_mixed;
+mod fft_mixed_codegen;
 mod fft_tables;
 mod grid;
 pub mod index;
