@@ -55,6 +55,7 @@ use crate::fft_codegen::{
     log2_group, pointwise_shader, radix2_shader, store_shader, tile_capacity,
 };
 use crate::fft_mixed::{MixedSource, mixed_plan, transform_mixed};
+use crate::fft_row::{RowSide, row_pass, row_pass_applies};
 use crate::fft_tables::{TwiddleTable, bluestein_tables, twiddle_table};
 use crate::launch::poison_output;
 use crate::operand_errors::bad_operands;
@@ -290,7 +291,8 @@ fn runs_in_block_passes(precision: Precision, log2_length: u32) -> bool {
 /// - rows of at most [`tile_capacity`]: one block pass, every stage in one workgroup;
 /// - rows of up to its square: the four-step algorithm as two block passes (the row as a
 ///   matrix of `n1` rows of `n2`: the columns' transforms, twiddled on the way out, then the
-///   rows' transforms written transposed);
+///   rows' transforms written transposed), or, with the knob `NXVK_KNOB_FFT_ROW_PASS=on`, c64
+///   rows of 2^12 to 2^14 without factors in one row pass (`fft_row.rs`);
 /// - longer rows: one radix-2 Stockham dispatch per stage, between packed complex rows only
 ///   (the caller runs the load pass first for any other source, and the pointwise or store
 ///   pass after).
@@ -329,6 +331,28 @@ fn transform_power_of_two(
         return block_dispatch(device, plan.precision, &table, pass);
     }
     if runs_in_block_passes(plan.precision, log2_length) {
+        if source.rows.factors.is_none()
+            && destination.factors.is_none()
+            && row_pass_applies(device, plan.precision, log2_length)
+        {
+            fn side<'a>(rows: Rows<'a>) -> RowSide<'a> {
+                RowSide {
+                    buffer: rows.buffer,
+                    offset: rows.offset,
+                    row_stride: rows.row_stride,
+                    limit: rows.limit,
+                }
+            }
+            return row_pass(
+                device,
+                &table,
+                rows,
+                (side(source.rows), source.input),
+                side(destination),
+                inverse,
+                plan.scale,
+            );
+        }
         // The row as a matrix of n1 rows of n2: element n1_index * n2_count + n2_index.
         let log2_n2 = log2_length.div_ceil(2);
         let (n1_count, n2_count) = (1u32 << (log2_length - log2_n2), 1u32 << log2_n2);

@@ -559,7 +559,7 @@ pub(crate) fn powers_glsl(name: &str, count: u32, indent: &str) -> String {
 /// (before the stage): butterfly `b` of the invocation is `j = lane + b lanes`, and its `r`th
 /// output (register `b + r E / radix`) goes to
 /// `(j / sub_length) sub_length radix + j % sub_length + r sub_length`.
-fn stage_writes_glsl(elements: u32, lanes: u32, sub_length: u32, radix: u32) -> String {
+pub(crate) fn stage_writes_glsl(elements: u32, lanes: u32, sub_length: u32, radix: u32) -> String {
     let butterflies = elements / radix;
     let span = sub_length * radix;
     let mut text = String::new();
@@ -583,7 +583,13 @@ fn stage_writes_glsl(elements: u32, lanes: u32, sub_length: u32, radix: u32) -> 
 /// holds registers `b + r (E / radix)`, the elements `j + r length / radix`; they are
 /// multiplied by `W_(sub_length radix)^(r (j % sub_length))` (none in the first stage: one
 /// table twiddle and its powers) and transformed by a DFT of `radix` points.
-fn stage_glsl(elements: u32, lanes: u32, length: u32, sub_length: u32, radix: u32) -> String {
+pub(crate) fn stage_glsl(
+    elements: u32,
+    lanes: u32,
+    length: u32,
+    sub_length: u32,
+    radix: u32,
+) -> String {
     let butterflies = elements / radix;
     let mut text = String::new();
     for butterfly in 0..butterflies {

@@ -433,6 +433,35 @@ fn mixed_lengths_match_the_dft() {
     }
 }
 
+/// c64 rows of 2^12 to 2^14 (the four-step pair, or the one-pass row kernel with
+/// `NXVK_KNOB_FFT_ROW_PASS=on`): complex and real input, padded and truncated, both
+/// directions, a batch of three rows along either axis.
+#[test]
+fn row_pass_lengths_match_the_dft() {
+    let mut rng = SplitMix(16384);
+    for log2_length in 12..=14 {
+        let length = 1usize << log2_length;
+        for (dtype, transform, along_first_axis, input_change) in [
+            (DType::C64, Transform::Forward, false, 0),
+            (DType::C64, Transform::Inverse, false, 0),
+            (DType::F32, Transform::Forward, false, -5),
+            (DType::C64, Transform::Inverse, true, 3),
+        ] {
+            let input_length = (length as i64 + input_change) as usize;
+            check(
+                dtype,
+                3,
+                input_length,
+                length,
+                transform,
+                along_first_axis,
+                &mut rng,
+            )
+            .unwrap();
+        }
+    }
+}
+
 /// Other primes still go through Bluestein and match: 11, 13, 22, 33, 1009 and 2 * 1009, both
 /// precisions and directions, in batches of two.
 #[test]
