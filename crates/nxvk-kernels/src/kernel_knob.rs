@@ -14,6 +14,10 @@ pub(crate) enum KernelKnob {
     /// one workgroup's registers (`fft_row.rs`), instead of the four-step pair of passes. Off
     /// until raced on the H200.
     FftRowPass,
+    /// `NXVK_KNOB_SORT_ONESWEEP`: radix passes that rank, look back and scatter in one
+    /// dispatch each after one histogram of every pass's digits (`sort_radix.rs`), instead of
+    /// count, scan and scatter per pass. Off until raced on the H200.
+    SortOnesweep,
 }
 
 impl KernelKnob {
@@ -21,13 +25,14 @@ impl KernelKnob {
     fn name(self) -> &'static str {
         match self {
             KernelKnob::FftRowPass => "fft_row_pass",
+            KernelKnob::SortOnesweep => "sort_onesweep",
         }
     }
 
     /// Whether the variant runs when the environment does not say.
     fn default_on(self) -> bool {
         match self {
-            KernelKnob::FftRowPass => false,
+            KernelKnob::FftRowPass | KernelKnob::SortOnesweep => false,
         }
     }
 
@@ -65,13 +70,14 @@ impl KernelKnob {
 mod tests {
     use super::*;
 
-    /// `on` and `off` choose; anything else, or nothing, keeps the default (off).
+    /// `on` and `off` choose; anything else, or nothing, keeps the default (off for both).
     #[test]
     fn values_choose_the_variant() {
-        let knob = KernelKnob::FftRowPass;
-        assert!(knob.is_on_for(Some("on")));
-        assert!(!knob.is_on_for(Some("off")));
-        assert!(!knob.is_on_for(Some("yes")));
-        assert!(!knob.is_on_for(None));
+        for knob in [KernelKnob::FftRowPass, KernelKnob::SortOnesweep] {
+            assert!(knob.is_on_for(Some("on")));
+            assert!(!knob.is_on_for(Some("off")));
+            assert!(!knob.is_on_for(Some("yes")));
+            assert!(!knob.is_on_for(None));
+        }
     }
 }

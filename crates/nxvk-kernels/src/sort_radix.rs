@@ -25,18 +25,32 @@
 //! tile, read or written five times per pass. A 64-bit sort moves 16-byte items through eight
 //! passes: 360 bytes per key.
 //!
+//! The variant behind `NXVK_KNOB_SORT_ONESWEEP=on` (off by default until raced; rows under
+//! 2^30) replaces the count and scan of every pass by one histogram of every pass's digits
+//! (one read of the input) and a decoupled look-back inside the scatter: tiles are taken in
+//! order from a ticket counter; each publishes its digit counts, sums the counts of the row's
+//! earlier tiles back to the first published prefix, and publishes its own prefix; a tile
+//! still unpublished after a few polls is counted again from the pass's source, so no
+//! workgroup depends on another's progress (which Vulkan does not promise, and which
+//! lavapipe's loop limiter of 65,535 iterations per invocation would turn into wrong results
+//! if it spun). That is 1 + passes dispatches, and per pass it saves the count kernel (20 of
+//! the 84 bytes per key, and its ranking: 0.115 of about 0.44 ms per pass on the H200,
+//! BENCHMARKS.md) and the two scan dispatches.
+//!
 //! Rejected: 4-bit digits (twice the passes; the previous design), one scan per (row, digit)
-//! (a workgroup per segment of a few counts when rows are many and short: the flat scan's
-//! cost does not depend on the row structure), and a single-pass chained scan (decoupled
-//! look-back: it saves the count reads, 20 of the 84 bytes, but spins on other workgroups'
-//! progress, which Vulkan does not guarantee and lavapipe's loop cap makes risky).
+//! (a workgroup per segment of a few counts when rows are many and short: the flat scan's cost
+//! does not depend on the row structure), and a look-back that spins until the tile before
+//! publishes (on lavapipe it ran out of loop iterations and scattered out of bounds: a crash
+//! of `tests/sort.rs`).
 
+use crate::kernel_knob::KernelKnob;
 use crate::launch::poison_output;
 use crate::sort::Direction;
 use crate::sort_codegen::{key_bits, wide_keys};
 use crate::sort_radix_codegen::{
-    BINS, Payload, RADIX_BITS, RadixDestination, RadixShape, RadixSource, block_sums_shader,
-    count_shader, kernel_name, scan_blocks_shader, scatter_shader,
+    BINS, Payload, Placement, RADIX_BITS, RadixDestination, RadixShape, RadixSource,
+    block_sums_shader, count_shader, histogram_shader, kernel_name, scan_blocks_shader,
+    scatter_shader,
 };
 use nxvk_core::{BufferAccess, DType, Device, DeviceBuffer, Error, Kernel, Result, Tensor};
 use std::sync::Arc;
@@ -46,18 +60,26 @@ use std::sync::Arc;
 /// invocation and a workgroup scan).
 const MAX_SCAN_BLOCKS: u32 = 1024;
 
+/// Rows from this length on keep the default passes under the look-back knob: its tile
+/// statuses hold counts and prefixes in 30 bits.
+const LOOK_BACK_ROW_LIMIT: usize = 1 << 30;
+
 /// The radix kernels' shape on `device` for `dtype`'s keys, when the device can run them.
 pub(crate) fn radix_shape(device: &Device, dtype: DType) -> Option<RadixShape> {
     RadixShape::for_device(device.capabilities(), wide_keys(dtype))
 }
 
 /// The push constants of every radix kernel.
+#[derive(Clone, Copy)]
 struct RadixPush {
     source: u64,
     destination: u64,
+    /// The count kernel's counts, or this pass's tile statuses of the look-back.
     counts: u64,
     block_sums: u64,
     flip: u64,
+    totals: u64,
+    tickets: u64,
     row_length: u32,
     tiles_per_row: u32,
     tiles: u32,
@@ -66,17 +88,21 @@ struct RadixPush {
     count_total: u32,
     block_length: u32,
     blocks: u32,
+    pass: u32,
+    passes: u32,
 }
 
 impl RadixPush {
     fn bytes(&self) -> Vec<u8> {
-        let mut push = Vec::with_capacity(72);
+        let mut push = Vec::with_capacity(96);
         for address in [
             self.source,
             self.destination,
             self.counts,
             self.block_sums,
             self.flip,
+            self.totals,
+            self.tickets,
         ] {
             push.extend_from_slice(&address.to_le_bytes());
         }
@@ -89,6 +115,8 @@ impl RadixPush {
             self.count_total,
             self.block_length,
             self.blocks,
+            self.pass,
+            self.passes,
         ] {
             push.extend_from_slice(&word.to_le_bytes());
         }
@@ -160,164 +188,285 @@ pub(crate) fn radix_sort_rows(
         .filter(|&stride| stride as usize >= row_length)
         .ok_or_else(|| unsupported("a destination row shorter than the row"))?;
     let passes = bits / RADIX_BITS;
-    let payload = match destination {
-        RadixDestination::Values { .. } => Payload::Bits,
-        _ => Payload::Position,
-    };
-    let flip = match direction {
-        Direction::Ascending => 0,
-        Direction::Descending => u64::MAX >> (64 - bits),
-    };
-    let counts = device.alloc(op, u64::from(layout.count_total) * 4)?;
-    let block_sums = device.alloc(op, u64::from(layout.blocks) * 4)?;
-    // Scratch items between passes, in packed rows: passes alternate between two buffers,
-    // and only the last writes the output (whose rows may be longer, as top_k's are).
     let item_bytes = u64::from(shape.item_bytes());
-    let scratch = (0..(passes - 1).min(2))
-        .map(|_| device.alloc(op, total as u64 * item_bytes))
-        .collect::<Result<Vec<_>>>()?;
-    let target_of = |pass: u32| -> (&DeviceBuffer, u64, u32) {
-        if pass + 1 == passes {
-            (output, output_address, destination_row_stride)
-        } else {
-            let buffer = &scratch[pass as usize % 2];
-            (buffer, buffer.device_address(), row_length as u32)
-        }
+    let run = RadixRun {
+        op,
+        device,
+        dtype,
+        shape,
+        layout,
+        rows: row_count as u32,
+        passes,
+        payload: match destination {
+            RadixDestination::Values { .. } => Payload::Bits,
+            _ => Payload::Position,
+        },
+        destination,
+        flip: match direction {
+            Direction::Ascending => 0,
+            Direction::Descending => u64::MAX >> (64 - bits),
+        },
+        input: (
+            rows.buffer(),
+            rows.device_address()
+                .ok_or_else(|| unsupported("no address"))?,
+        ),
+        output: (output, output_address, destination_row_stride),
+        row_length: row_length as u32,
+        scratch: (0..(passes - 1).min(2))
+            .map(|_| device.alloc(op, total as u64 * item_bytes))
+            .collect::<Result<Vec<_>>>()?,
     };
     if destination != RadixDestination::Items {
         poison_output(output)?;
     }
-    let max_groups = device.capabilities().max_workgroup_count[0];
-    let tile_groups = layout.tiles.clamp(1, max_groups);
-    let scan_groups = layout.blocks.clamp(1, max_groups);
-    let block_sums_kernel = device.kernel_from_glsl(
-        &kernel_name("block_sums", shape, RadixSource::Items, None),
-        &block_sums_shader(shape),
-        &[],
-    )?;
-    let scan_kernel = device.kernel_from_glsl(
-        &kernel_name("scan_blocks", shape, RadixSource::Items, None),
-        &scan_blocks_shader(shape),
-        &[],
-    )?;
-    let kernels = pass_kernels(device, shape, passes, dtype, payload, destination, op)?;
-    let input_address = rows
-        .device_address()
-        .ok_or_else(|| unsupported("no address"))?;
-    let mut source: (&DeviceBuffer, u64) = (rows.buffer(), input_address);
-    for (pass, (count, scatter)) in (0..passes).zip(&kernels) {
-        let (target, target_address, target_row_stride) = target_of(pass);
-        let push = RadixPush {
-            source: source.1,
-            destination: target_address,
-            counts: counts.device_address(),
-            block_sums: block_sums.device_address(),
-            flip,
-            row_length: row_length as u32,
-            tiles_per_row: layout.tiles_per_row,
-            tiles: layout.tiles,
-            shift: pass * RADIX_BITS,
-            destination_row_stride: target_row_stride,
-            count_total: layout.count_total,
-            block_length: layout.block_length,
-            blocks: layout.blocks,
-        }
-        .bytes();
-        device.dispatch(
-            count,
-            [tile_groups, 1, 1],
-            &push,
-            &[BufferAccess::Read(source.0), BufferAccess::Write(&counts)],
-        )?;
-        device.dispatch(
-            &block_sums_kernel,
-            [scan_groups, 1, 1],
-            &push,
-            &[
-                BufferAccess::Read(&counts),
-                BufferAccess::Write(&block_sums),
-            ],
-        )?;
-        device.dispatch(
-            &scan_kernel,
-            [scan_groups, 1, 1],
-            &push,
-            &[
-                BufferAccess::Write(&counts),
-                BufferAccess::Read(&block_sums),
-            ],
-        )?;
-        device.dispatch(
-            scatter,
-            [tile_groups, 1, 1],
-            &push,
-            &[
-                BufferAccess::Read(source.0),
-                BufferAccess::Read(&counts),
-                BufferAccess::Write(target),
-            ],
-        )?;
-        source = (target, target_address);
+    if KernelKnob::SortOnesweep.is_on(device) && row_length < LOOK_BACK_ROW_LIMIT {
+        run.look_back_passes()
+    } else {
+        run.scanned_count_passes()
     }
-    Ok(())
 }
 
-/// Each pass's (count, scatter) kernels: the first reads the input, the last writes
-/// `destination`, the others read and write items.
-fn pass_kernels(
-    device: &Arc<Device>,
-    shape: RadixShape,
-    passes: u32,
+/// What one radix sort runs with: its kernels' shape, its rows and passes, and where each
+/// pass reads and writes.
+struct RadixRun<'a> {
+    op: &'static str,
+    device: &'a Arc<Device>,
     dtype: DType,
+    shape: RadixShape,
+    layout: CountLayout,
+    rows: u32,
+    row_length: u32,
+    passes: u32,
     payload: Payload,
     destination: RadixDestination,
-    op: &'static str,
-) -> Result<Vec<(Arc<Kernel>, Arc<Kernel>)>> {
-    (0..passes)
-        .map(|pass| {
-            let source = if pass == 0 {
-                RadixSource::Input { dtype, payload }
-            } else {
-                RadixSource::Items
-            };
-            let target = if pass + 1 == passes {
-                destination
-            } else {
-                RadixDestination::Items
-            };
-            let count = compile(
-                device,
-                kernel_name("count", shape, source, None),
-                count_shader(shape, source),
-                op,
-                dtype,
-            )?;
-            let scatter = compile(
-                device,
-                kernel_name("scatter", shape, source, Some(target)),
-                scatter_shader(shape, source, target),
-                op,
-                dtype,
-            )?;
-            Ok((count, scatter))
-        })
-        .collect()
+    flip: u64,
+    input: (&'a DeviceBuffer, u64),
+    /// The output, its address and its row stride in elements.
+    output: (&'a DeviceBuffer, u64, u32),
+    /// Items between passes, in packed rows.
+    scratch: Vec<DeviceBuffer>,
 }
 
-/// Compiles a generated radix kernel (`None`: the source or destination has no GLSL form).
-fn compile(
-    device: &Arc<Device>,
-    name: String,
-    shader: Option<String>,
-    op: &'static str,
-    dtype: DType,
-) -> Result<Arc<Kernel>> {
-    let shader = shader.ok_or_else(|| Error::Unsupported {
-        op,
-        dtype,
-        detail: format!("no radix kernel `{name}`"),
-    })?;
-    device.kernel_from_glsl(&name, &shader, &[])
+/// The buffers that hold a pass's counts or statuses, and the rest of its bookkeeping.
+#[derive(Clone, Copy, Default)]
+struct Bookkeeping {
+    counts: u64,
+    block_sums: u64,
+    totals: u64,
+    tickets: u64,
+}
+
+impl RadixRun<'_> {
+    /// Where pass `pass` reads: the input rows first, then the items the pass before wrote.
+    fn source_of(&self, pass: u32) -> (&DeviceBuffer, u64) {
+        if pass == 0 {
+            self.input
+        } else {
+            let (buffer, address, _) = self.target_of(pass - 1);
+            (buffer, address)
+        }
+    }
+
+    /// Where pass `pass` writes, and its row stride: the last writes the output (whose rows
+    /// may be longer, as top_k's are); the others alternate between the two scratch buffers.
+    fn target_of(&self, pass: u32) -> (&DeviceBuffer, u64, u32) {
+        if pass + 1 == self.passes {
+            self.output
+        } else {
+            let buffer = &self.scratch[pass as usize % 2];
+            (buffer, buffer.device_address(), self.row_length)
+        }
+    }
+
+    /// The push constants of pass `pass`.
+    fn push(&self, pass: u32, books: Bookkeeping) -> Vec<u8> {
+        let (_, destination, destination_row_stride) = self.target_of(pass);
+        RadixPush {
+            source: self.source_of(pass).1,
+            destination,
+            counts: books.counts,
+            block_sums: books.block_sums,
+            flip: self.flip,
+            totals: books.totals,
+            tickets: books.tickets,
+            row_length: self.row_length,
+            tiles_per_row: self.layout.tiles_per_row,
+            tiles: self.layout.tiles,
+            shift: pass * RADIX_BITS,
+            destination_row_stride,
+            count_total: self.layout.count_total,
+            block_length: self.layout.block_length,
+            blocks: self.layout.blocks,
+            pass,
+            passes: self.passes,
+        }
+        .bytes()
+    }
+
+    /// Pass `pass`'s source: the input elements first, items after.
+    fn radix_source(&self, pass: u32) -> RadixSource {
+        if pass == 0 {
+            RadixSource::Input {
+                dtype: self.dtype,
+                payload: self.payload,
+            }
+        } else {
+            RadixSource::Items
+        }
+    }
+
+    /// Compiles a generated radix kernel (`None`: the source or destination has no GLSL
+    /// form).
+    fn compile(&self, name: String, shader: Option<String>) -> Result<Arc<Kernel>> {
+        let shader = shader.ok_or_else(|| Error::Unsupported {
+            op: self.op,
+            dtype: self.dtype,
+            detail: format!("no radix kernel `{name}`"),
+        })?;
+        self.device.kernel_from_glsl(&name, &shader, &[])
+    }
+
+    /// Pass `pass`'s scatter kernel with `placement`.
+    fn scatter_kernel(&self, pass: u32, placement: Placement) -> Result<Arc<Kernel>> {
+        let source = self.radix_source(pass);
+        let target = if pass + 1 == self.passes {
+            self.destination
+        } else {
+            RadixDestination::Items
+        };
+        self.compile(
+            kernel_name("scatter", self.shape, source, Some(target)) + placement.label(),
+            scatter_shader(self.shape, source, target, placement),
+        )
+    }
+
+    /// A dispatch of `count` workgroups (at most the device's limit; the kernels loop).
+    fn workgroups(&self, count: u32) -> [u32; 3] {
+        let max_groups = self.device.capabilities().max_workgroup_count[0];
+        [count.clamp(1, max_groups), 1, 1]
+    }
+
+    /// The default passes: count, block sums, scan and scatter per key byte.
+    fn scanned_count_passes(&self) -> Result<()> {
+        let device = self.device;
+        let counts = device.alloc(self.op, u64::from(self.layout.count_total) * 4)?;
+        let block_sums = device.alloc(self.op, u64::from(self.layout.blocks) * 4)?;
+        let books = Bookkeeping {
+            counts: counts.device_address(),
+            block_sums: block_sums.device_address(),
+            ..Bookkeeping::default()
+        };
+        let block_sums_kernel = device.kernel_from_glsl(
+            &kernel_name("block_sums", self.shape, RadixSource::Items, None),
+            &block_sums_shader(self.shape),
+            &[],
+        )?;
+        let scan_kernel = device.kernel_from_glsl(
+            &kernel_name("scan_blocks", self.shape, RadixSource::Items, None),
+            &scan_blocks_shader(self.shape),
+            &[],
+        )?;
+        for pass in 0..self.passes {
+            let source = self.radix_source(pass);
+            let count = self.compile(
+                kernel_name("count", self.shape, source, None),
+                count_shader(self.shape, source),
+            )?;
+            let scatter = self.scatter_kernel(pass, Placement::ScannedCounts)?;
+            let (read, _) = self.source_of(pass);
+            let (target, _, _) = self.target_of(pass);
+            let push = self.push(pass, books);
+            device.dispatch(
+                &count,
+                self.workgroups(self.layout.tiles),
+                &push,
+                &[BufferAccess::Read(read), BufferAccess::Write(&counts)],
+            )?;
+            device.dispatch(
+                &block_sums_kernel,
+                self.workgroups(self.layout.blocks),
+                &push,
+                &[
+                    BufferAccess::Read(&counts),
+                    BufferAccess::Write(&block_sums),
+                ],
+            )?;
+            device.dispatch(
+                &scan_kernel,
+                self.workgroups(self.layout.blocks),
+                &push,
+                &[
+                    BufferAccess::Write(&counts),
+                    BufferAccess::Read(&block_sums),
+                ],
+            )?;
+            device.dispatch(
+                &scatter,
+                self.workgroups(self.layout.tiles),
+                &push,
+                &[
+                    BufferAccess::Read(read),
+                    BufferAccess::Read(&counts),
+                    BufferAccess::Write(target),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The look-back passes (the knob's variant): one histogram of every pass's digits, then
+    /// one scatter per key byte that finds its tiles' places by looking back.
+    fn look_back_passes(&self) -> Result<()> {
+        let device = self.device;
+        let status_bytes = u64::from(self.layout.count_total) * 4;
+        let statuses = device.alloc(self.op, status_bytes * u64::from(self.passes))?;
+        let totals = device.alloc(
+            self.op,
+            u64::from(self.rows) * u64::from(self.passes) * u64::from(BINS) * 4,
+        )?;
+        let tickets = device.alloc(self.op, u64::from(self.passes) * 4)?;
+        for buffer in [&statuses, &totals, &tickets] {
+            device.fill(buffer, 0)?;
+        }
+        let books = |pass: u32| Bookkeeping {
+            counts: statuses.device_address() + u64::from(pass) * status_bytes,
+            totals: totals.device_address(),
+            tickets: tickets.device_address(),
+            ..Bookkeeping::default()
+        };
+        let histogram = self.compile(
+            kernel_name("histogram", self.shape, self.radix_source(0), None),
+            histogram_shader(self.shape, self.dtype),
+        )?;
+        device.dispatch(
+            &histogram,
+            self.workgroups(self.layout.tiles),
+            &self.push(0, books(0)),
+            &[
+                BufferAccess::Read(self.input.0),
+                BufferAccess::Write(&totals),
+            ],
+        )?;
+        for pass in 0..self.passes {
+            let scatter = self.scatter_kernel(pass, Placement::LookBack)?;
+            let (read, _) = self.source_of(pass);
+            let (target, _, _) = self.target_of(pass);
+            device.dispatch(
+                &scatter,
+                self.workgroups(self.layout.tiles),
+                &self.push(pass, books(pass)),
+                &[
+                    BufferAccess::Read(read),
+                    BufferAccess::Read(&totals),
+                    BufferAccess::Write(&statuses),
+                    BufferAccess::Write(&tickets),
+                    BufferAccess::Write(target),
+                ],
+            )?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

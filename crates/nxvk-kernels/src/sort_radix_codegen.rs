@@ -124,9 +124,13 @@ impl RadixShape {
     }
 
     /// Shared memory of the scatter kernel: per-subgroup digit counters, the digits' places,
-    /// the tile's items (the exchange) and the scan's per-subgroup sums.
+    /// the tile's items (the exchange), the scan's per-subgroup sums, and the look-back's
+    /// ticket and fallback counters (one shape serves both placements).
     fn scatter_shared_bytes(&self) -> u32 {
-        (self.subgroups() * BINS + BINS + self.subgroups()) * 4 + self.tile() * self.item_bytes()
+        let look_back = (1 + BINS) * 4;
+        (self.subgroups() * BINS + BINS + self.subgroups()) * 4
+            + self.tile() * self.item_bytes()
+            + look_back
     }
 
     /// A label naming the shape in kernel names.
@@ -305,13 +309,14 @@ const uint PER_INVOCATION = {per_invocation}u;
 const uint TILE = {tile}u;
 const uint BINS = {BINS}u;
 layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Words {{ uint v; }};
-// Addresses (source, destination, tile counts, block sums of the counts), the key complement
-// of a descending sort; then the rows' length, tiles per row, tiles in all, the digit's
-// shift, the destination's row stride (in its elements), the number of counts, the length
-// of a block of counts and the number of blocks.
+// Addresses (source, destination, tile counts or the look-back's tile statuses, block sums of
+// the counts), the key complement of a descending sort, the look-back's digit totals and tile
+// tickets; then the rows' length, tiles per row, tiles in all, the digit's shift, the
+// destination's row stride (in its elements), the number of counts, the length of a block of
+// counts, the number of blocks, the pass and the number of passes.
 layout(push_constant, scalar) uniform Push {{
-    uint64_t source, destination, counts, block_sums, flip;
-    uint row_length, tiles_per_row, tiles, shift, destination_row_stride, count_total, block_length, blocks;
+    uint64_t source, destination, counts, block_sums, flip, totals, tickets;
+    uint row_length, tiles_per_row, tiles, shift, destination_row_stride, count_total, block_length, blocks, pass, passes;
 }} push;
 {items}
 // Thread order: subgroups in order, invocations in order within each.
@@ -393,9 +398,8 @@ pub(crate) fn kernel_name(
 const TILE_ROW: &str = "uint row = tile / push.tiles_per_row;
         uint tile_in_row = tile - row * push.tiles_per_row;";
 
-/// Counts the digits at `push.shift` of each tile (see the module doc for the layout). Loads
-/// are coalesced (round `i` of a tile reads `WORKGROUP` consecutive items); the counters are
-/// shared atomics, one per distinct digit of a subgroup's round.
+/// Counts the digits at `push.shift` of each tile (see the module doc for the layout;
+/// `tile_histogram_glsl` does the counting).
 pub(crate) fn count_shader(shape: RadixShape, source: RadixSource) -> Option<String> {
     Some(format!(
         "{prelude}
@@ -408,26 +412,7 @@ void main() {{
         {TILE_ROW}
         for (uint digit = invocation; digit < BINS; digit += WORKGROUP) histogram[digit] = 0u;
         barrier();
-        uint first = tile_in_row * TILE;
-        // All of the tile's loads are issued before any ballot, so their latencies overlap.
-        uint digits[PER_INVOCATION];
-        for (uint round = 0u; round < PER_INVOCATION; round++) {{
-            uint position = first + round * WORKGROUP + invocation;
-            digits[round] = position < push.row_length ? digit_of_key(load_key(row, position)) : 0u;
-        }}
-        for (uint round = 0u; round < PER_INVOCATION; round++) {{
-            bool valid = first + round * WORKGROUP + invocation < push.row_length;
-            uint digit = digits[round];
-            uvec4 peers = digit_peers(digit, valid);
-            // One atomic per distinct digit of the subgroup: skewed digits (the exponent byte
-            // of floats in a narrow range) would otherwise serialise on one counter. (Per-
-            // subgroup histograms updated without atomics ran no faster on the H200: the
-            // peer search and the round-to-round dependency cost the time, not the atomics.)
-            if (valid && subgroupBallotFindMSB(peers) == gl_SubgroupInvocationID) {{
-                atomicAdd(histogram[digit], subgroupBallotBitCount(peers));
-            }}
-        }}
-        barrier();
+{counting}        barrier();
         for (uint digit = invocation; digit < BINS; digit += WORKGROUP) {{
             Words(count_address(row, digit, tile_in_row)).v = histogram[digit];
         }}
@@ -437,7 +422,38 @@ void main() {{
 ",
         prelude = prelude(shape),
         functions = source.functions()?,
+        counting = tile_histogram_glsl("histogram", "tile_in_row"),
     ))
+}
+
+/// GLSL adding the digits at `push.shift` of tile `tile` (a variable) of `row` into the
+/// shared counters `histogram` (zeroed before; every invocation takes part). Loads are
+/// coalesced (round `i` reads `WORKGROUP` consecutive items) and all issued before any ballot,
+/// so their latencies overlap; the counters are shared atomics, one per distinct digit of a
+/// subgroup's round: skewed digits (the exponent byte of floats in a narrow range) would
+/// otherwise serialise on one counter. (Per-subgroup histograms updated without atomics ran no
+/// faster on the H200: the peer search and the round-to-round dependency cost the time, not
+/// the atomics.)
+fn tile_histogram_glsl(histogram: &str, tile: &str) -> String {
+    format!(
+        "        {{
+        uint first = {tile} * TILE;
+        uint digits[PER_INVOCATION];
+        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+            uint position = first + round * WORKGROUP + invocation;
+            digits[round] = position < push.row_length ? digit_of_key(load_key(row, position)) : 0u;
+        }}
+        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+            bool valid = first + round * WORKGROUP + invocation < push.row_length;
+            uint digit = digits[round];
+            uvec4 peers = digit_peers(digit, valid);
+            if (valid && subgroupBallotFindMSB(peers) == gl_SubgroupInvocationID) {{
+                atomicAdd({histogram}[digit], subgroupBallotBitCount(peers));
+            }}
+        }}
+        }}
+"
+    )
 }
 
 /// The first half of the flat exclusive scan of the counts: the sum of each block of
@@ -504,24 +520,176 @@ void main() {{
     )
 }
 
+/// Where a scatter's tiles find the places of their digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// The scanned counts of the count kernel (the default passes: count, scan, scatter).
+    ScannedCounts,
+    /// A decoupled look-back over the row's earlier tiles, each tile publishing its counts and
+    /// then its inclusive prefix, plus the digit starts from one histogram of every pass
+    /// (`histogram_shader`): one dispatch per pass. Tiles are taken in order from a ticket
+    /// counter, so the tile before has started; a tile whose counts are not published after a
+    /// few polls is counted again from the pass's source (complete since the pass before), so
+    /// no workgroup ever waits on another's progress, which Vulkan does not promise.
+    LookBack,
+}
+
+impl Placement {
+    /// A suffix naming the placement in kernel names.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Placement::ScannedCounts => "",
+            Placement::LookBack => "_lookback",
+        }
+    }
+}
+
+/// GLSL of the look-back's declarations: tile statuses (flag in the top two bits, count or
+/// prefix below) in `push.counts`, tile-major then by digit, so the polls of consecutive
+/// digits read consecutive words.
+const LOOK_BACK_GLSL: &str = "
+const uint FLAG_AGGREGATE = 1u << 30;
+const uint FLAG_PREFIX = 2u << 30;
+const uint FLAG_MASK = 3u << 30;
+// Polls of an unpublished tile before counting it here (each poll is an atomic read and a
+// workgroup vote).
+const uint POLLS = 8u;
+uint64_t status_address(uint row, uint tile_in_row, uint digit) {
+    return push.counts + ((uint64_t(row) * uint64_t(push.tiles_per_row) + uint64_t(tile_in_row)) * BINS + uint64_t(digit)) * 4ul;
+}
+shared uint ticket;
+shared uint fallback_histogram[BINS];
+";
+
+/// GLSL of the look-back itself: after this tile published its counts, walks back over the
+/// row's earlier tiles, adding each digit's published counts until a published prefix, and
+/// counting from the source any tile still unpublished after `POLLS` polls; every step is
+/// workgroup-uniform (votes by `workgroup_exclusive_add`), so the counting can use barriers.
+/// Leaves `earlier[j]`, the count of digit `j` in the row's earlier tiles.
+fn look_back_glsl() -> String {
+    format!(
+        "        uint earlier[DIGITS_PER_INVOCATION];
+        bool found[DIGITS_PER_INVOCATION];
+        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+            earlier[j] = 0u;
+            found[j] = tile_in_row == 0u;
+        }}
+        for (uint back = tile_in_row; back > 0u; back--) {{
+            uint before_tile = back - 1u;
+            uint statuses[DIGITS_PER_INVOCATION];
+            uint absent_total = 0u;
+            for (uint poll = 0u; poll < POLLS; poll++) {{
+                uint absent = 0u;
+                for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+                    uint digit = invocation * DIGITS_PER_INVOCATION + j;
+                    statuses[j] = found[j] ? FLAG_PREFIX : atomicAdd(Words(status_address(row, before_tile, digit)).v, 0u);
+                    absent += (statuses[j] & FLAG_MASK) == 0u ? 1u : 0u;
+                }}
+                workgroup_exclusive_add(absent, absent_total);
+                if (absent_total == 0u) break;
+            }}
+            if (absent_total != 0u) {{
+                // The tile before has not published: count its digits from the source here.
+                for (uint digit = invocation; digit < BINS; digit += WORKGROUP) fallback_histogram[digit] = 0u;
+                barrier();
+{counting}                barrier();
+                for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+                    if ((statuses[j] & FLAG_MASK) == 0u) {{
+                        statuses[j] = FLAG_AGGREGATE | fallback_histogram[invocation * DIGITS_PER_INVOCATION + j];
+                    }}
+                }}
+                barrier();
+            }}
+            uint open = 0u;
+            for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+                if (!found[j]) {{
+                    earlier[j] += statuses[j] & ~FLAG_MASK;
+                    found[j] = (statuses[j] & FLAG_MASK) == FLAG_PREFIX;
+                }}
+                open += found[j] ? 0u : 1u;
+            }}
+            uint open_total;
+            workgroup_exclusive_add(open, open_total);
+            if (open_total == 0u) break;
+        }}
+",
+        counting = tile_histogram_glsl("fallback_histogram", "before_tile"),
+    )
+}
+
 /// The stable scatter of one pass. Per tile: each subgroup ranks its rounds of items by digit
 /// (peers from `digit_peers`; the last peer bumps the subgroup's counter), the counters become
 /// exclusive offsets (over subgroups, then over digits in the tile), the items are exchanged
 /// through shared memory into digit order, and written out in thread order, so consecutive
 /// invocations write consecutive places of a digit's run. An item's place is its (row, digit,
-/// tile)'s scanned count plus its rank in the tile: ties keep their input order. Places count
-/// in packed rows; a destination with longer rows (top_k's items, padded for the network's
-/// finishing kernels) adds the difference per row.
+/// tile)'s place, from the scanned counts or the look-back (`placement`), plus its rank in the
+/// tile: ties keep their input order. Places count in packed rows; a destination with longer
+/// rows (top_k's items, padded for the network's finishing kernels) adds the difference per
+/// row.
 pub(crate) fn scatter_shader(
     shape: RadixShape,
     source: RadixSource,
     destination: RadixDestination,
+    placement: Placement,
 ) -> Option<String> {
     let digits_per_invocation = BINS / shape.workgroup_size;
+    let (tile_loop, digit_loads, digit_places) = match placement {
+        Placement::ScannedCounts => (
+            "for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {",
+            "        // This invocation's digits' places (the scanned counts), loaded first so that
+        // their latency overlaps the items'.
+        uint scanned[DIGITS_PER_INVOCATION];
+        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+            scanned[j] = Words(count_address(row, invocation * DIGITS_PER_INVOCATION + j, tile_in_row)).v;
+        }",
+            "        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+            // Unsigned wrap-around cancels when a slot of this digit is added back.
+            digit_places[invocation * DIGITS_PER_INVOCATION + j] = scanned[j] - local_starts[j];
+        }"
+            .to_owned(),
+        ),
+        Placement::LookBack => (
+            "for (;;) {
+        // Tiles in the order workgroups reach this point.
+        if (invocation == 0u) ticket = atomicAdd(Words(push.tickets + uint64_t(push.pass) * 4ul).v, 1u);
+        barrier();
+        uint tile = ticket;
+        if (tile >= push.tiles) break;",
+            "        // This invocation's digits' totals in the row (for their starts).
+        uint digit_totals[DIGITS_PER_INVOCATION];
+        uint row_sum = 0u;
+        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+            uint digit = invocation * DIGITS_PER_INVOCATION + j;
+            digit_totals[j] = Words(push.totals + ((uint64_t(row) * uint64_t(push.passes) + uint64_t(push.pass)) * BINS + uint64_t(digit)) * 4ul).v;
+            row_sum += digit_totals[j];
+        }",
+            "        uint unused;
+        uint digit_start = workgroup_exclusive_add(row_sum, unused);
+        // Publish this tile's counts (a first tile's are its prefix), then look back.
+        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+            uint flag = tile_in_row == 0u ? FLAG_PREFIX : FLAG_AGGREGATE;
+            atomicExchange(Words(status_address(row, tile_in_row, invocation * DIGITS_PER_INVOCATION + j)).v, flag | tile_counts[j]);
+        }
+{look_back_walk}        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+            uint digit = invocation * DIGITS_PER_INVOCATION + j;
+            if (tile_in_row != 0u) atomicExchange(Words(status_address(row, tile_in_row, digit)).v, FLAG_PREFIX | (earlier[j] + tile_counts[j]));
+            // Unsigned wrap-around cancels when a slot of this digit is added back.
+            digit_places[digit] = row * push.row_length + digit_start + earlier[j] - local_starts[j];
+            digit_start += digit_totals[j];
+        }"
+            .replace("{look_back_walk}", &look_back_glsl()),
+        ),
+    };
+    let look_back = if placement == Placement::LookBack {
+        LOOK_BACK_GLSL
+    } else {
+        ""
+    };
     Some(format!(
         "{prelude}
 {functions}
 {store}
+{look_back}
 const uint DIGITS_PER_INVOCATION = {digits_per_invocation}u;
 const uint NO_RANK = 0xFFFFFFFFu;
 shared uint subgroup_counts[SUBGROUPS * BINS];
@@ -534,14 +702,9 @@ void main() {{
     uint invocation = invocation_index();
     uint lane = gl_SubgroupInvocationID;
     uint counters = gl_SubgroupID * BINS;
-    for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
+    {tile_loop}
         {TILE_ROW}
-        // This invocation's digits' places (the scanned counts), loaded first so that their
-        // latency overlaps the items'.
-        uint scanned[DIGITS_PER_INVOCATION];
-        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
-            scanned[j] = Words(count_address(row, invocation * DIGITS_PER_INVOCATION + j, tile_in_row)).v;
-        }}
+{digit_loads}
         for (uint slot = invocation; slot < SUBGROUPS * BINS; slot += WORKGROUP) subgroup_counts[slot] = 0u;
         barrier();
         uint first = tile_in_row * TILE;
@@ -581,10 +744,10 @@ void main() {{
         }}
         uint ignored;
         uint local_start = workgroup_exclusive_add(tile_sum, ignored);
+        uint local_starts[DIGITS_PER_INVOCATION];
         for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
             uint digit = invocation * DIGITS_PER_INVOCATION + j;
-            // Unsigned wrap-around cancels when a slot of this digit is added back.
-            digit_places[digit] = scanned[j] - local_start;
+            local_starts[j] = local_start;
             uint running = local_start;
             for (uint subgroup = 0u; subgroup < SUBGROUPS; subgroup++) {{
                 uint count = subgroup_counts[subgroup * BINS + digit];
@@ -593,6 +756,7 @@ void main() {{
             }}
             local_start += tile_counts[j];
         }}
+{digit_places}
         barrier();
         for (uint round = 0u; round < PER_INVOCATION; round++) {{
             if (ranks[round] != NO_RANK) {{
@@ -619,9 +783,62 @@ void main() {{
     ))
 }
 
+/// The look-back passes' histogram: every pass's digit totals of every row in one read of the
+/// input, `totals[(row * passes + pass) * 256 + digit]` (zeroed before): per tile, shared
+/// counters per pass (one atomic per distinct digit of a subgroup's round, as in the count
+/// kernel), then one global atomic per nonzero counter.
+pub(crate) fn histogram_shader(shape: RadixShape, dtype: DType) -> Option<String> {
+    let source = RadixSource::Input {
+        dtype,
+        payload: Payload::Position,
+    };
+    let passes = crate::sort_codegen::key_bits(dtype)? / RADIX_BITS;
+    Some(format!(
+        "{prelude}
+{functions}
+const uint PASSES = {passes}u;
+shared uint histogram[PASSES * BINS];
+
+void main() {{
+    uint invocation = invocation_index();
+    for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
+        {TILE_ROW}
+        for (uint slot = invocation; slot < PASSES * BINS; slot += WORKGROUP) histogram[slot] = 0u;
+        barrier();
+        uint first = tile_in_row * TILE;
+        KEY keys[PER_INVOCATION];
+        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+            uint position = first + round * WORKGROUP + invocation;
+            keys[round] = position < push.row_length ? load_key(row, position) : KEY(0);
+        }}
+        for (uint pass = 0u; pass < PASSES; pass++) {{
+            for (uint round = 0u; round < PER_INVOCATION; round++) {{
+                bool valid = first + round * WORKGROUP + invocation < push.row_length;
+                uint digit = uint(keys[round] >> (pass * {RADIX_BITS}u)) & (BINS - 1u);
+                uvec4 peers = digit_peers(digit, valid);
+                if (valid && subgroupBallotFindMSB(peers) == gl_SubgroupInvocationID) {{
+                    atomicAdd(histogram[pass * BINS + digit], subgroupBallotBitCount(peers));
+                }}
+            }}
+        }}
+        barrier();
+        for (uint slot = invocation; slot < PASSES * BINS; slot += WORKGROUP) {{
+            uint count = histogram[slot];
+            if (count != 0u) atomicAdd(Words(push.totals + (uint64_t(row) * PASSES * BINS + uint64_t(slot)) * 4ul).v, count);
+        }}
+        barrier();
+    }}
+}}
+",
+        prelude = prelude(shape),
+        functions = source.functions()?,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sort_codegen::wide_keys;
 
     /// The shapes of lavapipe (subgroups of 8, 32 KiB), the H200 (32, 48 KiB) and wider
     /// subgroups, for narrow and wide items: tiles as large as shared memory allows, and every
@@ -693,9 +910,28 @@ mod tests {
                         count_shader(shape, source),
                     );
                     for destination in destinations {
+                        for placement in [Placement::ScannedCounts, Placement::LookBack] {
+                            compile(
+                                kernel_name("scatter", shape, source, Some(destination))
+                                    + placement.label(),
+                                scatter_shader(shape, source, destination, placement),
+                            );
+                        }
+                    }
+                }
+                for dtype in [DType::F32, DType::F64, DType::S8, DType::BF16] {
+                    if wide_keys(dtype) == wide {
                         compile(
-                            kernel_name("scatter", shape, source, Some(destination)),
-                            scatter_shader(shape, source, destination),
+                            kernel_name(
+                                "histogram",
+                                shape,
+                                RadixSource::Input {
+                                    dtype,
+                                    payload: Payload::Position,
+                                },
+                                None,
+                            ),
+                            histogram_shader(shape, dtype),
                         );
                     }
                 }
