@@ -251,6 +251,21 @@ COMPLEX twiddle(uint64_t table, uint log2_fine, uint exponent) {
 }
 ";
 
+/// GLSL of `put(tile_transform, element, value)` and `get(tile_transform, element)` on a
+/// shared tile of complex numbers kept as separate real and imaginary arrays (`tile_real`,
+/// `tile_imaginary`), at the slot the kernel's own `tile_index` gives.
+pub(crate) const TILE_ACCESS_GLSL: &str =
+    "void put(uint tile_transform, uint element, COMPLEX value) {
+    uint index = tile_index(tile_transform, element);
+    tile_real[index] = value.x;
+    tile_imaginary[index] = value.y;
+}
+COMPLEX get(uint tile_transform, uint element) {
+    uint index = tile_index(tile_transform, element);
+    return COMPLEX(tile_real[index], tile_imaginary[index]);
+}
+";
+
 /// In-register DFTs of 2, 4 and 8 points, in natural order (forward; inverses conjugate their
 /// input and output instead).
 pub(crate) const SMALL_DFT_GLSL: &str = "
@@ -430,16 +445,7 @@ uint tile_index(uint tile_transform, uint element) {{
     uint index = {index};
     return index ^ ({swizzle});
 }}
-void put(uint tile_transform, uint element, COMPLEX value) {{
-    uint index = tile_index(tile_transform, element);
-    tile_real[index] = value.x;
-    tile_imaginary[index] = value.y;
-}}
-COMPLEX get(uint tile_transform, uint element) {{
-    uint index = tile_index(tile_transform, element);
-    return COMPLEX(tile_real[index], tile_imaginary[index]);
-}}
-COMPLEX stage_twiddle(uint exponent) {{
+{TILE_ACCESS_GLSL}COMPLEX stage_twiddle(uint exponent) {{
     return twiddle(push.twiddles, push.log2_fine, exponent * push.twiddle_step);
 }}
 

@@ -21,7 +21,8 @@
 //! `2 pi k / r`, rounded from f64 to the precision.
 
 use crate::fft_codegen::{
-    LoadInput, Precision, SMALL_DFT_GLSL, TWIDDLE_GLSL, Walk, powers_glsl, radices, reals_glsl,
+    LoadInput, Precision, SMALL_DFT_GLSL, TILE_ACCESS_GLSL, TWIDDLE_GLSL, Walk, powers_glsl,
+    radices, reals_glsl,
 };
 use std::f64::consts::PI;
 
@@ -264,16 +265,8 @@ layout(push_constant, scalar) uniform Push {{
 shared REAL tile_real[{tile}];
 shared REAL tile_imaginary[{tile}];
 
-void put(uint tile_transform, uint element, COMPLEX value) {{
-    uint index = tile_transform * {length}u + element;
-    tile_real[index] = value.x;
-    tile_imaginary[index] = value.y;
-}}
-COMPLEX get(uint tile_transform, uint element) {{
-    uint index = tile_transform * {length}u + element;
-    return COMPLEX(tile_real[index], tile_imaginary[index]);
-}}
-COMPLEX stage_twiddle(uint exponent) {{
+uint tile_index(uint tile_transform, uint element) {{ return tile_transform * {length}u + element; }}
+{TILE_ACCESS_GLSL}COMPLEX stage_twiddle(uint exponent) {{
     return twiddle(push.twiddles, push.log2_fine, exponent * push.twiddle_step);
 }}
 uint column_of(uint transform) {{ return transform % {columns}u; }}

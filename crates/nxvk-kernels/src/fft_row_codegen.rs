@@ -24,8 +24,8 @@
 //! it twice). Twiddles come from the two-level table of `n` (`fft_tables`).
 
 use crate::fft_codegen::{
-    LoadInput, Precision, SMALL_DFT_GLSL, TWIDDLE_GLSL, powers_glsl, radices, reals_glsl,
-    stage_glsl, stage_writes_glsl,
+    LoadInput, Precision, SMALL_DFT_GLSL, TILE_ACCESS_GLSL, TWIDDLE_GLSL, powers_glsl, radices,
+    reals_glsl, stage_glsl, stage_writes_glsl,
 };
 use std::f64::consts::PI;
 
@@ -227,26 +227,18 @@ layout(push_constant, scalar) uniform Push {{
     REAL scale;
 }} push;
 
-shared REAL chunk_real[{CHUNK}];
-shared REAL chunk_imaginary[{CHUNK}];
+// The shared chunk.
+shared REAL tile_real[{CHUNK}];
+shared REAL tile_imaginary[{CHUNK}];
 
 // Element `element` of DFT `slot` of the chunk (DFTs of {m_length} contiguous), swizzled within
 // each run of 32 slots: by bits 3-7 against the stages' strided accesses and by the DFT index
 // against the final read across DFTs (both XORs into the low five bits keep it a bijection).
-uint chunk_index(uint slot, uint element) {{
+uint tile_index(uint slot, uint element) {{
     uint index = slot * {m_length}u + element;
     return index ^ (((index >> 3u) ^ (slot << 2u)) & 31u);
 }}
-void put(uint slot, uint element, COMPLEX value) {{
-    uint index = chunk_index(slot, element);
-    chunk_real[index] = value.x;
-    chunk_imaginary[index] = value.y;
-}}
-COMPLEX get(uint slot, uint element) {{
-    uint index = chunk_index(slot, element);
-    return COMPLEX(chunk_real[index], chunk_imaginary[index]);
-}}
-// Twiddles of the DFTs of {m_length}: W_{m_length}^e = W_{length}^(32 e).
+{TILE_ACCESS_GLSL}// Twiddles of the DFTs of {m_length}: W_{m_length}^e = W_{length}^(32 e).
 COMPLEX stage_twiddle(uint exponent) {{
     return twiddle(push.twiddles, push.log2_fine, exponent * {REGISTERS}u);
 }}

@@ -331,19 +331,8 @@ proptest! {
     /// Powers of two from 2 to 2^15, complex or real input of the same length or a padded
     /// or truncated one (read so by the first pass), in batches, on either axis.
     #[test]
-    fn power_of_two_lengths_match_the_dft(
-        log2_length in 1u32..=15,
-        rows in 1usize..=3,
-        input_change in prop_oneof![Just(0i64), -3i64..=3],
-        dtype in prop::sample::select(vec![DType::C64, DType::C128, DType::F32, DType::F64]),
-        inverse in any::<bool>(),
-        along_first_axis in any::<bool>(),
-        seed in any::<u64>(),
-    ) {
-        let mut rng = SplitMix(seed);
-        let length = 1usize << log2_length;
-        let input_length = (length as i64 + input_change).max(1) as usize;
-        let result = check(dtype, rows, input_length, length, direction(inverse), along_first_axis, &mut rng);
+    fn power_of_two_lengths_match_the_dft(log2_length in 1u32..=15, case in random_case()) {
+        let result = check_random_case(1 << log2_length, case);
         prop_assert!(result.is_ok(), "{}", result.unwrap_err());
     }
 
@@ -378,18 +367,45 @@ proptest! {
     #[test]
     fn smooth_lengths_match_the_dft(
         length in prop::sample::select(smooth_lengths(16_384)),
-        rows in 1usize..=3,
-        input_change in prop_oneof![Just(0i64), -3i64..=3],
-        dtype in prop::sample::select(vec![DType::C64, DType::C128, DType::F32, DType::F64]),
-        inverse in any::<bool>(),
-        along_first_axis in any::<bool>(),
-        seed in any::<u64>(),
+        case in random_case(),
     ) {
-        let mut rng = SplitMix(seed);
-        let input_length = (length as i64 + input_change).max(1) as usize;
-        let result = check(dtype, rows, input_length, length, direction(inverse), along_first_axis, &mut rng);
+        let result = check_random_case(length, case);
         prop_assert!(result.is_ok(), "{}", result.unwrap_err());
     }
+}
+
+/// A random case's draws besides its length: rows, the change of the input's length (none,
+/// or padding or truncating by up to 3), the dtype, inverse or not, along the first axis or
+/// not, and the seed.
+type RandomCase = (usize, i64, DType, bool, bool, u64);
+
+fn random_case() -> impl Strategy<Value = RandomCase> {
+    (
+        1usize..=3,
+        prop_oneof![Just(0i64), -3i64..=3],
+        prop::sample::select(vec![DType::C64, DType::C128, DType::F32, DType::F64]),
+        any::<bool>(),
+        any::<bool>(),
+        any::<u64>(),
+    )
+}
+
+/// [`check`] of a random case of transforms of `length`.
+fn check_random_case(
+    length: usize,
+    (rows, input_change, dtype, inverse, along_first_axis, seed): RandomCase,
+) -> Result<(), String> {
+    let mut rng = SplitMix(seed);
+    let input_length = (length as i64 + input_change).max(1) as usize;
+    check(
+        dtype,
+        rows,
+        input_length,
+        length,
+        direction(inverse),
+        along_first_axis,
+        &mut rng,
+    )
 }
 
 /// The lengths `2^a 3^b 5^c 7^d` up to `limit` that are not powers of two.
@@ -410,26 +426,36 @@ fn mixed_lengths_match_the_dft() {
         .into_iter()
         .chain((1..=12).map(|k| 3usize << k));
     for length in lengths {
-        for (dtype, transform, along_first_axis, input_change) in [
-            (DType::C64, Transform::Forward, false, 0),
-            (DType::C128, Transform::Inverse, false, 0),
-            (DType::F32, Transform::Inverse, true, 2),
-            (DType::C128, Transform::Forward, true, -1),
-            (DType::C64, Transform::Inverse, false, -2),
-            (DType::F64, Transform::Forward, false, 1),
-        ] {
-            let input_length = (length as i64 + input_change).max(1) as usize;
-            check(
-                dtype,
-                3,
-                input_length,
-                length,
-                transform,
-                along_first_axis,
-                &mut rng,
-            )
-            .unwrap();
-        }
+        check_cases(
+            length,
+            &[
+                (DType::C64, Transform::Forward, false, 0),
+                (DType::C128, Transform::Inverse, false, 0),
+                (DType::F32, Transform::Inverse, true, 2),
+                (DType::C128, Transform::Forward, true, -1),
+                (DType::C64, Transform::Inverse, false, -2),
+                (DType::F64, Transform::Forward, false, 1),
+            ],
+            &mut rng,
+        );
+    }
+}
+
+/// [`check`] of three rows of `length` for each (dtype, direction, along the first axis,
+/// change of the input's length) case.
+fn check_cases(length: usize, cases: &[(DType, Transform, bool, i64)], rng: &mut SplitMix) {
+    for &(dtype, transform, along_first_axis, input_change) in cases {
+        let input_length = (length as i64 + input_change).max(1) as usize;
+        check(
+            dtype,
+            3,
+            input_length,
+            length,
+            transform,
+            along_first_axis,
+            rng,
+        )
+        .unwrap();
     }
 }
 
@@ -440,25 +466,16 @@ fn mixed_lengths_match_the_dft() {
 fn row_pass_lengths_match_the_dft() {
     let mut rng = SplitMix(16384);
     for log2_length in 12..=14 {
-        let length = 1usize << log2_length;
-        for (dtype, transform, along_first_axis, input_change) in [
-            (DType::C64, Transform::Forward, false, 0),
-            (DType::C64, Transform::Inverse, false, 0),
-            (DType::F32, Transform::Forward, false, -5),
-            (DType::C64, Transform::Inverse, true, 3),
-        ] {
-            let input_length = (length as i64 + input_change) as usize;
-            check(
-                dtype,
-                3,
-                input_length,
-                length,
-                transform,
-                along_first_axis,
-                &mut rng,
-            )
-            .unwrap();
-        }
+        check_cases(
+            1 << log2_length,
+            &[
+                (DType::C64, Transform::Forward, false, 0),
+                (DType::C64, Transform::Inverse, false, 0),
+                (DType::F32, Transform::Forward, false, -5),
+                (DType::C64, Transform::Inverse, true, 3),
+            ],
+            &mut rng,
+        );
     }
 }
 

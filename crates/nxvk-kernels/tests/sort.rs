@@ -519,6 +519,18 @@ fn batches_on_both_sides_of_the_switch_over_sort() {
     }
 }
 
+/// The positions of `keys` in stable sorted order (equal keys in input order either way).
+fn stable_positions<K: Ord + Copy>(keys: &[K], direction: Direction) -> Vec<usize> {
+    let mut positions: Vec<usize> = (0..keys.len()).collect();
+    match direction {
+        Direction::Ascending => positions.sort_by_key(|&position| keys[position]),
+        Direction::Descending => {
+            positions.sort_by_key(|&position| std::cmp::Reverse(keys[position]))
+        }
+    }
+    positions
+}
+
 /// Stability of 64-bit keys, explicitly, on the radix path with many rows: f64 rows of NaNs
 /// (quiet and signalling payloads, both signs), -0.0 and 0.0, infinities and a few numbers
 /// keep the input order of equal keys, NaN last ascending and first descending; s64 and u64
@@ -573,13 +585,11 @@ fn wide_keys_keep_their_order_on_the_radix_path() {
             .unwrap();
         for row in 0..rows {
             let keys = &floats[row * length..(row + 1) * length];
-            let mut expected: Vec<i64> = (0..length as i64).collect();
-            match direction {
-                Direction::Ascending => expected.sort_by_key(|&p| rank(keys[p as usize])),
-                Direction::Descending => {
-                    expected.sort_by_key(|&p| std::cmp::Reverse(rank(keys[p as usize])))
-                }
-            }
+            let ranks: Vec<i32> = keys.iter().map(|&key| rank(key)).collect();
+            let expected: Vec<i64> = stable_positions(&ranks, direction)
+                .into_iter()
+                .map(|position| position as i64)
+                .collect();
             let got = &positions[row * length..(row + 1) * length];
             assert!(
                 got == expected,
@@ -593,7 +603,7 @@ fn wide_keys_keep_their_order_on_the_radix_path() {
                 .collect();
             let expected_bits: Vec<u64> = expected
                 .iter()
-                .map(|&p| keys[p as usize].to_bits())
+                .map(|&position| keys[position as usize].to_bits())
                 .collect();
             assert!(
                 got_bits == expected_bits,
@@ -618,14 +628,11 @@ fn wide_keys_keep_their_order_on_the_radix_path() {
                 .to_vec::<i32>()
                 .unwrap();
             for row in 0..rows {
-                let row_keys = &keys[row * length..(row + 1) * length];
-                let mut expected: Vec<i32> = (0..length as i32).collect();
-                match direction {
-                    Direction::Ascending => expected.sort_by_key(|&p| row_keys[p as usize]),
-                    Direction::Descending => {
-                        expected.sort_by_key(|&p| std::cmp::Reverse(row_keys[p as usize]))
-                    }
-                }
+                let expected: Vec<i32> =
+                    stable_positions(&keys[row * length..(row + 1) * length], direction)
+                        .into_iter()
+                        .map(|position| position as i32)
+                        .collect();
                 assert!(
                     positions[row * length..(row + 1) * length] == expected,
                     "{dtype} row {row} {direction:?}: positions differ"
