@@ -1,9 +1,15 @@
 //! Performance knobs: named switches whose defaults are chosen by `cargo xtask race`.
 //!
 //! Each knob reads `NXVK_KNOB_<NAME>` once when a device is opened, so a race can run the same
-//! benchmark binary with arm A and arm B by environment alone (DESIGN.md, decision 9).
+//! benchmark binary with arm A and arm B by environment alone (DESIGN.md, decision 9). The
+//! device layer's own knobs are typed fields; every other `NXVK_KNOB_*` value is kept by name
+//! in [`Knobs::variants`] for the kernel crates, which alone know what their variants mean.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
+
+/// The knob names the device layer reads itself.
+const DEVICE_KNOBS: [&str; 2] = ["SUBMIT_THRESHOLD", "POOL_BYTES"];
 
 /// The device layer's knobs and limits, fixed for the life of one device.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +24,9 @@ pub struct Knobs {
     pub pool_bytes: Option<u64>,
     /// How long a wait for GPU work may take before it is an error (`NXVK_TIMEOUT_MS`).
     pub timeout: Duration,
+    /// Every other `NXVK_KNOB_<NAME>=<value>`, by lowercase name: kernel variants such as
+    /// `fft_row_pass` or `sort_onesweep`, whose meaning and defaults live with their kernels.
+    pub variants: BTreeMap<String, String>,
 }
 
 impl Default for Knobs {
@@ -26,6 +35,7 @@ impl Default for Knobs {
             submit_threshold: 64,
             pool_bytes: None,
             timeout: Duration::from_secs(120),
+            variants: BTreeMap::new(),
         }
     }
 }
@@ -43,8 +53,26 @@ impl Knobs {
             timeout: env_number("NXVK_TIMEOUT_MS")
                 .map(Duration::from_millis)
                 .unwrap_or(defaults.timeout),
+            variants: variants_of(std::env::vars()),
         }
     }
+
+    /// The value of the kernel variant `name` (lowercase, as in `NXVK_KNOB_<NAME>`), when the
+    /// environment set it.
+    pub fn variant(&self, name: &str) -> Option<&str> {
+        self.variants.get(name).map(String::as_str)
+    }
+}
+
+/// The kernel variants among environment variables: every `NXVK_KNOB_<NAME>` the device layer
+/// does not read itself, by lowercase name, its value trimmed.
+fn variants_of(variables: impl Iterator<Item = (String, String)>) -> BTreeMap<String, String> {
+    variables
+        .filter_map(|(variable, value)| {
+            let name = variable.strip_prefix("NXVK_KNOB_")?;
+            (!DEVICE_KNOBS.contains(&name)).then(|| (name.to_lowercase(), value.trim().to_owned()))
+        })
+        .collect()
 }
 
 fn env_number(name: &str) -> Option<u64> {
@@ -55,5 +83,30 @@ fn env_number(name: &str) -> Option<u64> {
             eprintln!("nxvk: ignoring {name}={text:?}: not a whole number");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Kernel variants are every other `NXVK_KNOB_*`, lowercase and trimmed; the device
+    /// layer's own knobs and unrelated variables are not among them (the null arm).
+    #[test]
+    fn variants_are_the_other_knobs() {
+        let variables = [
+            ("NXVK_KNOB_FFT_ROW_PASS", " on "),
+            ("NXVK_KNOB_SUBMIT_THRESHOLD", "16"),
+            ("NXVK_TIMEOUT_MS", "5"),
+            ("PATH", "/bin"),
+        ]
+        .map(|(variable, value)| (variable.to_owned(), value.to_owned()));
+        let knobs = Knobs {
+            variants: variants_of(variables.into_iter()),
+            ..Knobs::default()
+        };
+        assert_eq!(knobs.variant("fft_row_pass"), Some("on"));
+        assert_eq!(knobs.variants.len(), 1, "{:?}", knobs.variants);
+        assert_eq!(knobs.variant("submit_threshold"), None);
     }
 }

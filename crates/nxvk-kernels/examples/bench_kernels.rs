@@ -93,6 +93,17 @@ fn main() {
     } else {
         ((1 << 10, 1 << 14), "fft_c64_1Kx16K")
     };
+    // A mixed-radix length (3 * 2^k: the four-step pair of mixed passes) and many sorted rows.
+    let (mixed_fft_rows, mixed_fft_name) = if quick {
+        ((64, 3 << 10), "fft_c64_64x3K")
+    } else {
+        ((1 << 10, 3 << 12), "fft_c64_1Kx12K")
+    };
+    let (sort_rows, sort_rows_name) = if quick {
+        ((256, 1 << 12), "sort_f32_256x4K")
+    } else {
+        ((1 << 12, 1 << 12), "sort_f32_4Kx4K")
+    };
     let mut workloads: Vec<(String, Workload<Bench>)> = vec![
         (
             format!("conv_f32_n{conv_batch}c64h56k64r3"),
@@ -196,7 +207,15 @@ fn main() {
         ),
         (
             format!("sort_f32_{sort_label}"),
-            Box::new(move |b| b.sort(sort_elements)),
+            Box::new(move |b| b.sort(DType::F32, &[sort_elements])),
+        ),
+        (
+            format!("sort_f64_{sort_label}"),
+            Box::new(move |b| b.sort(DType::F64, &[sort_elements])),
+        ),
+        (
+            sort_rows_name.into(),
+            Box::new(move |b| b.sort(DType::F32, &[sort_rows.0, sort_rows.1])),
         ),
         (
             gather_name.into(),
@@ -205,6 +224,10 @@ fn main() {
         (
             fft_name.into(),
             Box::new(move |b| b.fft_rows(fft_rows.0, fft_rows.1)),
+        ),
+        (
+            mixed_fft_name.into(),
+            Box::new(move |b| b.fft_rows(mixed_fft_rows.0, mixed_fft_rows.1)),
         ),
         (
             "small_op_chain_us".into(),
@@ -559,11 +582,11 @@ impl Bench {
         Ok(Record::gigabytes_per_second(bytes as f64, time))
     }
 
-    /// A stable ascending sort of `elements` random f32 (one row).
-    fn sort(&self, elements: usize) -> Result<Record> {
-        let x = self.tensor(&[elements], DType::F32)?;
+    /// A stable ascending sort along the last axis of random values of `dtype` in `shape`.
+    fn sort(&self, dtype: DType, shape: &[usize]) -> Result<Record> {
+        let x = self.tensor(shape, dtype)?;
         let time = gpu_median(&self.device, self.quick, || {
-            sort::sort(&x, 0, Direction::Ascending).map(drop)
+            sort::sort(&x, shape.len() - 1, Direction::Ascending).map(drop)
         })?;
         Ok(Record::milliseconds(time))
     }

@@ -16,9 +16,15 @@
 //!   row for `n = 2^14` in c64: 16 columns of 128), multiplies by the twiddle `W_n^(column k)`
 //!   on the way out and stores in the same layout. Pass two transforms `T / n2` rows of that
 //!   and writes them transposed through shared memory, so that its stores too are whole
-//!   128-byte segments of neighbouring rows. Each pass reads and writes the data once.
+//!   128-byte segments of neighbouring rows. Each pass reads and writes the data once. With
+//!   `NXVK_KNOB_FFT_ROW_PASS=on` (off by default until raced), c64 rows of 2^12 to 2^14 run
+//!   instead as one row pass that reads and writes them once in all (`fft_row.rs`).
 //! - **longer powers of two**: one radix-2 Stockham dispatch per stage.
-//! - **other lengths**: Bluestein's algorithm: the transform becomes a circular convolution
+//! - **mixed-radix lengths** `2^a 3^b 5^c 7^d` (not powers of two): radix-7, 5 and 3 stages
+//!   beside the power-of-two ones, in one block dispatch up to `T` or the four-step pair of
+//!   dispatches up to `T^2` (`fft_mixed.rs`).
+//! - **other lengths** (a prime factor above 7, or a mixed length beyond the four-step pair):
+//!   Bluestein's algorithm: the transform becomes a circular convolution
 //!   of length `m` (the power of two at least `2n - 1`) with a chirp: the input times the
 //!   chirp, a forward power-of-two transform, a product with the chirp's spectrum, an inverse
 //!   transform, and the first `n` elements times the chirp, scaled. Where `m` runs as block
@@ -39,10 +45,8 @@
 //!
 //! Known costs: irfft's Hermitian input, and any input of rows longer than `T^2` that is not
 //! packed complex rows, go through a load pass first (one more read and write); Bluestein
-//! moves rows of `m`, about twice `n`, through two transforms; lengths with small odd
-//! factors (3, 5, 7) have no mixed-radix path of their own and go through Bluestein; from
-//! rows of 2^19 on, a four-step side exceeds 512 and its pass moves segments narrower than 32
-//! bytes.
+//! moves rows of `m`, about twice `n`, through two transforms; from rows of 2^19 on, a
+//! four-step side exceeds 512 and its pass moves segments narrower than 32 bytes.
 //!
 //! Results follow Nx's types (`Nx.Type.to_complex`: f64 and c128 give c128, everything else
 //! c64). Integer, f16 and bf16 inputs are cast to f32 first. Nx's BinaryBackend rounds
@@ -52,6 +56,8 @@ use crate::fft_codegen::{
     BlockShape, FFT_WORKGROUP_SIZE, LoadInput, Precision, Walk, block_shader, load_shader,
     log2_group, pointwise_shader, radix2_shader, store_shader, tile_capacity,
 };
+use crate::fft_mixed::{MixedSource, mixed_plan, transform_mixed};
+use crate::fft_row::{RowSide, row_pass, row_pass_applies};
 use crate::fft_tables::{TwiddleTable, bluestein_tables, twiddle_table};
 use crate::launch::poison_output;
 use crate::operand_errors::bad_operands;
@@ -80,7 +86,11 @@ fn groups(device: &Device, invocations: u64) -> u32 {
 
 /// Push-constant bytes: addresses, then 32-bit words, then the scale in the precision (at
 /// its alignment).
-fn push_of(addresses: &[u64], words: &[u32], scale: Option<(Precision, f64)>) -> Vec<u8> {
+pub(crate) fn push_of(
+    addresses: &[u64],
+    words: &[u32],
+    scale: Option<(Precision, f64)>,
+) -> Vec<u8> {
     let mut push = Vec::with_capacity(64);
     for address in addresses {
         push.extend_from_slice(&address.to_le_bytes());
@@ -213,8 +223,8 @@ fn block_dispatch(
         precision,
         log2_length: pass.log2_length,
         log2_group,
-        load: Walk::for_stride(source_strides.element, log2_group),
-        store: Walk::for_stride(destination_strides.element, log2_group),
+        load: Walk::for_stride(source_strides.element, 1 << log2_group),
+        store: Walk::for_stride(destination_strides.element, 1 << log2_group),
         post_twiddle: pass.post_twiddle,
         input,
         input_factors: source.factors.is_some(),
@@ -283,7 +293,8 @@ fn runs_in_block_passes(precision: Precision, log2_length: u32) -> bool {
 /// - rows of at most [`tile_capacity`]: one block pass, every stage in one workgroup;
 /// - rows of up to its square: the four-step algorithm as two block passes (the row as a
 ///   matrix of `n1` rows of `n2`: the columns' transforms, twiddled on the way out, then the
-///   rows' transforms written transposed);
+///   rows' transforms written transposed), or, with the knob `NXVK_KNOB_FFT_ROW_PASS=on`, c64
+///   rows of 2^12 to 2^14 without factors in one row pass (`fft_row.rs`);
 /// - longer rows: one radix-2 Stockham dispatch per stage, between packed complex rows only
 ///   (the caller runs the load pass first for any other source, and the pointwise or store
 ///   pass after).
@@ -322,6 +333,28 @@ fn transform_power_of_two(
         return block_dispatch(device, plan.precision, &table, pass);
     }
     if runs_in_block_passes(plan.precision, log2_length) {
+        if source.rows.factors.is_none()
+            && destination.factors.is_none()
+            && row_pass_applies(device, plan.precision, log2_length)
+        {
+            fn side<'a>(rows: Rows<'a>) -> RowSide<'a> {
+                RowSide {
+                    buffer: rows.buffer,
+                    offset: rows.offset,
+                    row_stride: rows.row_stride,
+                    limit: rows.limit,
+                }
+            }
+            return row_pass(
+                device,
+                &table,
+                rows,
+                (side(source.rows), source.input),
+                side(destination),
+                inverse,
+                plan.scale,
+            );
+        }
         // The row as a matrix of n1 rows of n2: element n1_index * n2_count + n2_index.
         let log2_n2 = log2_length.div_ceil(2);
         let (n1_count, n2_count) = (1u32 << (log2_length - log2_n2), 1u32 << log2_n2);
@@ -626,7 +659,8 @@ fn transform_rows(
         Transform::Forward => 1.0,
         Transform::Inverse => 1.0 / length as f64,
     };
-    let padded = if length.is_power_of_two() {
+    let mixed = mixed_plan(precision, length);
+    let padded = if length.is_power_of_two() || mixed.is_some() {
         length
     } else {
         (2 * length - 1).next_power_of_two()
@@ -693,6 +727,27 @@ fn transform_rows(
         },
         input: load_input,
     };
+    if let Some(plan) = mixed {
+        let source = MixedSource {
+            buffer: rows_source.rows.buffer,
+            offset: rows_source.rows.offset,
+            row_stride: rows_source.rows.row_stride,
+            limit: rows_source.rows.limit,
+            input: load_input,
+            hermitian,
+        };
+        return transform_mixed(
+            device,
+            op,
+            plan,
+            precision,
+            transform,
+            rows,
+            length,
+            source,
+            output.buffer(),
+        );
+    }
     if padded == length {
         if log2_padded == 0 {
             // Length 1: the transform is the (padded or truncated) input itself.

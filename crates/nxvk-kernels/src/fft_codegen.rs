@@ -47,7 +47,7 @@ impl Precision {
     }
 
     /// The workgroup size, the precision's types and complex buffers, and complex products.
-    fn prelude(self, workgroup_size: u32) -> String {
+    pub(crate) fn prelude(self, workgroup_size: u32) -> String {
         let (real, complex, half_root) = match self {
             Precision::Single => ("float", "vec2", "0.70710678f"),
             Precision::Double => ("double", "dvec2", "0.70710678118654752440LF"),
@@ -148,17 +148,17 @@ pub(crate) enum Walk {
 }
 
 impl Walk {
-    /// The walk that coalesces accesses with this element stride, for `log2_group`
+    /// The walk that coalesces accesses with this element stride, for `transforms_per_tile`
     /// transforms per tile (one transform per tile is always walked along its elements).
-    pub(crate) fn for_stride(element_stride: u32, log2_group: u32) -> Walk {
-        if element_stride == 1 || log2_group == 0 {
+    pub(crate) fn for_stride(element_stride: u32, transforms_per_tile: u32) -> Walk {
+        if element_stride == 1 || transforms_per_tile == 1 {
             Walk::AlongElements
         } else {
             Walk::AcrossTransforms
         }
     }
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Walk::AlongElements => "along",
             Walk::AcrossTransforms => "across",
@@ -243,7 +243,7 @@ pub(crate) fn radices(log2_length: u32) -> Vec<u32> {
 /// as one product of two table entries. Both levels together hold about `2 sqrt(N)` entries,
 /// so they stay in the first-level cache, and the product is within an ulp or two of the f64
 /// value rounded to the precision.
-const TWIDDLE_GLSL: &str = "
+pub(crate) const TWIDDLE_GLSL: &str = "
 COMPLEX twiddle(uint64_t table, uint log2_fine, uint exponent) {
     COMPLEX fine = Complexes(table + uint64_t(exponent & ((1u << log2_fine) - 1u)) * COMPLEX_BYTES).v;
     COMPLEX coarse = Complexes(table + uint64_t((1u << log2_fine) + (exponent >> log2_fine)) * COMPLEX_BYTES).v;
@@ -251,9 +251,24 @@ COMPLEX twiddle(uint64_t table, uint log2_fine, uint exponent) {
 }
 ";
 
+/// GLSL of `put(tile_transform, element, value)` and `get(tile_transform, element)` on a
+/// shared tile of complex numbers kept as separate real and imaginary arrays (`tile_real`,
+/// `tile_imaginary`), at the slot the kernel's own `tile_index` gives.
+pub(crate) const TILE_ACCESS_GLSL: &str =
+    "void put(uint tile_transform, uint element, COMPLEX value) {
+    uint index = tile_index(tile_transform, element);
+    tile_real[index] = value.x;
+    tile_imaginary[index] = value.y;
+}
+COMPLEX get(uint tile_transform, uint element) {
+    uint index = tile_index(tile_transform, element);
+    return COMPLEX(tile_real[index], tile_imaginary[index]);
+}
+";
+
 /// In-register DFTs of 2, 4 and 8 points, in natural order (forward; inverses conjugate their
 /// input and output instead).
-const SMALL_DFT_GLSL: &str = "
+pub(crate) const SMALL_DFT_GLSL: &str = "
 COMPLEX times_minus_i(COMPLEX a) { return COMPLEX(a.y, -a.x); }
 void dft2(inout COMPLEX a0, inout COMPLEX a1) {
     COMPLEX difference = a0 - a1;
@@ -430,16 +445,7 @@ uint tile_index(uint tile_transform, uint element) {{
     uint index = {index};
     return index ^ ({swizzle});
 }}
-void put(uint tile_transform, uint element, COMPLEX value) {{
-    uint index = tile_index(tile_transform, element);
-    tile_real[index] = value.x;
-    tile_imaginary[index] = value.y;
-}}
-COMPLEX get(uint tile_transform, uint element) {{
-    uint index = tile_index(tile_transform, element);
-    return COMPLEX(tile_real[index], tile_imaginary[index]);
-}}
-COMPLEX stage_twiddle(uint exponent) {{
+{TILE_ACCESS_GLSL}COMPLEX stage_twiddle(uint exponent) {{
     return twiddle(push.twiddles, push.log2_fine, exponent * push.twiddle_step);
 }}
 
@@ -539,7 +545,7 @@ fn shared_layout(shape: BlockShape) -> SharedLayout {
 
 /// GLSL declaring `{name}2` .. `{name}{count - 1}` as the powers of `{name}1`, each a product
 /// of two lower powers (at most three products deep for `count` up to 8).
-fn powers_glsl(name: &str, count: u32, indent: &str) -> String {
+pub(crate) fn powers_glsl(name: &str, count: u32, indent: &str) -> String {
     (2..count)
         .map(|power| {
             let high = 1u32 << (31 - power.leading_zeros());
@@ -559,7 +565,7 @@ fn powers_glsl(name: &str, count: u32, indent: &str) -> String {
 /// (before the stage): butterfly `b` of the invocation is `j = lane + b lanes`, and its `r`th
 /// output (register `b + r E / radix`) goes to
 /// `(j / sub_length) sub_length radix + j % sub_length + r sub_length`.
-fn stage_writes_glsl(elements: u32, lanes: u32, sub_length: u32, radix: u32) -> String {
+pub(crate) fn stage_writes_glsl(elements: u32, lanes: u32, sub_length: u32, radix: u32) -> String {
     let butterflies = elements / radix;
     let span = sub_length * radix;
     let mut text = String::new();
@@ -583,7 +589,13 @@ fn stage_writes_glsl(elements: u32, lanes: u32, sub_length: u32, radix: u32) -> 
 /// holds registers `b + r (E / radix)`, the elements `j + r length / radix`; they are
 /// multiplied by `W_(sub_length radix)^(r (j % sub_length))` (none in the first stage: one
 /// table twiddle and its powers) and transformed by a DFT of `radix` points.
-fn stage_glsl(elements: u32, lanes: u32, length: u32, sub_length: u32, radix: u32) -> String {
+pub(crate) fn stage_glsl(
+    elements: u32,
+    lanes: u32,
+    length: u32,
+    sub_length: u32,
+    radix: u32,
+) -> String {
     let butterflies = elements / radix;
     let mut text = String::new();
     for butterfly in 0..butterflies {
@@ -618,7 +630,7 @@ pub(crate) enum LoadInput {
 }
 
 impl LoadInput {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             LoadInput::Real => "real",
             LoadInput::Complex => "complex",
@@ -627,7 +639,7 @@ impl LoadInput {
 
     /// GLSL reading element `element` (a `uint64_t` index) at `push.source` as a complex
     /// number (after [`reals_glsl`]).
-    fn read_glsl(self) -> &'static str {
+    pub(crate) fn read_glsl(self) -> &'static str {
         match self {
             LoadInput::Real => {
                 "COMPLEX(Reals(push.source + element * (COMPLEX_BYTES / 2ul)).v, REAL(0))"
@@ -638,7 +650,7 @@ impl LoadInput {
 }
 
 /// The buffer reference of real input elements of the precision, aligned to themselves.
-fn reals_glsl(precision: Precision) -> String {
+pub(crate) fn reals_glsl(precision: Precision) -> String {
     format!(
         "layout(buffer_reference, scalar, buffer_reference_align = {}) readonly buffer Reals {{ REAL v; }};\n",
         precision.complex_bytes() / 2

@@ -7,6 +7,7 @@
 //! Twiddles are stored in two levels (see `fft_codegen`'s `twiddle`): `W^i` for `i` below
 //! `2^log2_fine` and then `W^(i 2^log2_fine)`, about `2 sqrt(N)` entries instead of `N`, so
 //! that a transform of 2^14 reads 2 KiB of twiddles that stay in cache rather than 128 KiB.
+//! Mixed-radix lengths (`2^a 3^b 5^c 7^d`) use the same form with a power-of-two fine level.
 
 use crate::fft::Transform;
 use crate::fft_codegen::Precision;
@@ -47,9 +48,9 @@ fn complex_bytes(precision: Precision, values: &[Complex64]) -> Vec<u8> {
     bytes
 }
 
-/// `exp(-2 pi i t / 2^log2_length)`, exactly reduced (`t` below the length).
-fn root_of_unity(log2_length: u32, t: usize) -> Complex64 {
-    Complex64::from_polar(1.0, -2.0 * PI * t as f64 / (1u64 << log2_length) as f64)
+/// `exp(-2 pi i t / length)`, exactly reduced (`t` below the length).
+fn root_of_unity(length: usize, t: usize) -> Complex64 {
+    Complex64::from_polar(1.0, -2.0 * PI * t as f64 / length as f64)
 }
 
 /// The two-level twiddle table of transforms of `2^log2_length`, on the device.
@@ -58,19 +59,32 @@ pub(crate) fn twiddle_table(
     precision: Precision,
     log2_length: u32,
 ) -> Result<TwiddleTable> {
-    let log2_fine = log2_length.div_ceil(2);
-    let key = format!("fft twiddles {} 2^{log2_length}", precision.name());
-    let buffer = device.resident_table("fft", &key, || {
-        let fine = (0..1usize << log2_fine).map(|t| root_of_unity(log2_length, t));
-        let coarse = (0..1usize << (log2_length - log2_fine))
-            .map(|t| root_of_unity(log2_length, t << log2_fine));
-        complex_bytes(precision, &fine.chain(coarse).collect::<Vec<_>>())
-    })?;
+    let (buffer, log2_fine) = two_level_twiddles(device, precision, 1 << log2_length)?;
     Ok(TwiddleTable {
         buffer,
         log2_length,
         log2_fine,
     })
+}
+
+/// The two-level twiddle table of transforms of any `length` (mixed-radix lengths too), on
+/// the device: `W^i` for `i` below `2^log2_fine`, then `W^(i 2^log2_fine)` up to the length
+/// (`W = exp(-2 pi i / length)`, the fine level the power of two at least `sqrt(length)`), and
+/// `log2_fine`. For a power of two this is the table the block kernels were tuned with.
+pub(crate) fn two_level_twiddles(
+    device: &Arc<Device>,
+    precision: Precision,
+    length: usize,
+) -> Result<(DeviceBuffer, u32)> {
+    let log2_fine = length.next_power_of_two().trailing_zeros().div_ceil(2);
+    let key = format!("fft twiddles {} {length}", precision.name());
+    let buffer = device.resident_table("fft", &key, || {
+        let fine = (0..1usize << log2_fine).map(|t| root_of_unity(length, t));
+        let coarse =
+            (0..length.div_ceil(1 << log2_fine)).map(|t| root_of_unity(length, t << log2_fine));
+        complex_bytes(precision, &fine.chain(coarse).collect::<Vec<_>>())
+    })?;
+    Ok((buffer, log2_fine))
 }
 
 /// Bluestein's tables for transforms of `length` through circular convolutions of `padded`

@@ -1,24 +1,23 @@
 //! Sorting: Nx's `sort`, `argsort` (on any axis, both directions, always stable) and
 //! `top_k`, on the GPU for every real dtype of whole bytes.
 //!
-//! Design: a bitonic sorting network over *items* (an order-preserving key of the element and
-//! its position in the row; `sort_codegen.rs`). Ties compare by position, which makes the
-//! network stable; descending order complements the keys, so equal elements still keep their
-//! input order (Nx's stable descending sort). Rows are padded to a power of two with items
-//! above every real one. Steps whose distance is below a block of 1,024 items run in shared
-//! memory (one dispatch for all of them); longer steps run up to four per dispatch, each
-//! invocation holding the 16 items they connect in registers. No invocation loops more than
-//! a few times, whatever the row length (2^24 and beyond).
-//!
-//! Up to 16 rows of at least 2,049 elements with keys of up to 32 bits (the common `sort` of
-//! a long vector) sort instead by a stable LSD radix sort (`sort_radix.rs`): 8-bit digits, one pass
-//! per key byte, reading the input in its first pass and writing the values or positions in
-//! its last; top_k takes its items.
+//! Two paths, chosen per batch of rows by the rule of `sort_path.rs` (rows of up to 1,024
+//! elements always take the network; longer ones whichever moves fewer bytes):
+//! - a bitonic sorting network over *items* (an order-preserving key of the element and its
+//!   position in the row; `sort_codegen.rs`). Ties compare by position, which makes the
+//!   network stable; descending order complements the keys, so equal elements still keep
+//!   their input order (Nx's stable descending sort). Rows are padded to a power of two with
+//!   items above every real one. Steps whose distance is below a block of 1,024 items run in
+//!   shared memory (one dispatch for all of them); longer steps run up to four per dispatch,
+//!   each invocation holding the 16 items they connect in registers. No invocation loops more
+//!   than a few times, whatever the row length (2^24 and beyond).
+//! - a stable LSD radix sort (`sort_radix.rs`) of all rows at once: 8-bit digits, one pass
+//!   per key byte (8 for 64-bit keys), reading the input in its first pass and writing the
+//!   values or positions in its last; top_k takes its items.
 //!
 //! Keys follow Nx's order: NaN above +infinity (last ascending, first descending), and -0.0
-//! equal to 0.0 (their input order is kept). Keys are as wide as the dtype. Not done yet:
-//! radix for many rows or 64-bit keys (the row or a second key word would join the digits),
-//! and a merge sort (data-dependent partitioning).
+//! equal to 0.0 (their input order is kept). Keys are as wide as the dtype. Not done yet: a
+//! merge sort (data-dependent partitioning).
 //!
 //! The sorted axis is moved last (a transposing copy) and back; complex tensors are rejected
 //! as Nx rejects them; 8-bit floats and sub-byte integers are `Unsupported`.
@@ -29,7 +28,8 @@ use crate::sort_codegen::{
     Finish, MAX_GLOBAL_STEPS, SORT_BLOCK, SORT_WORKGROUP_SIZE, finish_shader, global_shader,
     keys_shader, local_shader, wide_keys,
 };
-use crate::sort_radix::{radix_applies, radix_sort_rows};
+use crate::sort_path::radix_applies;
+use crate::sort_radix::radix_sort_rows;
 use crate::sort_radix_codegen::RadixDestination;
 use nxvk_core::{BufferAccess, DType, Device, DeviceBuffer, Error, Result, Tensor};
 use std::sync::Arc;
@@ -150,8 +150,8 @@ fn prepare(op: &'static str, input: &Tensor, axis: usize) -> Result<Rows> {
     })
 }
 
-/// Sorts the rows as items (key, position), padded to a power of two per row: by radix for
-/// a few long rows, by the bitonic network otherwise.
+/// Sorts the rows as items (key, position), padded to a power of two per row: by radix or by
+/// the bitonic network, as `sort_path.rs` decides.
 fn sort_rows(op: &'static str, rows: Rows, direction: Direction) -> Result<SortedRows> {
     let Rows {
         tensor: rows_tensor,
@@ -191,7 +191,7 @@ fn sort_rows(op: &'static str, rows: Rows, direction: Direction) -> Result<Sorte
             RadixDestination::Items,
             &sorted.items,
             sorted.items.device_address(),
-            (padded * item_bytes) as u64,
+            padded,
         )?;
     } else if total > 0 {
         run_network(op, &device, &sorted, total as u32, padded as u32, direction)?;
@@ -199,7 +199,7 @@ fn sort_rows(op: &'static str, rows: Rows, direction: Direction) -> Result<Sorte
     Ok(sorted)
 }
 
-/// Sorts a few long rows by radix straight into a fresh tensor of `dtype` (the values or the
+/// Sorts the rows by radix straight into a fresh tensor of `dtype` (the values or the
 /// positions, as `destination` says), with the axis moved back: `None` when the rows do not
 /// sort by radix.
 fn radix_result(
@@ -223,7 +223,7 @@ fn radix_result(
         destination,
         output.buffer(),
         output.device_address().unwrap_or_default(),
-        (rows.row_length * (dtype.bits() / 8) as usize) as u64,
+        rows.row_length,
     )?;
     restore_axis(output, &rows.permutation, original_shape).map(Some)
 }
@@ -385,6 +385,13 @@ fn restore_axis(output: Tensor, permutation: &[usize], original_shape: &[usize])
     } else {
         Ok(restored)
     }
+}
+
+/// Whether `sort`, `argsort` and `top_k` of `rows` rows of `row_length` elements of `dtype`
+/// run the radix path on `device` (the bitonic network otherwise): the rule of the module doc,
+/// for tests and benchmarks that need to know which kernels ran.
+pub fn uses_radix(device: &Device, dtype: DType, rows: usize, row_length: usize) -> bool {
+    radix_applies(device, dtype, rows, row_length)
 }
 
 /// Nx's `sort` along `axis` (stable).

@@ -1,93 +1,162 @@
-//! The radix sort of a few long rows with keys of up to 32 bits (`sort.rs` picks it; GLSL in
+//! The radix sort of rows (`sort.rs` picks it by the rule of `sort_path.rs`; GLSL in
 //! `sort_radix_codegen.rs`).
 //!
-//! Design: a stable LSD radix sort with 8-bit digits, so one pass per key byte: 4 passes for
-//! 32-bit dtypes, 2 for 16-bit, 1 for 8-bit (keys are exactly as wide as the dtype). Each pass
-//! is three dispatches over tiles of `workgroup_size * per_invocation` items (4,096 with
-//! subgroups of 32 and 48 KiB of shared memory):
+//! Design: a stable LSD radix sort with 8-bit digits, so one pass per key byte: 8 passes for
+//! 64-bit dtypes, 4 for 32-bit, 2 for 16-bit, 1 for 8-bit (keys are exactly as wide as the
+//! dtype). All rows sort together: each pass is four dispatches over every tile of every row
+//! (tiles of `workgroup_size * per_invocation` items of one row: 4,096 with subgroups of 32
+//! and 48 KiB of shared memory, 2,048 for the 16-byte items of 64-bit keys):
 //! 1. count: each workgroup counts its tile's digits with shared atomics and writes one count
-//!    per (digit, tile), digit-major;
-//! 2. scan: one workgroup per digit turns that digit's tile counts into exclusive prefix sums
-//!    and writes the digit's total;
-//! 3. scatter: each workgroup ranks its tile's items by digit (subgroup ballots, stable),
+//!    per (row, digit, tile), row-major then digit-major;
+//! 2. block sums and 3. scan: one exclusive scan over all those counts (the sums of blocks of
+//!    counts, then each block scanned from the sum of the blocks before it), which gives every
+//!    (row, digit, tile) its place in the packed rows;
+//! 4. scatter: each workgroup ranks its tile's items by digit (subgroup ballots, stable),
 //!    reorders them into digit order in shared memory, and writes each digit's run to its place
-//!    (the digit's start from the totals, plus earlier tiles from the scan): coalesced writes of
-//!    about `tile / 256` items per run instead of one scattered item per invocation.
+//!    plus the item's rank: coalesced writes of about `tile / 256` items per run instead of one
+//!    scattered item per invocation.
 //!
-//! The first pass reads the input elements and builds the 8-byte items on the fly (key, then
-//! the element's bits for sort or its position for argsort); the last writes the result
-//! directly (values, positions, or items for top_k), so there is no separate key pass and no
-//! gather. Bytes moved per key for a 32-bit sort: pass 1 reads 4 (count) + 4 (scatter) and
-//! writes 8; passes 2 and 3 read 8 + 8 and write 8; pass 4 reads 8 + 8 and writes 4: 84 bytes
-//! per key (about 1.4 GB for 16M keys, 0.35-0.42 ms at 3.3-4 TB/s), plus 256 x tiles x 4 bytes
-//! of counts, three times per pass. An argsort to s64 writes 8 instead of 4 in its last pass.
+//! The first pass reads the input elements and builds the items on the fly (key, then the
+//! element's bits for sort or its position for argsort); the last writes the result directly
+//! (values, positions, or items for top_k), so there is no separate key pass and no gather.
+//! Bytes moved per key for a 32-bit sort: pass 1 reads 4 (count) + 4 (scatter) and writes 8;
+//! passes 2 and 3 read 8 + 8 and write 8; pass 4 reads 8 + 8 and writes 4: 84 bytes per key
+//! (about 1.4 GB for 16M keys, 0.35-0.42 ms at 3.3-4 TB/s), plus 256 x 4 bytes of counts per
+//! tile, read or written five times per pass. A 64-bit sort moves 16-byte items through eight
+//! passes: 360 bytes per key.
 //!
-//! Rejected: 4-bit digits (twice the passes; the previous design), and a single-pass chained
-//! scan (decoupled look-back: it saves the count reads, 20 of the 84 bytes, but spins on other
-//! workgroups' progress, which Vulkan does not guarantee and lavapipe's loop cap makes risky).
-//! Rows sort one after another (up to 16 rows; more rows take the network). Not done yet:
-//! many rows in one sort (the row would join the key's high digits) and 64-bit keys.
+//! The variant behind `NXVK_KNOB_SORT_ONESWEEP=on` (off by default until raced; rows under
+//! 2^30) replaces the count and scan of every pass by one histogram of every pass's digits
+//! (one read of the input) and a decoupled look-back inside the scatter: tiles are taken in
+//! order from a ticket counter; each publishes its digit counts, sums the counts of the row's
+//! earlier tiles back to the first published prefix, and publishes its own prefix; a tile
+//! still unpublished after a few polls is counted again from the pass's source, so no
+//! workgroup depends on another's progress (which Vulkan does not promise, and which
+//! lavapipe's loop limiter of 65,535 iterations per invocation would turn into wrong results
+//! if it spun). That is 1 + passes dispatches, and per pass it saves the count kernel (20 of
+//! the 84 bytes per key, and its ranking: 0.115 of about 0.44 ms per pass on the H200,
+//! BENCHMARKS.md) and the two scan dispatches.
+//!
+//! Rejected: 4-bit digits (twice the passes; the previous design), one scan per (row, digit)
+//! (a workgroup per segment of a few counts when rows are many and short: the flat scan's cost
+//! does not depend on the row structure), and a look-back that spins until the tile before
+//! publishes (on lavapipe it ran out of loop iterations and scattered out of bounds: a crash
+//! of `tests/sort.rs`).
 
+use crate::kernel_knob::KernelKnob;
 use crate::launch::poison_output;
 use crate::sort::Direction;
-use crate::sort_codegen::key_bits;
+use crate::sort_codegen::{key_bits, wide_keys};
 use crate::sort_radix_codegen::{
-    Payload, RADIX_BITS, RadixDestination, RadixShape, RadixSource, count_shader, kernel_name,
-    scan_shader, scatter_shader,
+    BINS, Payload, Placement, RADIX_BITS, RadixDestination, RadixShape, RadixSource,
+    block_sums_shader, count_shader, histogram_shader, kernel_name, scan_blocks_shader,
+    scatter_shader,
 };
-use nxvk_core::{BufferAccess, Device, DeviceBuffer, Error, Result, Tensor};
+use nxvk_core::{BufferAccess, DType, Device, DeviceBuffer, Error, Kernel, Result, Tensor};
 use std::sync::Arc;
 
-/// Rows at least this long sort by radix; shorter rows sort faster in the bitonic network's
-/// one shared-memory dispatch and few global steps.
-const RADIX_MIN_ITEMS: usize = 2049;
+/// The most blocks the flat scan splits the counts into: each scanning workgroup first sums
+/// the block sums before its own, so their count bounds that work (1,024 sums is one load per
+/// invocation and a workgroup scan).
+const MAX_SCAN_BLOCKS: u32 = 1024;
 
-/// Rows sort by radix one after another (three dispatches per key byte each), so only a few
-/// rows do: more rows sort together in the network's dispatches.
-const RADIX_MAX_ROWS: usize = 16;
+/// Rows from this length on keep the default passes under the look-back knob: its tile
+/// statuses hold counts and prefixes in 30 bits.
+const LOOK_BACK_ROW_LIMIT: usize = 1 << 30;
 
-/// Whether `rows` rows of `row_length` elements of `dtype` sort by radix on `device`.
-pub(crate) fn radix_applies(
-    device: &Device,
-    dtype: nxvk_core::DType,
-    rows: usize,
-    row_length: usize,
-) -> bool {
-    (1..=RADIX_MAX_ROWS).contains(&rows)
-        && (RADIX_MIN_ITEMS..=crate::launch::MAX_ELEMENTS).contains(&row_length)
-        && key_bits(dtype).is_some_and(|bits| bits <= 32)
-        && RadixShape::for_device(device.capabilities()).is_some()
+/// The radix kernels' shape on `device` for `dtype`'s keys, when the device can run them.
+pub(crate) fn radix_shape(device: &Device, dtype: DType) -> Option<RadixShape> {
+    RadixShape::for_device(device.capabilities(), wide_keys(dtype))
 }
 
 /// The push constants of every radix kernel.
+#[derive(Clone, Copy)]
 struct RadixPush {
     source: u64,
     destination: u64,
+    /// The count kernel's counts, or this pass's tile statuses of the look-back.
     counts: u64,
+    block_sums: u64,
+    flip: u64,
     totals: u64,
-    total: u32,
+    tickets: u64,
+    row_length: u32,
+    tiles_per_row: u32,
     tiles: u32,
     shift: u32,
-    flip: u32,
+    destination_row_stride: u32,
+    count_total: u32,
+    block_length: u32,
+    blocks: u32,
+    pass: u32,
+    passes: u32,
 }
 
 impl RadixPush {
     fn bytes(&self) -> Vec<u8> {
-        let mut push = Vec::with_capacity(48);
-        for address in [self.source, self.destination, self.counts, self.totals] {
+        let mut push = Vec::with_capacity(96);
+        for address in [
+            self.source,
+            self.destination,
+            self.counts,
+            self.block_sums,
+            self.flip,
+            self.totals,
+            self.tickets,
+        ] {
             push.extend_from_slice(&address.to_le_bytes());
         }
-        for word in [self.total, self.tiles, self.shift, self.flip] {
+        for word in [
+            self.row_length,
+            self.tiles_per_row,
+            self.tiles,
+            self.shift,
+            self.destination_row_stride,
+            self.count_total,
+            self.block_length,
+            self.blocks,
+            self.pass,
+            self.passes,
+        ] {
             push.extend_from_slice(&word.to_le_bytes());
         }
         push
     }
 }
 
-/// Sorts each row of `row_length` elements of the contiguous `rows` (of a dtype with keys of
-/// up to 32 bits) in `direction`, stably, one row after another, writing the result as
-/// `destination` into `output` (row `r` at `output_address + r * output_row_bytes`): items
-/// (key, position) for the network's finishing kernels, the sorted values, or the positions.
+/// How the counts of one sort are laid out and split for the scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CountLayout {
+    pub(crate) tiles_per_row: u32,
+    pub(crate) tiles: u32,
+    pub(crate) count_total: u32,
+    pub(crate) block_length: u32,
+    pub(crate) blocks: u32,
+}
+
+impl CountLayout {
+    /// The layout for `rows` rows of `row_length` in tiles of `tile`, or `None` when the
+    /// counts would not fit 32-bit indices.
+    pub(crate) fn new(rows: usize, row_length: usize, tile: u32) -> Option<CountLayout> {
+        let tiles_per_row = u32::try_from(row_length.div_ceil(tile as usize)).ok()?;
+        let tiles = u32::try_from(rows).ok()?.checked_mul(tiles_per_row)?;
+        let count_total = tiles.checked_mul(BINS)?;
+        let chunks = count_total.div_ceil(tile);
+        let block_length = chunks.div_ceil(MAX_SCAN_BLOCKS).max(1).checked_mul(tile)?;
+        Some(CountLayout {
+            tiles_per_row,
+            tiles,
+            count_total,
+            block_length,
+            blocks: count_total.div_ceil(block_length),
+        })
+    }
+}
+
+/// Sorts each of the contiguous `rows` (rows of `row_length` elements of a dtype with radix
+/// keys) in `direction`, stably, all rows at once, writing the result as `destination` into
+/// `output` (row `r` from element `r * output_row_stride` at `output_address`): items (key,
+/// position) for the network's finishing kernels, the sorted values, or the positions.
 #[allow(clippy::too_many_arguments)] // Each is one fact about the result; a struct would only rename them.
 pub(crate) fn radix_sort_rows(
     op: &'static str,
@@ -97,7 +166,7 @@ pub(crate) fn radix_sort_rows(
     destination: RadixDestination,
     output: &DeviceBuffer,
     output_address: u64,
-    output_row_bytes: u64,
+    output_row_stride: usize,
 ) -> Result<()> {
     let device = rows.device();
     let dtype = rows.dtype();
@@ -106,145 +175,322 @@ pub(crate) fn radix_sort_rows(
         dtype,
         detail: detail.into(),
     };
-    let shape = RadixShape::for_device(device.capabilities())
+    let shape = radix_shape(device, dtype)
         .ok_or_else(|| unsupported("the device lacks the radix sort's subgroup operations"))?;
-    let bits = key_bits(dtype)
-        .filter(|&bits| bits <= 32)
-        .ok_or_else(|| unsupported("no radix keys of up to 32 bits for this dtype"))?;
-    let total = u32::try_from(row_length).map_err(|_| unsupported("rows beyond 2^32 elements"))?;
+    let bits = key_bits(dtype).ok_or_else(|| unsupported("no radix keys for this dtype"))?;
     let row_count = rows.n_elements().checked_div(row_length).unwrap_or(0);
-    let tiles = total.div_ceil(shape.tile());
+    let total = row_count * row_length;
+    let layout = CountLayout::new(row_count, row_length, shape.tile())
+        .filter(|_| total <= crate::launch::MAX_ELEMENTS)
+        .ok_or_else(|| unsupported("more radix tiles or elements than 32-bit indices hold"))?;
+    let destination_row_stride = u32::try_from(output_row_stride)
+        .ok()
+        .filter(|&stride| stride as usize >= row_length)
+        .ok_or_else(|| unsupported("a destination row shorter than the row"))?;
     let passes = bits / RADIX_BITS;
-    let payload = match destination {
-        RadixDestination::Values { .. } => Payload::Bits,
-        _ => Payload::Position,
-    };
-    let flip = match direction {
-        Direction::Ascending => 0,
-        Direction::Descending => u32::MAX >> (32 - bits),
-    };
-    let counts = device.alloc(op, u64::from(tiles) * 256 * 4)?;
-    let totals = device.alloc(op, 256 * 4)?;
-    let final_is_items = destination == RadixDestination::Items;
-    // Scratch items between passes: passes alternate between two buffers, the last writing
-    // the output (which is one of the two when the result is items).
-    let scratch_buffers = if final_is_items { 1 } else { 2 };
-    let scratch = (0..(passes - 1).min(scratch_buffers))
-        .map(|_| device.alloc(op, u64::from(total) * 8))
-        .collect::<Result<Vec<_>>>()?;
-    // A pass writes the output when it is the last, or when the result is items and an even
-    // number of passes follow; otherwise the scratch buffers, alternating.
-    let target_of = |pass: u32, row_output: u64| -> (&DeviceBuffer, u64) {
-        let passes_after = passes - 1 - pass;
-        if passes_after == 0 || (final_is_items && passes_after.is_multiple_of(2)) {
-            (output, row_output)
-        } else {
-            let buffer = &scratch[(passes_after as usize + 1) % scratch.len()];
-            (buffer, buffer.device_address())
-        }
+    let item_bytes = u64::from(shape.item_bytes());
+    let run = RadixRun {
+        op,
+        device,
+        dtype,
+        shape,
+        layout,
+        rows: row_count as u32,
+        passes,
+        payload: match destination {
+            RadixDestination::Values { .. } => Payload::Bits,
+            _ => Payload::Position,
+        },
+        destination,
+        flip: match direction {
+            Direction::Ascending => 0,
+            Direction::Descending => u64::MAX >> (64 - bits),
+        },
+        input: (
+            rows.buffer(),
+            rows.device_address()
+                .ok_or_else(|| unsupported("no address"))?,
+        ),
+        output: (output, output_address, destination_row_stride),
+        row_length: row_length as u32,
+        scratch: (0..(passes - 1).min(2))
+            .map(|_| device.alloc(op, total as u64 * item_bytes))
+            .collect::<Result<Vec<_>>>()?,
     };
     if destination != RadixDestination::Items {
         poison_output(output)?;
     }
-    let max_groups = device.capabilities().max_workgroup_count[0];
-    let tile_groups = tiles.clamp(1, max_groups);
-    let scan = device.kernel_from_glsl(
-        &kernel_name("scan", shape, RadixSource::Items, None),
-        &scan_shader(shape),
-        &[],
-    )?;
-    // Each pass's (count, scatter) kernels.
-    let kernels = (0..passes)
-        .map(|pass| {
-            let source = if pass == 0 {
-                RadixSource::Input { dtype, payload }
-            } else {
-                RadixSource::Items
-            };
-            let target = if pass + 1 == passes {
-                destination
-            } else {
-                RadixDestination::Items
-            };
-            let count = compile(
-                device,
-                kernel_name("count", shape, source, None),
-                count_shader(shape, source),
-                op,
-                dtype,
-            )?;
-            let scatter = compile(
-                device,
-                kernel_name("scatter", shape, source, Some(target)),
-                scatter_shader(shape, source, target),
-                op,
-                dtype,
-            )?;
-            Ok((count, scatter))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let input_address = rows
-        .device_address()
-        .ok_or_else(|| unsupported("no address"))?;
-    let input_row_bytes = row_length as u64 * u64::from(dtype.bits() / 8);
-    for row in 0..row_count as u64 {
-        let row_output = output_address + row * output_row_bytes;
-        let mut source: (&DeviceBuffer, u64) =
-            (rows.buffer(), input_address + row * input_row_bytes);
-        for (pass, (count, scatter)) in (0..passes).zip(&kernels) {
-            let (target, target_address) = target_of(pass, row_output);
-            let push = RadixPush {
-                source: source.1,
-                destination: target_address,
-                counts: counts.device_address(),
-                totals: totals.device_address(),
-                total,
-                tiles,
-                shift: pass * RADIX_BITS,
-                flip,
+    if KernelKnob::SortOnesweep.is_on(device) && row_length < LOOK_BACK_ROW_LIMIT {
+        run.look_back_passes()
+    } else {
+        run.scanned_count_passes()
+    }
+}
+
+/// What one radix sort runs with: its kernels' shape, its rows and passes, and where each
+/// pass reads and writes.
+struct RadixRun<'a> {
+    op: &'static str,
+    device: &'a Arc<Device>,
+    dtype: DType,
+    shape: RadixShape,
+    layout: CountLayout,
+    rows: u32,
+    row_length: u32,
+    passes: u32,
+    payload: Payload,
+    destination: RadixDestination,
+    flip: u64,
+    input: (&'a DeviceBuffer, u64),
+    /// The output, its address and its row stride in elements.
+    output: (&'a DeviceBuffer, u64, u32),
+    /// Items between passes, in packed rows.
+    scratch: Vec<DeviceBuffer>,
+}
+
+/// The buffers that hold a pass's counts or statuses, and the rest of its bookkeeping.
+#[derive(Clone, Copy, Default)]
+struct Bookkeeping {
+    counts: u64,
+    block_sums: u64,
+    totals: u64,
+    tickets: u64,
+}
+
+impl RadixRun<'_> {
+    /// Where pass `pass` reads: the input rows first, then the items the pass before wrote.
+    fn source_of(&self, pass: u32) -> (&DeviceBuffer, u64) {
+        if pass == 0 {
+            self.input
+        } else {
+            let (buffer, address, _) = self.target_of(pass - 1);
+            (buffer, address)
+        }
+    }
+
+    /// Where pass `pass` writes, and its row stride: the last writes the output (whose rows
+    /// may be longer, as top_k's are); the others alternate between the two scratch buffers.
+    fn target_of(&self, pass: u32) -> (&DeviceBuffer, u64, u32) {
+        if pass + 1 == self.passes {
+            self.output
+        } else {
+            let buffer = &self.scratch[pass as usize % 2];
+            (buffer, buffer.device_address(), self.row_length)
+        }
+    }
+
+    /// The push constants of pass `pass`.
+    fn push(&self, pass: u32, books: Bookkeeping) -> Vec<u8> {
+        let (_, destination, destination_row_stride) = self.target_of(pass);
+        RadixPush {
+            source: self.source_of(pass).1,
+            destination,
+            counts: books.counts,
+            block_sums: books.block_sums,
+            flip: self.flip,
+            totals: books.totals,
+            tickets: books.tickets,
+            row_length: self.row_length,
+            tiles_per_row: self.layout.tiles_per_row,
+            tiles: self.layout.tiles,
+            shift: pass * RADIX_BITS,
+            destination_row_stride,
+            count_total: self.layout.count_total,
+            block_length: self.layout.block_length,
+            blocks: self.layout.blocks,
+            pass,
+            passes: self.passes,
+        }
+        .bytes()
+    }
+
+    /// Pass `pass`'s source: the input elements first, items after.
+    fn radix_source(&self, pass: u32) -> RadixSource {
+        if pass == 0 {
+            RadixSource::Input {
+                dtype: self.dtype,
+                payload: self.payload,
             }
-            .bytes();
+        } else {
+            RadixSource::Items
+        }
+    }
+
+    /// Compiles a generated radix kernel (`None`: the source or destination has no GLSL
+    /// form).
+    fn compile(&self, name: String, shader: Option<String>) -> Result<Arc<Kernel>> {
+        let shader = shader.ok_or_else(|| Error::Unsupported {
+            op: self.op,
+            dtype: self.dtype,
+            detail: format!("no radix kernel `{name}`"),
+        })?;
+        self.device.kernel_from_glsl(&name, &shader, &[])
+    }
+
+    /// Pass `pass`'s scatter kernel with `placement`.
+    fn scatter_kernel(&self, pass: u32, placement: Placement) -> Result<Arc<Kernel>> {
+        let source = self.radix_source(pass);
+        let target = if pass + 1 == self.passes {
+            self.destination
+        } else {
+            RadixDestination::Items
+        };
+        self.compile(
+            kernel_name("scatter", self.shape, source, Some(target)) + placement.label(),
+            scatter_shader(self.shape, source, target, placement),
+        )
+    }
+
+    /// A dispatch of `count` workgroups (at most the device's limit; the kernels loop).
+    fn workgroups(&self, count: u32) -> [u32; 3] {
+        let max_groups = self.device.capabilities().max_workgroup_count[0];
+        [count.clamp(1, max_groups), 1, 1]
+    }
+
+    /// The default passes: count, block sums, scan and scatter per key byte.
+    fn scanned_count_passes(&self) -> Result<()> {
+        let device = self.device;
+        let counts = device.alloc(self.op, u64::from(self.layout.count_total) * 4)?;
+        let block_sums = device.alloc(self.op, u64::from(self.layout.blocks) * 4)?;
+        let books = Bookkeeping {
+            counts: counts.device_address(),
+            block_sums: block_sums.device_address(),
+            ..Bookkeeping::default()
+        };
+        let block_sums_kernel = device.kernel_from_glsl(
+            &kernel_name("block_sums", self.shape, RadixSource::Items, None),
+            &block_sums_shader(self.shape),
+            &[],
+        )?;
+        let scan_kernel = device.kernel_from_glsl(
+            &kernel_name("scan_blocks", self.shape, RadixSource::Items, None),
+            &scan_blocks_shader(self.shape),
+            &[],
+        )?;
+        for pass in 0..self.passes {
+            let source = self.radix_source(pass);
+            let count = self.compile(
+                kernel_name("count", self.shape, source, None),
+                count_shader(self.shape, source),
+            )?;
+            let scatter = self.scatter_kernel(pass, Placement::ScannedCounts)?;
+            let (read, _) = self.source_of(pass);
+            let (target, _, _) = self.target_of(pass);
+            let push = self.push(pass, books);
             device.dispatch(
-                count,
-                [tile_groups, 1, 1],
+                &count,
+                self.workgroups(self.layout.tiles),
                 &push,
-                &[BufferAccess::Read(source.0), BufferAccess::Write(&counts)],
+                &[BufferAccess::Read(read), BufferAccess::Write(&counts)],
             )?;
             device.dispatch(
-                &scan,
-                [256u32.min(max_groups), 1, 1],
-                &push,
-                &[BufferAccess::Write(&counts), BufferAccess::Write(&totals)],
-            )?;
-            device.dispatch(
-                scatter,
-                [tile_groups, 1, 1],
+                &block_sums_kernel,
+                self.workgroups(self.layout.blocks),
                 &push,
                 &[
-                    BufferAccess::Read(source.0),
                     BufferAccess::Read(&counts),
-                    BufferAccess::Read(&totals),
+                    BufferAccess::Write(&block_sums),
+                ],
+            )?;
+            device.dispatch(
+                &scan_kernel,
+                self.workgroups(self.layout.blocks),
+                &push,
+                &[
+                    BufferAccess::Write(&counts),
+                    BufferAccess::Read(&block_sums),
+                ],
+            )?;
+            device.dispatch(
+                &scatter,
+                self.workgroups(self.layout.tiles),
+                &push,
+                &[
+                    BufferAccess::Read(read),
+                    BufferAccess::Read(&counts),
                     BufferAccess::Write(target),
                 ],
             )?;
-            source = (target, target_address);
         }
+        Ok(())
     }
-    Ok(())
+
+    /// The look-back passes (the knob's variant): one histogram of every pass's digits, then
+    /// one scatter per key byte that finds its tiles' places by looking back.
+    fn look_back_passes(&self) -> Result<()> {
+        let device = self.device;
+        let status_bytes = u64::from(self.layout.count_total) * 4;
+        let statuses = device.alloc(self.op, status_bytes * u64::from(self.passes))?;
+        let totals = device.alloc(
+            self.op,
+            u64::from(self.rows) * u64::from(self.passes) * u64::from(BINS) * 4,
+        )?;
+        let tickets = device.alloc(self.op, u64::from(self.passes) * 4)?;
+        for buffer in [&statuses, &totals, &tickets] {
+            device.fill(buffer, 0)?;
+        }
+        let books = |pass: u32| Bookkeeping {
+            counts: statuses.device_address() + u64::from(pass) * status_bytes,
+            totals: totals.device_address(),
+            tickets: tickets.device_address(),
+            ..Bookkeeping::default()
+        };
+        let histogram = self.compile(
+            kernel_name("histogram", self.shape, self.radix_source(0), None),
+            histogram_shader(self.shape, self.dtype),
+        )?;
+        device.dispatch(
+            &histogram,
+            self.workgroups(self.layout.tiles),
+            &self.push(0, books(0)),
+            &[
+                BufferAccess::Read(self.input.0),
+                BufferAccess::Write(&totals),
+            ],
+        )?;
+        for pass in 0..self.passes {
+            let scatter = self.scatter_kernel(pass, Placement::LookBack)?;
+            let (read, _) = self.source_of(pass);
+            let (target, _, _) = self.target_of(pass);
+            device.dispatch(
+                &scatter,
+                self.workgroups(self.layout.tiles),
+                &self.push(pass, books(pass)),
+                &[
+                    BufferAccess::Read(read),
+                    BufferAccess::Read(&totals),
+                    BufferAccess::Write(&statuses),
+                    BufferAccess::Write(&tickets),
+                    BufferAccess::Write(target),
+                ],
+            )?;
+        }
+        Ok(())
+    }
 }
 
-/// Compiles a generated radix kernel (`None`: the source or destination has no GLSL form).
-fn compile(
-    device: &Arc<Device>,
-    name: String,
-    shader: Option<String>,
-    op: &'static str,
-    dtype: nxvk_core::DType,
-) -> Result<Arc<nxvk_core::Kernel>> {
-    let shader = shader.ok_or_else(|| Error::Unsupported {
-        op,
-        dtype,
-        detail: format!("no radix kernel `{name}`"),
-    })?;
-    device.kernel_from_glsl(&name, &shader, &[])
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scan's blocks cover the counts exactly, in whole chunks of a tile, and never number
+    /// more than the bound, from one tile to the most tiles 32-bit counts allow.
+    #[test]
+    fn count_layouts_cover_the_counts() {
+        for (rows, row_length, tile) in [
+            (1, 1, 4096),
+            (1, 1 << 24, 4096),
+            (1 << 14, 5000, 4096),
+            (3, 2049, 1024),
+            (1 << 20, 1100, 1024),
+        ] {
+            let layout = CountLayout::new(rows, row_length, tile).unwrap();
+            assert_eq!(layout.count_total, layout.tiles * BINS);
+            assert_eq!(layout.block_length % tile, 0);
+            assert!(layout.blocks <= MAX_SCAN_BLOCKS, "{layout:?}");
+            assert!(layout.blocks * layout.block_length >= layout.count_total);
+            assert!((layout.blocks - 1) * layout.block_length < layout.count_total);
+        }
+        assert!(CountLayout::new(1 << 26, 4096, 1024).is_none());
+    }
 }

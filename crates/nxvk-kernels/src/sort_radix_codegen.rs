@@ -1,40 +1,49 @@
-//! GLSL for the radix sort (`sort_radix.rs`): per-tile digit counts, a scan of those counts per
-//! digit, and the stable scatter that ranks a tile's items in shared memory and writes them to
-//! their places in runs.
+//! GLSL for the radix sort (`sort_radix.rs`): per-tile digit counts, a flat exclusive scan of
+//! those counts (block sums, then each block scanned from its offset), and the stable scatter
+//! that ranks a tile's items in shared memory and writes them to their places in runs.
 //!
-//! An *item* is one `uint64_t`: the key (already complemented for a descending sort) in the
-//! high word and a 32-bit payload in the low one: the element's position in the row (argsort,
-//! top_k) or its own bits (sort, which then needs no gather at the end). The first pass reads
+//! An *item* holds the key (already complemented for a descending sort) and a payload: the
+//! element's position in its row (argsort, top_k) or its own bits (sort, which then needs no
+//! gather at the end). Keys of up to 32 bits make one `uint64_t` (key in the high word, payload
+//! in the low one); 64-bit keys a `u64vec2` (key, payload), the layout of the network's wide
+//! items (`sort_codegen.rs`), so top_k's finishing kernels read either. The first pass reads
 //! the input elements and builds the items as it goes; the last pass writes the final result
 //! (items, values or positions) straight away.
 //!
-//! A tile is `workgroup_size * per_invocation` consecutive items; subgroup `s` of the tile's
-//! workgroup owns the `s`-th run of `subgroup_size * per_invocation` of them and walks it in
-//! rounds of one item per invocation. Thread order everywhere is (`gl_SubgroupID`,
-//! `gl_SubgroupInvocationID`), which the kernels define themselves rather than assume
-//! `gl_LocalInvocationID` follows. The shapes assume `gl_SubgroupSize` is the device's reported
-//! subgroup size, which Vulkan guarantees for SPIR-V 1.5 modules created without the varying
-//! subgroup size flag (nxvk's case).
+//! Rows: the input is `rows` contiguous rows of `row_length` elements; a tile is
+//! `workgroup_size * per_invocation` consecutive items of one row (a row's last tile may be
+//! partly empty; tiles never span rows). Counts are laid out row-major, then digit-major, then
+//! by tile: `counts[(row * 256 + digit) * tiles_per_row + tile_in_row]`, so one exclusive scan
+//! over the whole array gives every (row, digit, tile) its place in the packed rows: the rows
+//! before it (whose counts sum to their lengths), the smaller digits of its row, and the same
+//! digit in the row's earlier tiles. The scatter then needs no digit totals of its own.
+//!
+//! Within a tile, subgroup `s` of the workgroup owns the `s`-th run of
+//! `subgroup_size * per_invocation` items and walks it in rounds of one item per invocation.
+//! Thread order everywhere is (`gl_SubgroupID`, `gl_SubgroupInvocationID`), which the kernels
+//! define themselves rather than assume `gl_LocalInvocationID` follows. The shapes assume
+//! `gl_SubgroupSize` is the device's reported subgroup size, which Vulkan guarantees for SPIR-V
+//! 1.5 modules created without the varying subgroup size flag (nxvk's case).
 
 use crate::sort_codegen::{integer_storage, key_function};
 use nxvk_core::{Capabilities, DType};
 
-/// Digits are 8 bits: 256 bins, four passes for 32-bit keys.
+/// Digits are 8 bits: 256 bins, four passes for 32-bit keys, eight for 64-bit ones.
 pub(crate) const RADIX_BITS: u32 = 8;
 
 /// Bins per digit.
-const BINS: u32 = 1 << RADIX_BITS;
+pub(crate) const BINS: u32 = 1 << RADIX_BITS;
 
 /// Subgroups per workgroup of the count and scatter kernels (at most; fewer when subgroups are
 /// wide, so a workgroup never exceeds 256 invocations and each invocation owns whole digits).
 const SUBGROUPS_PER_WORKGROUP: u32 = 8;
 
 /// Items per invocation in a tile, at most (16 x 256 invocations = 4,096 items, whose 32 KiB
-/// exchange buffer fits a 48 KiB workgroup beside the counters).
+/// exchange buffer of 8-byte items fits a 48 KiB workgroup beside the counters).
 const MAX_PER_INVOCATION: u32 = 16;
 
-/// The shape of the radix kernels on one device, derived from its subgroup size and shared
-/// memory.
+/// The shape of the radix kernels on one device for one item width, derived from its subgroup
+/// size and shared memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RadixShape {
     pub(crate) subgroup_size: u32,
@@ -43,12 +52,15 @@ pub(crate) struct RadixShape {
     /// Peers (the invocations holding the same digit) come from one `subgroupPartitionNV`
     /// instead of one ballot per digit bit.
     pub(crate) partitioned: bool,
+    /// Items are 16 bytes (64-bit keys) rather than 8.
+    pub(crate) wide: bool,
 }
 
 impl RadixShape {
-    /// The largest shape whose scatter fits the device's shared memory, or `None` when the
-    /// device lacks the subgroup ballots and scans the kernels rank with.
-    pub(crate) fn for_device(capabilities: &Capabilities) -> Option<RadixShape> {
+    /// The largest shape for items of 64-bit keys (`wide`) or narrower ones whose scatter fits
+    /// the device's shared memory, or `None` when the device lacks the subgroup ballots and
+    /// scans the kernels rank with.
+    pub(crate) fn for_device(capabilities: &Capabilities, wide: bool) -> Option<RadixShape> {
         let operations = &capabilities.subgroup_operations;
         if !(operations.basic && operations.ballot && operations.arithmetic) {
             return None;
@@ -57,6 +69,7 @@ impl RadixShape {
             capabilities.subgroup_size,
             capabilities.max_shared_memory_bytes,
             capabilities.max_workgroup_invocations,
+            wide,
         )?;
         Some(RadixShape {
             partitioned: operations.partitioned,
@@ -70,6 +83,7 @@ impl RadixShape {
         subgroup_size: u32,
         max_shared_bytes: u32,
         max_invocations: u32,
+        wide: bool,
     ) -> Option<RadixShape> {
         if !subgroup_size.is_power_of_two() || subgroup_size > 128 {
             return None;
@@ -85,6 +99,7 @@ impl RadixShape {
                 workgroup_size,
                 per_invocation,
                 partitioned: false,
+                wide,
             };
             if shape.scatter_shared_bytes() <= max_shared_bytes {
                 return Some(shape);
@@ -99,27 +114,37 @@ impl RadixShape {
         self.workgroup_size * self.per_invocation
     }
 
+    /// Bytes of one item.
+    pub(crate) fn item_bytes(&self) -> u32 {
+        if self.wide { 16 } else { 8 }
+    }
+
     fn subgroups(&self) -> u32 {
         self.workgroup_size / self.subgroup_size
     }
 
     /// Shared memory of the scatter kernel: per-subgroup digit counters, the digits' places,
-    /// the tile's items (the exchange) and the scan's per-subgroup sums.
+    /// the tile's items (the exchange), the scan's per-subgroup sums, and the look-back's
+    /// ticket and fallback counters (one shape serves both placements).
     fn scatter_shared_bytes(&self) -> u32 {
-        (self.subgroups() * BINS + BINS + self.subgroups()) * 4 + self.tile() * 8
+        let look_back = (1 + BINS) * 4;
+        (self.subgroups() * BINS + BINS + self.subgroups()) * 4
+            + self.tile() * self.item_bytes()
+            + look_back
     }
 
     /// A label naming the shape in kernel names.
     fn label(&self) -> String {
         let peers = if self.partitioned { "_partitioned" } else { "" };
+        let width = if self.wide { "_wide" } else { "" };
         format!(
-            "s{}_w{}_k{}{peers}",
+            "s{}_w{}_k{}{peers}{width}",
             self.subgroup_size, self.workgroup_size, self.per_invocation
         )
     }
 }
 
-/// What the low word of an item built from the input holds.
+/// What the payload of an item built from the input holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Payload {
     /// The element's bits (zero-extended): the sorted values come out of the items directly.
@@ -131,7 +156,7 @@ pub(crate) enum Payload {
 /// Where a pass reads its items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RadixSource {
-    /// The input row of `dtype` (the first pass): items are built as they are loaded.
+    /// The input rows of `dtype` (the first pass): items are built as they are loaded.
     Input { dtype: DType, payload: Payload },
     /// Items written by the previous pass.
     Items,
@@ -156,31 +181,35 @@ impl RadixSource {
         }
     }
 
-    /// GLSL of `load_key(index)` (the key, complemented by `push.flip`) and, for the scatter,
-    /// `load_item(index)`.
+    /// GLSL of `load_key(row, position)` (the key, complemented by `push.flip`) and
+    /// `load_item(row, position)`.
     fn functions(&self) -> Option<String> {
         Some(match *self {
             RadixSource::Input { dtype, payload } => {
                 let bytes = dtype.bits() / 8;
                 let payload = match payload {
                     Payload::Bits => "uint64_t(bits)",
-                    Payload::Position => "uint64_t(index)",
+                    Payload::Position => "uint64_t(position)",
                 };
                 format!(
                     "{keys}
-uint64_t element_address(uint index) {{ return push.source + uint64_t(index) * {bytes}ul; }}
-uint load_key(uint index) {{ return key_of_bits(element_bits(element_address(index))) ^ push.flip; }}
-uint64_t load_item(uint index) {{
-    uint bits = element_bits(element_address(index));
-    return (uint64_t(key_of_bits(bits) ^ push.flip) << 32) | {payload};
+uint64_t element_address(uint row, uint position) {{
+    return push.source + (uint64_t(row) * uint64_t(push.row_length) + uint64_t(position)) * {bytes}ul;
+}}
+KEY load_key(uint row, uint position) {{ return key_of_bits(element_bits(element_address(row, position))) ^ KEY(push.flip); }}
+ITEM load_item(uint row, uint position) {{
+    KEY bits = element_bits(element_address(row, position));
+    return make_item(key_of_bits(bits) ^ KEY(push.flip), {payload});
 }}
 ",
                     keys = key_function(dtype)?,
                 )
             }
             RadixSource::Items => "
-uint64_t load_item(uint index) { return Items(push.source + uint64_t(index) * 8ul).v; }
-uint load_key(uint index) { return uint(load_item(index) >> 32); }
+ITEM load_item(uint row, uint position) {
+    return Items(push.source + (uint64_t(row) * uint64_t(push.row_length) + uint64_t(position)) * ITEM_BYTES).v;
+}
+KEY load_key(uint row, uint position) { return key_of_item(load_item(row, position)); }
 "
             .into(),
         })
@@ -196,12 +225,12 @@ impl RadixDestination {
         }
     }
 
-    /// GLSL of `store_item(place, item)`.
+    /// GLSL of `store_item(index, item)`, `index` counted in the destination's elements.
     fn function(&self) -> Option<String> {
         let (storage, bytes) = match *self {
             RadixDestination::Items => {
                 return Some(
-                    "void store_item(uint place, uint64_t item) { Items(push.destination + uint64_t(place) * 8ul).v = item; }"
+                    "void store_item(uint64_t index, ITEM item) { Items(push.destination + index * ITEM_BYTES).v = item; }"
                         .into(),
                 );
             }
@@ -210,6 +239,7 @@ impl RadixDestination {
                     1 => "uint8_t",
                     2 => "uint16_t",
                     4 => "uint",
+                    8 => "uint64_t",
                     _ => return None,
                 },
                 element_bytes,
@@ -218,19 +248,48 @@ impl RadixDestination {
         };
         Some(format!(
             "layout(buffer_reference, scalar, buffer_reference_align = {bytes}) writeonly buffer Output {{ {storage} v; }};
-void store_item(uint place, uint64_t item) {{ Output(push.destination + uint64_t(place) * {bytes}ul).v = {storage}(uint(item)); }}"
+void store_item(uint64_t index, ITEM item) {{ Output(push.destination + index * {bytes}ul).v = {storage}(payload_of(item)); }}"
         ))
     }
 }
 
-/// The declarations every radix kernel starts with: sizes, buffers, push constants and the
-/// workgroup scan.
+/// GLSL of the item type of a shape: `ITEM`, `KEY`, `ITEM_BYTES`, and `make_item`,
+/// `key_of_item`, `payload_of` and `digit_of` (the digit at `push.shift`).
+fn item_functions(wide: bool) -> &'static str {
+    if wide {
+        "
+#define ITEM u64vec2
+#define KEY uint64_t
+const uint64_t ITEM_BYTES = 16ul;
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Items { ITEM v; };
+ITEM make_item(KEY key, uint64_t payload) { return ITEM(key, payload); }
+KEY key_of_item(ITEM item) { return item.x; }
+uint64_t payload_of(ITEM item) { return item.y; }
+uint digit_of_key(KEY key) { return uint(key >> push.shift) & (BINS - 1u); }
+"
+    } else {
+        "
+#define ITEM uint64_t
+#define KEY uint
+const uint64_t ITEM_BYTES = 8ul;
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Items { ITEM v; };
+ITEM make_item(KEY key, uint64_t payload) { return (uint64_t(key) << 32) | payload; }
+KEY key_of_item(ITEM item) { return uint(item >> 32); }
+uint64_t payload_of(ITEM item) { return item & 0xFFFFFFFFul; }
+uint digit_of_key(KEY key) { return (key >> push.shift) & (BINS - 1u); }
+"
+    }
+}
+
+/// The declarations every radix kernel starts with: sizes, push constants, the item type
+/// and the workgroup scan.
 fn prelude(shape: RadixShape) -> String {
     let RadixShape {
         subgroup_size,
         workgroup_size,
         per_invocation,
         partitioned,
+        wide,
     } = shape;
     let subgroups = shape.subgroups();
     let tile = shape.tile();
@@ -249,18 +308,24 @@ const uint SUBGROUPS = {subgroups}u;
 const uint PER_INVOCATION = {per_invocation}u;
 const uint TILE = {tile}u;
 const uint BINS = {BINS}u;
-layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Items {{ uint64_t v; }};
 layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Words {{ uint v; }};
-// Addresses (source, destination, tile counts, digit totals), then the row's length, its
-// tiles, the digit's shift and the key complement of a descending sort.
+// Addresses (source, destination, tile counts or the look-back's tile statuses, block sums of
+// the counts), the key complement of a descending sort, the look-back's digit totals and tile
+// tickets; then the rows' length, tiles per row, tiles in all, the digit's shift, the
+// destination's row stride (in its elements), the number of counts, the length of a block of
+// counts, the number of blocks, the pass and the number of passes.
 layout(push_constant, scalar) uniform Push {{
-    uint64_t source, destination, counts, totals;
-    uint total, tiles, shift, flip;
+    uint64_t source, destination, counts, block_sums, flip, totals, tickets;
+    uint row_length, tiles_per_row, tiles, shift, destination_row_stride, count_total, block_length, blocks, pass, passes;
 }} push;
-
+{items}
 // Thread order: subgroups in order, invocations in order within each.
 uint invocation_index() {{ return gl_SubgroupID * SUBGROUP + gl_SubgroupInvocationID; }}
 
+// The place of the count of (`row`, `digit`, `tile_in_row`).
+uint64_t count_address(uint row, uint digit, uint tile_in_row) {{
+    return push.counts + ((uint64_t(row) * BINS + uint64_t(digit)) * uint64_t(push.tiles_per_row) + uint64_t(tile_in_row)) * 4ul;
+}}
 {digit_peers}
 shared uint subgroup_sums[SUBGROUPS];
 
@@ -280,7 +345,8 @@ uint workgroup_exclusive_add(uint value, out uint total) {{
     barrier();
     return before + inclusive - value;
 }}
-"
+",
+        items = item_functions(wide),
     )
 }
 
@@ -328,9 +394,12 @@ pub(crate) fn kernel_name(
     )
 }
 
-/// Counts the digits at `push.shift` of each tile: `counts[digit * tiles + tile]`. Loads are
-/// coalesced (round `i` of a tile reads `WORKGROUP` consecutive items); the counters are shared
-/// atomics, one per distinct digit of a subgroup's round.
+/// GLSL that splits `tile` into its `row` and `tile_in_row`.
+const TILE_ROW: &str = "uint row = tile / push.tiles_per_row;
+        uint tile_in_row = tile - row * push.tiles_per_row;";
+
+/// Counts the digits at `push.shift` of each tile (see the module doc for the layout;
+/// `tile_histogram_glsl` does the counting).
 pub(crate) fn count_shader(shape: RadixShape, source: RadixSource) -> Option<String> {
     Some(format!(
         "{prelude}
@@ -340,30 +409,12 @@ shared uint histogram[BINS];
 void main() {{
     uint invocation = invocation_index();
     for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
+        {TILE_ROW}
         for (uint digit = invocation; digit < BINS; digit += WORKGROUP) histogram[digit] = 0u;
         barrier();
-        uint first = tile * TILE;
-        // All of the tile's loads are issued before any ballot, so their latencies overlap.
-        uint digits[PER_INVOCATION];
-        for (uint round = 0u; round < PER_INVOCATION; round++) {{
-            uint index = first + round * WORKGROUP + invocation;
-            digits[round] = index < push.total ? (load_key(index) >> push.shift) & (BINS - 1u) : 0u;
-        }}
-        for (uint round = 0u; round < PER_INVOCATION; round++) {{
-            bool valid = first + round * WORKGROUP + invocation < push.total;
-            uint digit = digits[round];
-            uvec4 peers = digit_peers(digit, valid);
-            // One atomic per distinct digit of the subgroup: skewed digits (the exponent byte
-            // of floats in a narrow range) would otherwise serialise on one counter. (Per-
-            // subgroup histograms updated without atomics ran no faster on the H200: the
-            // peer search and the round-to-round dependency cost the time, not the atomics.)
-            if (valid && subgroupBallotFindMSB(peers) == gl_SubgroupInvocationID) {{
-                atomicAdd(histogram[digit], subgroupBallotBitCount(peers));
-            }}
-        }}
-        barrier();
+{counting}        barrier();
         for (uint digit = invocation; digit < BINS; digit += WORKGROUP) {{
-            Words(push.counts + (uint64_t(digit) * uint64_t(push.tiles) + uint64_t(tile)) * 4ul).v = histogram[digit];
+            Words(count_address(row, digit, tile_in_row)).v = histogram[digit];
         }}
         barrier();
     }}
@@ -371,36 +422,57 @@ void main() {{
 ",
         prelude = prelude(shape),
         functions = source.functions()?,
+        counting = tile_histogram_glsl("histogram", "tile_in_row"),
     ))
 }
 
-/// Replaces each digit's row of tile counts by its exclusive prefix sums (one workgroup per
-/// digit, blocks of `TILE` counts with a carry) and writes the digit's total to `totals`.
-pub(crate) fn scan_shader(shape: RadixShape) -> String {
+/// GLSL adding the digits at `push.shift` of tile `tile` (a variable) of `row` into the
+/// shared counters `histogram` (zeroed before; every invocation takes part). Loads are
+/// coalesced (round `i` reads `WORKGROUP` consecutive items) and all issued before any ballot,
+/// so their latencies overlap; the counters are shared atomics, one per distinct digit of a
+/// subgroup's round: skewed digits (the exponent byte of floats in a narrow range) would
+/// otherwise serialise on one counter. (Per-subgroup histograms updated without atomics ran no
+/// faster on the H200: the peer search and the round-to-round dependency cost the time, not
+/// the atomics.)
+fn tile_histogram_glsl(histogram: &str, tile: &str) -> String {
+    format!(
+        "        {{
+        uint first = {tile} * TILE;
+        uint digits[PER_INVOCATION];
+        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+            uint position = first + round * WORKGROUP + invocation;
+            digits[round] = position < push.row_length ? digit_of_key(load_key(row, position)) : 0u;
+        }}
+        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+            bool valid = first + round * WORKGROUP + invocation < push.row_length;
+            uint digit = digits[round];
+            uvec4 peers = digit_peers(digit, valid);
+            if (valid && subgroupBallotFindMSB(peers) == gl_SubgroupInvocationID) {{
+                atomicAdd({histogram}[digit], subgroupBallotBitCount(peers));
+            }}
+        }}
+        }}
+"
+    )
+}
+
+/// The first half of the flat exclusive scan of the counts: the sum of each block of
+/// `push.block_length` counts (a multiple of `TILE`) into `block_sums`.
+pub(crate) fn block_sums_shader(shape: RadixShape) -> String {
     format!(
         "{prelude}
 void main() {{
     uint invocation = invocation_index();
-    for (uint digit = gl_WorkGroupID.x; digit < BINS; digit += gl_NumWorkGroups.x) {{
-        uint64_t row = push.counts + uint64_t(digit) * uint64_t(push.tiles) * 4ul;
-        uint carry = 0u;
-        for (uint block = 0u; block < push.tiles; block += TILE) {{
-            uint begin = block + invocation * PER_INVOCATION;
-            uint values[PER_INVOCATION];
-            uint sum = 0u;
-            for (uint i = 0u; i < PER_INVOCATION; i++) {{
-                values[i] = begin + i < push.tiles ? Words(row + uint64_t(begin + i) * 4ul).v : 0u;
-                sum += values[i];
-            }}
-            uint block_total;
-            uint running = carry + workgroup_exclusive_add(sum, block_total);
-            for (uint i = 0u; i < PER_INVOCATION; i++) {{
-                if (begin + i < push.tiles) Words(row + uint64_t(begin + i) * 4ul).v = running;
-                running += values[i];
-            }}
-            carry += block_total;
+    for (uint block = gl_WorkGroupID.x; block < push.blocks; block += gl_NumWorkGroups.x) {{
+        uint begin = block * push.block_length;
+        uint end = min(begin + push.block_length, push.count_total);
+        uint sum = 0u;
+        for (uint index = begin + invocation; index < end; index += WORKGROUP) {{
+            sum += Words(push.counts + uint64_t(index) * 4ul).v;
         }}
-        if (invocation == 0u) Words(push.totals + uint64_t(digit) * 4ul).v = carry;
+        uint total;
+        workgroup_exclusive_add(sum, total);
+        if (invocation == 0u) Words(push.block_sums + uint64_t(block) * 4ul).v = total;
     }}
 }}
 ",
@@ -408,62 +480,246 @@ void main() {{
     )
 }
 
+/// The second half of the flat exclusive scan: each block of counts replaced by its exclusive
+/// prefix sums, starting from the sum of the earlier blocks (few: the driver keeps the block
+/// count bounded), in chunks of `TILE` counts with a carry.
+pub(crate) fn scan_blocks_shader(shape: RadixShape) -> String {
+    format!(
+        "{prelude}
+void main() {{
+    uint invocation = invocation_index();
+    for (uint block = gl_WorkGroupID.x; block < push.blocks; block += gl_NumWorkGroups.x) {{
+        uint earlier = 0u;
+        for (uint other = invocation; other < block; other += WORKGROUP) {{
+            earlier += Words(push.block_sums + uint64_t(other) * 4ul).v;
+        }}
+        uint carry;
+        workgroup_exclusive_add(earlier, carry);
+        uint begin = block * push.block_length;
+        uint end = min(begin + push.block_length, push.count_total);
+        for (uint chunk = begin; chunk < end; chunk += TILE) {{
+            uint first = chunk + invocation * PER_INVOCATION;
+            uint values[PER_INVOCATION];
+            uint sum = 0u;
+            for (uint i = 0u; i < PER_INVOCATION; i++) {{
+                values[i] = first + i < end ? Words(push.counts + uint64_t(first + i) * 4ul).v : 0u;
+                sum += values[i];
+            }}
+            uint chunk_total;
+            uint running = carry + workgroup_exclusive_add(sum, chunk_total);
+            for (uint i = 0u; i < PER_INVOCATION; i++) {{
+                if (first + i < end) Words(push.counts + uint64_t(first + i) * 4ul).v = running;
+                running += values[i];
+            }}
+            carry += chunk_total;
+        }}
+    }}
+}}
+",
+        prelude = prelude(shape),
+    )
+}
+
+/// Where a scatter's tiles find the places of their digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// The scanned counts of the count kernel (the default passes: count, scan, scatter).
+    ScannedCounts,
+    /// A decoupled look-back over the row's earlier tiles, each tile publishing its counts and
+    /// then its inclusive prefix, plus the digit starts from one histogram of every pass
+    /// (`histogram_shader`): one dispatch per pass. Tiles are taken in order from a ticket
+    /// counter, so the tile before has started; a tile whose counts are not published after a
+    /// few polls is counted again from the pass's source (complete since the pass before), so
+    /// no workgroup ever waits on another's progress, which Vulkan does not promise.
+    LookBack,
+}
+
+impl Placement {
+    /// A suffix naming the placement in kernel names.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Placement::ScannedCounts => "",
+            Placement::LookBack => "_lookback",
+        }
+    }
+}
+
+/// GLSL of the look-back's declarations: tile statuses (flag in the top two bits, count or
+/// prefix below) in `push.counts`, tile-major then by digit, so the polls of consecutive
+/// digits read consecutive words.
+const LOOK_BACK_GLSL: &str = "
+const uint FLAG_AGGREGATE = 1u << 30;
+const uint FLAG_PREFIX = 2u << 30;
+const uint FLAG_MASK = 3u << 30;
+// Polls of an unpublished tile before counting it here (each poll is an atomic read and a
+// workgroup vote).
+const uint POLLS = 8u;
+uint64_t status_address(uint row, uint tile_in_row, uint digit) {
+    return push.counts + ((uint64_t(row) * uint64_t(push.tiles_per_row) + uint64_t(tile_in_row)) * BINS + uint64_t(digit)) * 4ul;
+}
+shared uint ticket;
+shared uint fallback_histogram[BINS];
+";
+
+/// GLSL of the look-back itself: after this tile published its counts, walks back over the
+/// row's earlier tiles, adding each digit's published counts until a published prefix, and
+/// counting from the source any tile still unpublished after `POLLS` polls; every step is
+/// workgroup-uniform (votes by `workgroup_exclusive_add`), so the counting can use barriers.
+/// Leaves `earlier[j]`, the count of digit `j` in the row's earlier tiles.
+fn look_back_glsl() -> String {
+    format!(
+        "        uint earlier[DIGITS_PER_INVOCATION];
+        bool found[DIGITS_PER_INVOCATION];
+        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+            earlier[j] = 0u;
+            found[j] = tile_in_row == 0u;
+        }}
+        for (uint back = tile_in_row; back > 0u; back--) {{
+            uint before_tile = back - 1u;
+            uint statuses[DIGITS_PER_INVOCATION];
+            uint absent_total = 0u;
+            for (uint poll = 0u; poll < POLLS; poll++) {{
+                uint absent = 0u;
+                for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+                    uint digit = invocation * DIGITS_PER_INVOCATION + j;
+                    statuses[j] = found[j] ? FLAG_PREFIX : atomicAdd(Words(status_address(row, before_tile, digit)).v, 0u);
+                    absent += (statuses[j] & FLAG_MASK) == 0u ? 1u : 0u;
+                }}
+                workgroup_exclusive_add(absent, absent_total);
+                if (absent_total == 0u) break;
+            }}
+            if (absent_total != 0u) {{
+                // The tile before has not published: count its digits from the source here.
+                for (uint digit = invocation; digit < BINS; digit += WORKGROUP) fallback_histogram[digit] = 0u;
+                barrier();
+{counting}                barrier();
+                for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+                    if ((statuses[j] & FLAG_MASK) == 0u) {{
+                        statuses[j] = FLAG_AGGREGATE | fallback_histogram[invocation * DIGITS_PER_INVOCATION + j];
+                    }}
+                }}
+                barrier();
+            }}
+            uint open = 0u;
+            for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+                if (!found[j]) {{
+                    earlier[j] += statuses[j] & ~FLAG_MASK;
+                    found[j] = (statuses[j] & FLAG_MASK) == FLAG_PREFIX;
+                }}
+                open += found[j] ? 0u : 1u;
+            }}
+            uint open_total;
+            workgroup_exclusive_add(open, open_total);
+            if (open_total == 0u) break;
+        }}
+",
+        counting = tile_histogram_glsl("fallback_histogram", "before_tile"),
+    )
+}
+
 /// The stable scatter of one pass. Per tile: each subgroup ranks its rounds of items by digit
-/// (peers found with eight ballots, one per digit bit; the last peer bumps the subgroup's
-/// counter), the counters become exclusive offsets (over subgroups, then over digits in the
-/// tile), the items are exchanged through shared memory into digit order, and written out in
-/// thread order, so consecutive invocations write consecutive places of a digit's run. An
-/// item's place is its digit's start (sum of all smaller digits' totals), plus the same digit
-/// in earlier tiles (the scan), plus its rank in the tile: ties keep their input order.
+/// (peers from `digit_peers`; the last peer bumps the subgroup's counter), the counters become
+/// exclusive offsets (over subgroups, then over digits in the tile), the items are exchanged
+/// through shared memory into digit order, and written out in thread order, so consecutive
+/// invocations write consecutive places of a digit's run. An item's place is its (row, digit,
+/// tile)'s place, from the scanned counts or the look-back (`placement`), plus its rank in the
+/// tile: ties keep their input order. Places count in packed rows; a destination with longer
+/// rows (top_k's items, padded for the network's finishing kernels) adds the difference per
+/// row.
 pub(crate) fn scatter_shader(
     shape: RadixShape,
     source: RadixSource,
     destination: RadixDestination,
+    placement: Placement,
 ) -> Option<String> {
     let digits_per_invocation = BINS / shape.workgroup_size;
+    let (tile_loop, digit_loads, digit_places) = match placement {
+        Placement::ScannedCounts => (
+            "for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {",
+            "        // This invocation's digits' places (the scanned counts), loaded first so that
+        // their latency overlaps the items'.
+        uint scanned[DIGITS_PER_INVOCATION];
+        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+            scanned[j] = Words(count_address(row, invocation * DIGITS_PER_INVOCATION + j, tile_in_row)).v;
+        }",
+            "        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+            // Unsigned wrap-around cancels when a slot of this digit is added back.
+            digit_places[invocation * DIGITS_PER_INVOCATION + j] = scanned[j] - local_starts[j];
+        }"
+            .to_owned(),
+        ),
+        Placement::LookBack => (
+            "for (;;) {
+        // Tiles in the order workgroups reach this point.
+        if (invocation == 0u) ticket = atomicAdd(Words(push.tickets + uint64_t(push.pass) * 4ul).v, 1u);
+        barrier();
+        uint tile = ticket;
+        if (tile >= push.tiles) break;",
+            "        // This invocation's digits' totals in the row (for their starts).
+        uint digit_totals[DIGITS_PER_INVOCATION];
+        uint row_sum = 0u;
+        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+            uint digit = invocation * DIGITS_PER_INVOCATION + j;
+            digit_totals[j] = Words(push.totals + ((uint64_t(row) * uint64_t(push.passes) + uint64_t(push.pass)) * BINS + uint64_t(digit)) * 4ul).v;
+            row_sum += digit_totals[j];
+        }",
+            "        uint unused;
+        uint digit_start = workgroup_exclusive_add(row_sum, unused);
+        // Publish this tile's counts (a first tile's are its prefix), then look back.
+        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+            uint flag = tile_in_row == 0u ? FLAG_PREFIX : FLAG_AGGREGATE;
+            atomicExchange(Words(status_address(row, tile_in_row, invocation * DIGITS_PER_INVOCATION + j)).v, flag | tile_counts[j]);
+        }
+{look_back_walk}        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+            uint digit = invocation * DIGITS_PER_INVOCATION + j;
+            if (tile_in_row != 0u) atomicExchange(Words(status_address(row, tile_in_row, digit)).v, FLAG_PREFIX | (earlier[j] + tile_counts[j]));
+            // Unsigned wrap-around cancels when a slot of this digit is added back.
+            digit_places[digit] = row * push.row_length + digit_start + earlier[j] - local_starts[j];
+            digit_start += digit_totals[j];
+        }"
+            .replace("{look_back_walk}", &look_back_glsl()),
+        ),
+    };
+    let look_back = if placement == Placement::LookBack {
+        LOOK_BACK_GLSL
+    } else {
+        ""
+    };
     Some(format!(
         "{prelude}
 {functions}
 {store}
+{look_back}
 const uint DIGITS_PER_INVOCATION = {digits_per_invocation}u;
 const uint NO_RANK = 0xFFFFFFFFu;
 shared uint subgroup_counts[SUBGROUPS * BINS];
 shared uint digit_places[BINS];
-shared uint64_t exchange[TILE];
+shared ITEM exchange[TILE];
 
-uint digit_of(uint64_t item) {{ return uint(item >> (32u + push.shift)) & (BINS - 1u); }}
+uint digit_of(ITEM item) {{ return digit_of_key(key_of_item(item)); }}
 
 void main() {{
     uint invocation = invocation_index();
     uint lane = gl_SubgroupInvocationID;
     uint counters = gl_SubgroupID * BINS;
-    for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
-        // This invocation's digits: their totals in the row and their counts in earlier tiles,
-        // loaded first so that these latencies overlap the items' (they were exposed one
-        // after another at the digit phase, with few workgroups per SM to hide them).
-        uint digit_totals[DIGITS_PER_INVOCATION];
-        uint earlier_tiles[DIGITS_PER_INVOCATION];
-        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
-            uint digit = invocation * DIGITS_PER_INVOCATION + j;
-            digit_totals[j] = Words(push.totals + uint64_t(digit) * 4ul).v;
-            earlier_tiles[j] = Words(push.counts + (uint64_t(digit) * uint64_t(push.tiles) + uint64_t(tile)) * 4ul).v;
-        }}
+    {tile_loop}
+        {TILE_ROW}
+{digit_loads}
         for (uint slot = invocation; slot < SUBGROUPS * BINS; slot += WORKGROUP) subgroup_counts[slot] = 0u;
         barrier();
-        uint first = tile * TILE;
+        uint first = tile_in_row * TILE;
         uint run = first + gl_SubgroupID * SUBGROUP * PER_INVOCATION;
         // All of the tile's loads are issued before the ranking, whose subgroup barriers would
         // otherwise expose one load latency per round.
-        uint64_t items[PER_INVOCATION];
+        ITEM items[PER_INVOCATION];
         for (uint round = 0u; round < PER_INVOCATION; round++) {{
-            uint index = run + round * SUBGROUP + lane;
-            items[round] = index < push.total ? load_item(index) : 0ul;
+            uint position = run + round * SUBGROUP + lane;
+            items[round] = position < push.row_length ? load_item(row, position) : ITEM(0ul);
         }}
         uint ranks[PER_INVOCATION];
         for (uint round = 0u; round < PER_INVOCATION; round++) {{
-            bool valid = run + round * SUBGROUP + lane < push.total;
-            uint64_t item = items[round];
-            uint digit = digit_of(item);
+            bool valid = run + round * SUBGROUP + lane < push.row_length;
+            uint digit = digit_of(items[round]);
             uvec4 peers = digit_peers(digit, valid);
             uint below = subgroupBallotExclusiveBitCount(peers);
             uint count = subgroupBallotBitCount(peers);
@@ -476,25 +732,22 @@ void main() {{
             ranks[round] = valid ? before + below : NO_RANK;
         }}
         barrier();
-        // This invocation's digits: their counts in the tile, and their totals in the row.
+        // This invocation's digits: their counts in the tile.
         uint tile_counts[DIGITS_PER_INVOCATION];
         uint tile_sum = 0u;
-        uint row_sum = 0u;
         for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
             uint digit = invocation * DIGITS_PER_INVOCATION + j;
             uint count = 0u;
             for (uint subgroup = 0u; subgroup < SUBGROUPS; subgroup++) count += subgroup_counts[subgroup * BINS + digit];
             tile_counts[j] = count;
             tile_sum += count;
-            row_sum += digit_totals[j];
         }}
         uint ignored;
         uint local_start = workgroup_exclusive_add(tile_sum, ignored);
-        uint row_start = workgroup_exclusive_add(row_sum, ignored);
+        uint local_starts[DIGITS_PER_INVOCATION];
         for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
             uint digit = invocation * DIGITS_PER_INVOCATION + j;
-            // Unsigned wrap-around cancels when a slot of this digit is added back.
-            digit_places[digit] = row_start + earlier_tiles[j] - local_start;
+            local_starts[j] = local_start;
             uint running = local_start;
             for (uint subgroup = 0u; subgroup < SUBGROUPS; subgroup++) {{
                 uint count = subgroup_counts[subgroup * BINS + digit];
@@ -502,8 +755,8 @@ void main() {{
                 running += count;
             }}
             local_start += tile_counts[j];
-            row_start += digit_totals[j];
         }}
+{digit_places}
         barrier();
         for (uint round = 0u; round < PER_INVOCATION; round++) {{
             if (ranks[round] != NO_RANK) {{
@@ -511,12 +764,13 @@ void main() {{
             }}
         }}
         barrier();
-        uint tile_items = min(TILE, push.total - first);
+        uint tile_items = min(TILE, push.row_length - first);
+        uint64_t row_gap = uint64_t(row) * uint64_t(push.destination_row_stride - push.row_length);
         for (uint round = 0u; round < PER_INVOCATION; round++) {{
             uint slot = round * WORKGROUP + invocation;
             if (slot < tile_items) {{
-                uint64_t item = exchange[slot];
-                store_item(digit_places[digit_of(item)] + slot, item);
+                ITEM item = exchange[slot];
+                store_item(uint64_t(digit_places[digit_of(item)] + slot) + row_gap, item);
             }}
         }}
         barrier();
@@ -529,39 +783,100 @@ void main() {{
     ))
 }
 
+/// The look-back passes' histogram: every pass's digit totals of every row in one read of the
+/// input, `totals[(row * passes + pass) * 256 + digit]` (zeroed before): per tile, shared
+/// counters per pass (one atomic per distinct digit of a subgroup's round, as in the count
+/// kernel), then one global atomic per nonzero counter.
+pub(crate) fn histogram_shader(shape: RadixShape, dtype: DType) -> Option<String> {
+    let source = RadixSource::Input {
+        dtype,
+        payload: Payload::Position,
+    };
+    let passes = crate::sort_codegen::key_bits(dtype)? / RADIX_BITS;
+    Some(format!(
+        "{prelude}
+{functions}
+const uint PASSES = {passes}u;
+shared uint histogram[PASSES * BINS];
+
+void main() {{
+    uint invocation = invocation_index();
+    for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
+        {TILE_ROW}
+        for (uint slot = invocation; slot < PASSES * BINS; slot += WORKGROUP) histogram[slot] = 0u;
+        barrier();
+        uint first = tile_in_row * TILE;
+        KEY keys[PER_INVOCATION];
+        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+            uint position = first + round * WORKGROUP + invocation;
+            keys[round] = position < push.row_length ? load_key(row, position) : KEY(0);
+        }}
+        for (uint pass = 0u; pass < PASSES; pass++) {{
+            for (uint round = 0u; round < PER_INVOCATION; round++) {{
+                bool valid = first + round * WORKGROUP + invocation < push.row_length;
+                uint digit = uint(keys[round] >> (pass * {RADIX_BITS}u)) & (BINS - 1u);
+                uvec4 peers = digit_peers(digit, valid);
+                if (valid && subgroupBallotFindMSB(peers) == gl_SubgroupInvocationID) {{
+                    atomicAdd(histogram[pass * BINS + digit], subgroupBallotBitCount(peers));
+                }}
+            }}
+        }}
+        barrier();
+        for (uint slot = invocation; slot < PASSES * BINS; slot += WORKGROUP) {{
+            uint count = histogram[slot];
+            if (count != 0u) atomicAdd(Words(push.totals + (uint64_t(row) * PASSES * BINS + uint64_t(slot)) * 4ul).v, count);
+        }}
+        barrier();
+    }}
+}}
+",
+        prelude = prelude(shape),
+        functions = source.functions()?,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sort_codegen::wide_keys;
 
     /// The shapes of lavapipe (subgroups of 8, 32 KiB), the H200 (32, 48 KiB) and wider
-    /// subgroups: tiles as large as shared memory allows, and every kernel compiles for them
-    /// (glslang needs no device), so the H200's shape is compiled here even though only
-    /// lavapipe runs the tests.
+    /// subgroups, for narrow and wide items: tiles as large as shared memory allows, and every
+    /// kernel compiles for them (glslang needs no device), so the H200's shape is compiled
+    /// here even though only lavapipe runs the tests.
     #[test]
     fn kernels_compile_for_every_subgroup_size() {
-        let h200 = RadixShape::fitting(32, 48 * 1024, 1024).unwrap();
+        let h200 = RadixShape::fitting(32, 48 * 1024, 1024, false).unwrap();
         assert_eq!((h200.workgroup_size, h200.tile()), (256, 4096));
-        let lavapipe = RadixShape::fitting(8, 32 * 1024, 1024).unwrap();
+        let h200_wide = RadixShape::fitting(32, 48 * 1024, 1024, true).unwrap();
+        assert_eq!((h200_wide.workgroup_size, h200_wide.tile()), (256, 2048));
+        let lavapipe = RadixShape::fitting(8, 32 * 1024, 1024, false).unwrap();
         assert_eq!((lavapipe.workgroup_size, lavapipe.tile()), (64, 1024));
+        let lavapipe_wide = RadixShape::fitting(8, 32 * 1024, 1024, true).unwrap();
+        assert_eq!(lavapipe_wide.tile(), 1024);
         // Less shared memory: smaller tiles, never an overflowing shape.
-        let small = RadixShape::fitting(32, 16 * 1024, 1024).unwrap();
+        let small = RadixShape::fitting(32, 16 * 1024, 1024, false).unwrap();
         assert!(small.per_invocation < MAX_PER_INVOCATION);
-        assert!(RadixShape::fitting(32, 1024, 1024).is_none());
-        assert!(RadixShape::fitting(24, 48 * 1024, 1024).is_none());
-        let sources = [
-            RadixSource::Input {
-                dtype: DType::F32,
-                payload: Payload::Bits,
-            },
-            RadixSource::Input {
-                dtype: DType::S8,
-                payload: Payload::Position,
-            },
-            RadixSource::Items,
-        ];
+        assert!(RadixShape::fitting(32, 1024, 1024, false).is_none());
+        assert!(RadixShape::fitting(24, 48 * 1024, 1024, false).is_none());
+        let sources = |wide: bool| {
+            let dtype = if wide { DType::F64 } else { DType::F32 };
+            [
+                RadixSource::Input {
+                    dtype,
+                    payload: Payload::Bits,
+                },
+                RadixSource::Input {
+                    dtype: if wide { DType::S64 } else { DType::S8 },
+                    payload: Payload::Position,
+                },
+                RadixSource::Items,
+            ]
+        };
         let destinations = [
             RadixDestination::Items,
             RadixDestination::Values { element_bytes: 2 },
+            RadixDestination::Values { element_bytes: 8 },
             RadixDestination::Positions { dtype: DType::S64 },
         ];
         for (subgroup_size, shared, partitioned) in [
@@ -571,29 +886,54 @@ mod tests {
             (64, 64, false),
             (128, 64, false),
         ] {
-            let shape = RadixShape {
-                partitioned,
-                ..RadixShape::fitting(subgroup_size, shared * 1024, 1024).unwrap()
-            };
-            assert!(shape.scatter_shared_bytes() <= shared * 1024, "{shape:?}");
-            let compile = |name: String, shader: Option<String>| {
-                nxvk_glsl::compile_compute(&name, &shader.unwrap())
-                    .unwrap_or_else(|error| panic!("{name}: {error}"));
-            };
-            compile(
-                kernel_name("scan", shape, RadixSource::Items, None),
-                Some(scan_shader(shape)),
-            );
-            for source in sources {
+            for wide in [false, true] {
+                let shape = RadixShape {
+                    partitioned,
+                    ..RadixShape::fitting(subgroup_size, shared * 1024, 1024, wide).unwrap()
+                };
+                assert!(shape.scatter_shared_bytes() <= shared * 1024, "{shape:?}");
+                let compile = |name: String, shader: Option<String>| {
+                    nxvk_glsl::compile_compute(&name, &shader.unwrap())
+                        .unwrap_or_else(|error| panic!("{name}: {error}"));
+                };
                 compile(
-                    kernel_name("count", shape, source, None),
-                    count_shader(shape, source),
+                    kernel_name("block_sums", shape, RadixSource::Items, None),
+                    Some(block_sums_shader(shape)),
                 );
-                for destination in destinations {
+                compile(
+                    kernel_name("scan_blocks", shape, RadixSource::Items, None),
+                    Some(scan_blocks_shader(shape)),
+                );
+                for source in sources(wide) {
                     compile(
-                        kernel_name("scatter", shape, source, Some(destination)),
-                        scatter_shader(shape, source, destination),
+                        kernel_name("count", shape, source, None),
+                        count_shader(shape, source),
                     );
+                    for destination in destinations {
+                        for placement in [Placement::ScannedCounts, Placement::LookBack] {
+                            compile(
+                                kernel_name("scatter", shape, source, Some(destination))
+                                    + placement.label(),
+                                scatter_shader(shape, source, destination, placement),
+                            );
+                        }
+                    }
+                }
+                for dtype in [DType::F32, DType::F64, DType::S8, DType::BF16] {
+                    if wide_keys(dtype) == wide {
+                        compile(
+                            kernel_name(
+                                "histogram",
+                                shape,
+                                RadixSource::Input {
+                                    dtype,
+                                    payload: Payload::Position,
+                                },
+                                None,
+                            ),
+                            histogram_shader(shape, dtype),
+                        );
+                    }
                 }
             }
         }

@@ -2,17 +2,23 @@
 //! rows (complex or real) from 2 to 2^15 (one block pass up to 2048 c64 / 1,024 c128, the
 //! four-step pair of passes above, with every radix-8/4/2 stage mix), batches of rows,
 //! either axis, `length` padding and truncation, forward and inverse, c64 and c128;
-//! Bluestein lengths whose convolutions fall on either side of the four-step boundary, and
-//! one beyond two block passes; a NaN kept in its row; empty and rank-0 inputs; and null
-//! arms.
+//! mixed-radix lengths (`2^a 3^b 5^c 7^d`: 3, 5, 6, 7, 9, 12, 15, 21, 35, 49, 105, 243, 1000,
+//! `3 * 2^k` up to the four-step pair, and random ones up to 16,384); Bluestein lengths (other
+//! primes) whose convolutions fall on either side of the four-step boundary, and one beyond
+//! two block passes; a NaN kept in its row; empty and rank-0 inputs; and null arms.
+//!
+//! The reference is a recursive FFT in f64 (decimation on the factors 2, 3, 5, 7), checked
+//! against a direct DFT with compensated summation, whose own error does not grow with the
+//! length.
 //!
 //! Error bound: an FFT in precision `eps` has a root-mean-square error of about
 //! `eps log2(n)` times the root-mean-square of its result, and the largest element error is
 //! a few times that. Every element must be within
 //! `factor * eps * (log2(m) + 1) * rms(result)`, `rms` taken over each row, where `m` is the
-//! length of the power-of-two transforms that run: `n` itself, with [`POWER_OF_TWO_FACTOR`],
-//! or Bluestein's convolution length (`2n - 1` rounded up), with [`BLUESTEIN_FACTOR`] (its
-//! chirp products and two transforms of a longer row add error).
+//! length of the transforms that run: `n` itself for powers of two
+//! ([`POWER_OF_TWO_FACTOR`]) and mixed-radix lengths ([`MIXED_FACTOR`]), or Bluestein's
+//! convolution length (`2n - 1` rounded up), with [`BLUESTEIN_FACTOR`] (its chirp products and
+//! two transforms of a longer row add error).
 
 mod common;
 
@@ -24,13 +30,28 @@ use std::f64::consts::PI;
 
 /// The allowed element error in units of `eps (log2(m) + 1) rms(result)`.
 const POWER_OF_TWO_FACTOR: f64 = 8.0;
+const MIXED_FACTOR: f64 = 8.0;
 const BLUESTEIN_FACTOR: f64 = 24.0;
+
+/// Whether `length` has no prime factor above 7 (the mixed-radix path's lengths, up to the
+/// tile capacity squared and when it splits within the tile; the lengths tested here do).
+fn is_smooth(length: usize) -> bool {
+    let mut rest = length;
+    for radix in [2, 3, 5, 7] {
+        while rest > 1 && rest.is_multiple_of(radix) {
+            rest /= radix;
+        }
+    }
+    rest == 1
+}
 
 /// The element error allowed in a transform of `length` whose result has root-mean-square
 /// `rms`.
 fn error_bound(dtype: DType, length: usize, rms: f64) -> f64 {
     let (factor, transformed) = if length.is_power_of_two() {
         (POWER_OF_TWO_FACTOR, length)
+    } else if is_smooth(length) {
+        (MIXED_FACTOR, length)
     } else {
         (BLUESTEIN_FACTOR, (2 * length - 1).next_power_of_two())
     };
@@ -48,49 +69,76 @@ fn precision_epsilon(dtype: DType) -> f64 {
 }
 
 /// The DFT of `values` (any length), in f64: each output a direct sum over a table of the
-/// roots of unity, `exp(-+2 pi i (n k mod N) / N)`, computed once.
+/// roots of unity, `exp(-+2 pi i (n k mod N) / N)`, computed once, with compensated
+/// (Neumaier) summation, so that the reference's own error is a few units of the last place of
+/// f64 rather than growing with the length.
 fn host_dft(values: &[Complex64], transform: Transform) -> Vec<Complex64> {
     let length = values.len();
-    let sign = match transform {
-        Transform::Forward => -1.0,
-        Transform::Inverse => 1.0,
-    };
-    let roots: Vec<Complex64> = (0..length)
-        .map(|t| Complex64::from_polar(1.0, sign * 2.0 * PI * t as f64 / length as f64))
-        .collect();
+    let roots = roots_of_unity(length, transform);
     (0..length)
         .map(|k| {
-            values
-                .iter()
-                .enumerate()
-                .map(|(n, value)| value * roots[(n * k) % length])
-                .sum()
+            let (mut sum, mut compensation) = (Complex64::new(0.0, 0.0), Complex64::new(0.0, 0.0));
+            for (n, value) in values.iter().enumerate() {
+                let term = value * roots[(n * k) % length];
+                let next = sum + term;
+                let lost = |big: f64, small: f64, next: f64| {
+                    if big.abs() >= small.abs() {
+                        (big - next) + small
+                    } else {
+                        (small - next) + big
+                    }
+                };
+                compensation += Complex64::new(
+                    lost(sum.re, term.re, next.re),
+                    lost(sum.im, term.im, next.im),
+                );
+                sum = next;
+            }
+            sum + compensation
         })
         .collect()
 }
 
-/// The DFT of a power-of-two number of `values`, in f64, by the recursive radix-2 split
-/// (fast enough for rows of 2^15 in a debug build; `the_host_fft_is_the_dft` checks it).
-fn host_fft(values: &[Complex64], transform: Transform) -> Vec<Complex64> {
-    let length = values.len();
-    if length == 1 {
-        return values.to_vec();
-    }
-    let even: Vec<Complex64> = values.iter().step_by(2).copied().collect();
-    let odd: Vec<Complex64> = values.iter().skip(1).step_by(2).copied().collect();
-    let (even, odd) = (host_fft(&even, transform), host_fft(&odd, transform));
+/// `exp(-+2 pi i t / length)` for `t` below `length` (the sign of the transform).
+fn roots_of_unity(length: usize, transform: Transform) -> Vec<Complex64> {
     let sign = match transform {
         Transform::Forward => -1.0,
         Transform::Inverse => 1.0,
     };
-    let mut result = vec![Complex64::new(0.0, 0.0); length];
-    for k in 0..length / 2 {
-        let twiddled =
-            odd[k] * Complex64::from_polar(1.0, sign * 2.0 * PI * k as f64 / length as f64);
-        result[k] = even[k] + twiddled;
-        result[k + length / 2] = even[k] - twiddled;
-    }
-    result
+    (0..length)
+        .map(|t| Complex64::from_polar(1.0, sign * 2.0 * PI * t as f64 / length as f64))
+        .collect()
+}
+
+/// The DFT of `values`, in f64, by recursive decimation in time on the smallest prime factor
+/// `p` of the length (2, 3, 5 or 7; a longer prime row is summed directly): the `p`
+/// sub-transforms of the elements `p` apart, output `k` their sum weighted by `W^(r k)`. Fast
+/// enough for rows of 2^15 in a debug build; `the_host_fft_is_the_dft` checks it against the
+/// direct sum.
+fn host_fft(values: &[Complex64], transform: Transform) -> Vec<Complex64> {
+    let length = values.len();
+    let Some(factor) = [2, 3, 5, 7]
+        .into_iter()
+        .find(|&factor| length.is_multiple_of(factor) && factor < length)
+    else {
+        return host_dft(values, transform);
+    };
+    let part = length / factor;
+    let subs: Vec<Vec<Complex64>> = (0..factor)
+        .map(|r| {
+            let decimated: Vec<Complex64> =
+                values.iter().skip(r).step_by(factor).copied().collect();
+            host_fft(&decimated, transform)
+        })
+        .collect();
+    let roots = roots_of_unity(length, transform);
+    (0..length)
+        .map(|k| {
+            (0..factor)
+                .map(|r| subs[r][k % part] * roots[(r * k) % length])
+                .sum()
+        })
+        .collect()
 }
 
 /// The expected rows: each row padded with zeros or truncated to `length`, transformed, and
@@ -104,11 +152,7 @@ fn expected_rows(
         .map(|row| {
             let mut padded: Vec<Complex64> = row.iter().copied().take(length).collect();
             padded.resize(length, Complex64::new(0.0, 0.0));
-            let transformed = if length.is_power_of_two() {
-                host_fft(&padded, transform)
-            } else {
-                host_dft(&padded, transform)
-            };
+            let transformed = host_fft(&padded, transform);
             let scale = match transform {
                 Transform::Forward => 1.0,
                 Transform::Inverse => 1.0 / length as f64,
@@ -287,24 +331,14 @@ proptest! {
     /// Powers of two from 2 to 2^15, complex or real input of the same length or a padded
     /// or truncated one (read so by the first pass), in batches, on either axis.
     #[test]
-    fn power_of_two_lengths_match_the_dft(
-        log2_length in 1u32..=15,
-        rows in 1usize..=3,
-        input_change in prop_oneof![Just(0i64), -3i64..=3],
-        dtype in prop::sample::select(vec![DType::C64, DType::C128, DType::F32, DType::F64]),
-        inverse in any::<bool>(),
-        along_first_axis in any::<bool>(),
-        seed in any::<u64>(),
-    ) {
-        let mut rng = SplitMix(seed);
-        let length = 1usize << log2_length;
-        let input_length = (length as i64 + input_change).max(1) as usize;
-        let result = check(dtype, rows, input_length, length, direction(inverse), along_first_axis, &mut rng);
+    fn power_of_two_lengths_match_the_dft(log2_length in 1u32..=15, case in random_case()) {
+        let result = check_random_case(1 << log2_length, case);
         prop_assert!(result.is_ok(), "{}", result.unwrap_err());
     }
 
-    /// Bluestein lengths: odd lengths whose convolutions of `2^ceil(log2(2n - 1))` run in one
-    /// block pass or as four-step passes, in both precisions.
+    /// Bluestein lengths: odd lengths with a prime factor above 7 (the next such odd length
+    /// from a random one) whose convolutions of `2^ceil(log2(2n - 1))` run in one block pass
+    /// or as four-step passes, in both precisions.
     #[test]
     fn bluestein_lengths_match_the_dft(
         half_length in 1usize..1100,
@@ -315,9 +349,148 @@ proptest! {
     ) {
         let mut rng = SplitMix(seed);
         let dtype = if double { DType::C128 } else { DType::C64 };
-        let length = 2 * half_length + 1;
+        let mut length = 2 * half_length + 1;
+        while is_smooth(length) {
+            length += 2;
+        }
         let result = check(dtype, rows, length, length, direction(inverse), false, &mut rng);
         prop_assert!(result.is_ok(), "{}", result.unwrap_err());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases_or(16), max_shrink_iters: 16, ..ProptestConfig::default() })]
+
+    /// Random mixed-radix lengths up to 16,384 (one block pass up to the tile, the four-step
+    /// pair above), complex or real input of the same length or a padded or truncated one, in
+    /// batches, on either axis, both precisions and directions.
+    #[test]
+    fn smooth_lengths_match_the_dft(
+        length in prop::sample::select(smooth_lengths(16_384)),
+        case in random_case(),
+    ) {
+        let result = check_random_case(length, case);
+        prop_assert!(result.is_ok(), "{}", result.unwrap_err());
+    }
+}
+
+/// A random case's draws besides its length: rows, the change of the input's length (none,
+/// or padding or truncating by up to 3), the dtype, inverse or not, along the first axis or
+/// not, and the seed.
+type RandomCase = (usize, i64, DType, bool, bool, u64);
+
+fn random_case() -> impl Strategy<Value = RandomCase> {
+    (
+        1usize..=3,
+        prop_oneof![Just(0i64), -3i64..=3],
+        prop::sample::select(vec![DType::C64, DType::C128, DType::F32, DType::F64]),
+        any::<bool>(),
+        any::<bool>(),
+        any::<u64>(),
+    )
+}
+
+/// [`check`] of a random case of transforms of `length`.
+fn check_random_case(
+    length: usize,
+    (rows, input_change, dtype, inverse, along_first_axis, seed): RandomCase,
+) -> Result<(), String> {
+    let mut rng = SplitMix(seed);
+    let input_length = (length as i64 + input_change).max(1) as usize;
+    check(
+        dtype,
+        rows,
+        input_length,
+        length,
+        direction(inverse),
+        along_first_axis,
+        &mut rng,
+    )
+}
+
+/// The lengths `2^a 3^b 5^c 7^d` up to `limit` that are not powers of two.
+fn smooth_lengths(limit: usize) -> Vec<usize> {
+    (3..=limit)
+        .filter(|&length| is_smooth(length) && !length.is_power_of_two())
+        .collect()
+}
+
+/// Mixed-radix lengths: 3, 5, 6, 7, 9, 12, 15, 21, 35, 49, 105, 243, 1000, 2000 (one block
+/// pass) and `3 * 2^k` up to 12,288 (one block pass up to the tile, the four-step pair of
+/// passes above it in either precision), in batches of three rows, both precisions and
+/// directions, along either axis, complex and real input, padded and truncated.
+#[test]
+fn mixed_lengths_match_the_dft() {
+    let mut rng = SplitMix(105);
+    let lengths = [3, 5, 6, 7, 9, 12, 15, 21, 35, 49, 105, 243, 1000, 2000]
+        .into_iter()
+        .chain((1..=12).map(|k| 3usize << k));
+    for length in lengths {
+        check_cases(
+            length,
+            &[
+                (DType::C64, Transform::Forward, false, 0),
+                (DType::C128, Transform::Inverse, false, 0),
+                (DType::F32, Transform::Inverse, true, 2),
+                (DType::C128, Transform::Forward, true, -1),
+                (DType::C64, Transform::Inverse, false, -2),
+                (DType::F64, Transform::Forward, false, 1),
+            ],
+            &mut rng,
+        );
+    }
+}
+
+/// [`check`] of three rows of `length` for each (dtype, direction, along the first axis,
+/// change of the input's length) case.
+fn check_cases(length: usize, cases: &[(DType, Transform, bool, i64)], rng: &mut SplitMix) {
+    for &(dtype, transform, along_first_axis, input_change) in cases {
+        let input_length = (length as i64 + input_change).max(1) as usize;
+        check(
+            dtype,
+            3,
+            input_length,
+            length,
+            transform,
+            along_first_axis,
+            rng,
+        )
+        .unwrap();
+    }
+}
+
+/// c64 rows of 2^12 to 2^14 (the four-step pair, or the one-pass row kernel with
+/// `NXVK_KNOB_FFT_ROW_PASS=on`): complex and real input, padded and truncated, both
+/// directions, a batch of three rows along either axis.
+#[test]
+fn row_pass_lengths_match_the_dft() {
+    let mut rng = SplitMix(16384);
+    for log2_length in 12..=14 {
+        check_cases(
+            1 << log2_length,
+            &[
+                (DType::C64, Transform::Forward, false, 0),
+                (DType::C64, Transform::Inverse, false, 0),
+                (DType::F32, Transform::Forward, false, -5),
+                (DType::C64, Transform::Inverse, true, 3),
+            ],
+            &mut rng,
+        );
+    }
+}
+
+/// Other primes still go through Bluestein and match: 11, 13, 22, 33, 1009 and 2 * 1009, both
+/// precisions and directions, in batches of two.
+#[test]
+fn other_primes_match_the_dft() {
+    let mut rng = SplitMix(1009);
+    for length in [11, 13, 22, 33, 1009, 2018] {
+        assert!(!is_smooth(length));
+        for dtype in [DType::C64, DType::C128] {
+            for transform in [Transform::Forward, Transform::Inverse] {
+                check(dtype, 2, length, length, transform, false, &mut rng).unwrap();
+            }
+        }
     }
 }
 
@@ -338,53 +511,74 @@ fn boundary_lengths_match_the_dft() {
     }
 }
 
-/// The reference itself: the recursive FFT agrees with the direct sum.
+/// The reference itself: the recursive FFT agrees with the compensated direct sum for powers
+/// of two, mixed lengths and a length with a larger prime factor, within a few units of the
+/// last place of f64 (relative to the result's root-mean-square); the null arm: the direct sum
+/// of an input changed in one element differs from the FFT of the original.
 #[test]
 fn the_host_fft_is_the_dft() {
     let mut rng = SplitMix(7);
-    let row = random_rows(DType::C128, 1, 256, &mut rng).remove(0);
-    for transform in [Transform::Forward, Transform::Inverse] {
-        let fast = host_fft(&row, transform);
-        let direct = host_dft(&row, transform);
-        let worst = fast
-            .iter()
-            .zip(&direct)
-            .map(|(a, b)| (a - b).norm())
-            .fold(0.0, f64::max);
-        assert!(worst < 1e-11, "{transform:?}: {worst}");
+    for length in [256, 105, 1000, 3 * 128, 2 * 3 * 11] {
+        let row = random_rows(DType::C128, 1, length, &mut rng).remove(0);
+        for transform in [Transform::Forward, Transform::Inverse] {
+            let fast = host_fft(&row, transform);
+            let direct = host_dft(&row, transform);
+            let rms =
+                (direct.iter().map(|value| value.norm_sqr()).sum::<f64>() / length as f64).sqrt();
+            let worst = fast
+                .iter()
+                .zip(&direct)
+                .map(|(a, b)| (a - b).norm())
+                .fold(0.0, f64::max);
+            let bound = 4.0 * precision_epsilon(DType::C128) * ((length as f64).log2() + 1.0) * rms;
+            assert!(worst < bound, "{length} {transform:?}: {worst} > {bound}");
+            let mut changed = row.clone();
+            changed[length / 2] += Complex64::new(1e-9, 0.0);
+            let moved = host_dft(&changed, transform)
+                .iter()
+                .zip(&fast)
+                .map(|(a, b)| (a - b).norm())
+                .fold(0.0, f64::max);
+            assert!(moved > bound, "{length}: a changed input went unseen");
+        }
     }
 }
 
 /// Null arms: the bound rejects one element off by ten times the bound, a transform of the
-/// wrong direction, and a c64 result held to c128's bound.
+/// wrong direction, and a c64 result held to c128's bound, for a power of two, a mixed length
+/// in one pass and a mixed length in the four-step pair.
 #[test]
 fn the_bound_rejects_wrong_results() {
     let mut rng = SplitMix(9);
-    let input = random_rows(DType::C64, 2, 4096, &mut rng);
-    let expected = expected_rows(&input, 4096, Transform::Forward);
-    let actual = device_rows(DType::C64, &input, 4096, Transform::Forward, false).unwrap();
-    within_bound(&actual, &expected, DType::C64).unwrap();
-    let rms = (expected[1]
-        .iter()
-        .map(|value| value.norm_sqr())
-        .sum::<f64>()
-        / 4096.0)
-        .sqrt();
-    let bound = error_bound(DType::C64, 4096, rms);
-    let mut perturbed = actual.clone();
-    perturbed[1][777] += Complex64::new(10.0 * bound, 0.0);
-    assert!(within_bound(&perturbed, &expected, DType::C64).is_err());
-    let wrong_direction: Vec<Vec<Complex64>> = expected_rows(&input, 4096, Transform::Inverse)
-        .into_iter()
-        .map(|row| row.into_iter().map(|value| value * 4096.0).collect())
-        .collect();
-    assert!(within_bound(&actual, &wrong_direction, DType::C64).is_err());
-    assert!(within_bound(&actual, &expected, DType::C128).is_err());
+    for length in [4096, 1000, 3 << 12] {
+        let input = random_rows(DType::C64, 2, length, &mut rng);
+        let expected = expected_rows(&input, length, Transform::Forward);
+        let actual = device_rows(DType::C64, &input, length, Transform::Forward, false).unwrap();
+        within_bound(&actual, &expected, DType::C64).unwrap();
+        let rms = (expected[1]
+            .iter()
+            .map(|value| value.norm_sqr())
+            .sum::<f64>()
+            / length as f64)
+            .sqrt();
+        let bound = error_bound(DType::C64, length, rms);
+        let mut perturbed = actual.clone();
+        perturbed[1][777] += Complex64::new(10.0 * bound, 0.0);
+        assert!(within_bound(&perturbed, &expected, DType::C64).is_err());
+        let wrong_direction: Vec<Vec<Complex64>> =
+            expected_rows(&input, length, Transform::Inverse)
+                .into_iter()
+                .map(|row| row.into_iter().map(|value| value * length as f64).collect())
+                .collect();
+        assert!(within_bound(&actual, &wrong_direction, DType::C64).is_err());
+        assert!(within_bound(&actual, &expected, DType::C128).is_err());
+    }
 }
 
 /// A NaN stays in its row: every output of that row is NaN (each depends on every input),
 /// and the other rows of the batch still match the DFT, in a block pass, the four-step
-/// passes and Bluestein; the bound rejects a NaN result (null arm).
+/// passes, Bluestein and the mixed-radix single and four-step passes; the bound rejects a NaN
+/// result (null arm).
 #[test]
 fn nan_stays_in_its_row() {
     let mut rng = SplitMix(13);
@@ -392,7 +586,9 @@ fn nan_stays_in_its_row() {
         (DType::C64, 256),
         (DType::C64, 8192),
         (DType::C128, 4096),
+        (DType::C64, 1009),
         (DType::C64, 1000),
+        (DType::C128, 1536),
     ] {
         let mut input = random_rows(dtype, 3, length, &mut rng);
         input[1][length / 3] = Complex64::new(f64::NAN, 0.0);

@@ -1,6 +1,6 @@
 //! The FFT's tables stay on the device: a second transform of a length uploads nothing
-//! (nxvk-core's upload and resident-table counters), for a block length, a four-step length
-//! and a Bluestein length, in both precisions and directions; a new length does upload (the
+//! (nxvk-core's upload and resident-table counters), for a block length, a four-step length,
+//! a mixed-radix length and a Bluestein length, in both precisions and directions; a new length does upload (the
 //! null arm: the counters can see an upload). Its own test binary, with one test, so no other
 //! test's uploads land between two counter readings.
 
@@ -25,7 +25,7 @@ fn table_traffic(run: impl FnOnce()) -> (u64, u64, u64) {
 #[test]
 fn repeated_lengths_upload_nothing() {
     let device = device();
-    for length in [512usize, 8192, 1000] {
+    for length in [512usize, 8192, 1000, 1009] {
         let single: Vec<Complex32> = (0..2 * length)
             .map(|index| Complex32::new(index as f32, 1.0))
             .collect();
@@ -49,7 +49,7 @@ fn repeated_lengths_upload_nothing() {
                 assert_eq!((bytes, builds), (0, 0), "{what}: a repeated call uploaded");
                 assert!(hits > 0, "{what}: no table was looked up");
                 // Null arm: the first call of a length in a direction (the forward one for
-                // powers of two, whose tables serve both) uploaded its tables, and the
+                // powers of two and mixed lengths, whose tables serve both) uploaded its tables, and the
                 // counters saw it.
                 if transform == Transform::Forward {
                     assert!(

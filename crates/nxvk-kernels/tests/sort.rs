@@ -1,9 +1,11 @@
 //! Sorting against a stable host sort with Nx's order (NaN above +infinity, -0.0 equal to
 //! 0.0): sort and argsort on every axis of random shapes (empty and rank 0 included), both
 //! directions, every real byte-sized dtype, inputs full of ties; rows longer than the
-//! shared-memory block (global network steps); a few long rows (the radix sort: lengths
-//! around its tiles, one to four passes, top_k through its items); top_k; and stability
-//! checked explicitly. `sort_radix_path.rs` pins which rows take the radix path.
+//! shared-memory block (global network steps); long rows, one to seventeen of them (the radix
+//! sort for every key width: lengths around its tiles, one to eight passes, top_k through its
+//! items); batches of rows on both sides of each dtype's switch-over between the paths; top_k;
+//! and stability checked explicitly, 64-bit keys, NaNs and signed zeros included.
+//! `sort_radix_path.rs` pins which rows take the radix path.
 
 mod common;
 
@@ -199,7 +201,8 @@ proptest! {
 }
 
 /// Rows longer than the shared-memory block run the global steps of the network (one to four
-/// per pass), or, for one row of keys up to 32 bits, the radix sort; odd lengths pad. One long row, and several rows on a leading axis.
+/// per pass) or the radix sort, as the rule picks; odd lengths pad. One long row, and several
+/// rows on a leading axis.
 #[test]
 fn long_rows_sort() {
     let mut rng = SplitMix(7);
@@ -209,9 +212,12 @@ fn long_rows_sort() {
         (DType::F16, vec![1500, 2], 0),
         (DType::U8, vec![4099], 0),
         (DType::F64, vec![1 << 13], 0),
-        // Two rows padded to 2^16: network passes of four and of two global steps.
+        // Two rows of 32-bit keys just over 2^15: the radix sort, both rows in each pass.
         (DType::S32, vec![2, (1 << 15) + 3], 1),
-        // One row of 32-bit keys, padded to 2^16: the radix sort.
+        // 64-bit keys the rule leaves to the network on lavapipe and the H200 (padded to 2^14,
+        // where it pads least): network passes of four global steps.
+        (DType::S64, vec![2, 16_000], 1),
+        // One row of 32-bit keys just over 2^15: the radix sort.
         (DType::U32, vec![(1 << 15) + 3], 0),
     ] {
         for direction in [Direction::Ascending, Direction::Descending] {
@@ -318,26 +324,30 @@ fn a_million_keys_sort_stably() {
     );
 }
 
-/// Shapes whose rows sort by radix: a vector, a row along the last axis, a column (the axis
-/// moved last and back), and two or three rows (sorted one after another).
+/// Shapes of long rows: a vector, a row along the last axis, a column (the axis moved last
+/// and back), three rows, two columns, and seventeen rows (more than the radix path once
+/// took).
 fn radix_rows_shape(length: usize, layout: u8) -> (Vec<usize>, usize) {
-    match layout % 5 {
+    match layout % 6 {
         0 => (vec![length], 0),
         1 => (vec![1, length], 1),
         2 => (vec![length, 1], 0),
         3 => (vec![3, length], 1),
-        _ => (vec![length, 2], 0),
+        4 => (vec![length, 2], 0),
+        _ => (vec![17, length], 1),
     }
 }
 
-/// Lengths around the radix tiles (1,024 items on lavapipe, 4,096 with subgroups of 32) and
-/// the radix threshold (2,049), or anywhere up to four tiles of 4,096.
+/// Lengths around the radix tiles (1,024 items on lavapipe, 2,048 or 4,096 with subgroups of
+/// 32) and the switch-overs (1,025, 2,049, 4,097 or 8,193 by key width), or anywhere up to
+/// four tiles of 4,096.
 fn radix_length() -> impl Strategy<Value = usize> {
     prop_oneof![
         prop::sample::select(vec![
-            2048, 2049, 2050, 3071, 3072, 3073, 4095, 4096, 4097, 8191, 8192, 8193, 12287,
+            1024, 1025, 2048, 2049, 2050, 3071, 3072, 3073, 4095, 4096, 4097, 8191, 8192, 8193,
+            12287,
         ]),
-        2049usize..16_384,
+        1025usize..16_384,
     ]
 }
 
@@ -368,9 +378,10 @@ fn check_top_k(dtype: DType, rows: usize, values: &[Value], k: usize) -> Result<
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 16, ..ProptestConfig::default() })]
 
-    /// A few long rows (the radix sort for dtypes of up to 32 bits, the network for 64-bit
-    /// ones): sort, argsort (s32, s64 or u16 positions) and top_k of every real dtype, ties and
-    /// specials (NaN, +-0.0, +-infinity) included, both directions.
+    /// Long rows (the radix sort or the network, as the rule picks for each dtype): sort and
+    /// argsort (s32, s64 or u16 positions) of every real dtype and top_k of f32 and f64 (32-
+    /// and 64-bit radix items), ties and specials (NaN, +-0.0, +-infinity) included, both
+    /// directions.
     #[test]
     fn long_rows_match_a_stable_host_sort(
         length in radix_length(),
@@ -387,12 +398,14 @@ proptest! {
                 prop_assert!(false, "{}", why);
             }
         }
-        let rows = 1 + usize::from(layout % 2);
-        let values: Vec<Value> =
-            (0..rows * length).map(|_| tie_value(DType::F32, &mut rng)).collect();
+        let rows = [1, 2, 17][usize::from(layout % 3)];
         let k = ((length as f64 * k_fraction) as usize).max(1);
-        if let Err(why) = check_top_k(DType::F32, rows, &values, k) {
-            prop_assert!(false, "{}", why);
+        for dtype in [DType::F32, DType::F64] {
+            let values: Vec<Value> =
+                (0..rows * length).map(|_| tie_value(dtype, &mut rng)).collect();
+            if let Err(why) = check_top_k(dtype, rows, &values, k) {
+                prop_assert!(false, "{}", why);
+            }
         }
     }
 }
@@ -475,4 +488,182 @@ fn the_value_check_sees_the_order_of_equal_zeros() {
     let mut swapped = sorted.clone();
     swapped.swap(0, 1);
     assert!(check_all(DType::F32, Tolerance::Exact, &swapped, &values, &[]).is_err());
+}
+
+/// The first row length of `dtype` that sorts by radix on this device (searched from 1,000),
+/// for a batch of `rows` rows.
+fn first_radix_length(dtype: DType, rows: usize) -> Option<usize> {
+    (1000..20_000).find(|&length| sort::uses_radix(&device(), dtype, rows, length))
+}
+
+/// Batches of eighteen rows (more than the radix path once took) one element below, at and
+/// one above each dtype's switch-over from the network to the radix sort: sort and argsort
+/// against the host in both directions, ties and specials included. The null arm: the lengths
+/// really fall on both sides (the network below, radix from the switch-over on).
+#[test]
+fn batches_on_both_sides_of_the_switch_over_sort() {
+    let rows = 18;
+    let mut rng = SplitMix(2049);
+    for dtype in real_dtypes() {
+        let Some(switch_over) = first_radix_length(dtype, rows) else {
+            panic!("{dtype}: no radix length below 20,000 on this device");
+        };
+        assert!(!sort::uses_radix(&device(), dtype, rows, switch_over - 1));
+        for length in [switch_over - 1, switch_over, switch_over + 1] {
+            for direction in [Direction::Ascending, Direction::Descending] {
+                check(dtype, &[rows, length], 1, direction, &mut rng).unwrap();
+            }
+        }
+        // The same rows as columns: the axis moved last and back around the radix passes.
+        check(dtype, &[switch_over, 3], 0, Direction::Ascending, &mut rng).unwrap();
+    }
+}
+
+/// The positions of `keys` in stable sorted order (equal keys in input order either way).
+fn stable_positions<K: Ord + Copy>(keys: &[K], direction: Direction) -> Vec<usize> {
+    let mut positions: Vec<usize> = (0..keys.len()).collect();
+    match direction {
+        Direction::Ascending => positions.sort_by_key(|&position| keys[position]),
+        Direction::Descending => {
+            positions.sort_by_key(|&position| std::cmp::Reverse(keys[position]))
+        }
+    }
+    positions
+}
+
+/// Stability of 64-bit keys, explicitly, on the radix path with many rows: f64 rows of NaNs
+/// (quiet and signalling payloads, both signs), -0.0 and 0.0, infinities and a few numbers
+/// keep the input order of equal keys, NaN last ascending and first descending; s64 and u64
+/// rows of three distinct values keep theirs too, including the extremes of the type.
+#[test]
+fn wide_keys_keep_their_order_on_the_radix_path() {
+    let device = device();
+    let rows = 20;
+    let length = first_radix_length(DType::F64, rows).unwrap() + 5;
+    assert!(sort::uses_radix(&device, DType::F64, rows, length));
+    let pool = [
+        f64::NAN,
+        -f64::NAN,
+        f64::from_bits(0x7FF0_0000_0000_0001),
+        f64::from_bits(0xFFF8_0000_DEAD_BEEF),
+        -0.0,
+        0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1.5,
+        -1.5,
+    ];
+    let mut rng = SplitMix(64);
+    let floats: Vec<f64> = (0..rows * length)
+        .map(|_| pool[rng.below(pool.len() as u64) as usize])
+        .collect();
+    // Nx's order as a rank: NaN above everything, both zeros one rank.
+    let rank = |value: f64| -> i32 {
+        if value.is_nan() {
+            4
+        } else if value == f64::INFINITY {
+            3
+        } else if value > 0.0 {
+            2
+        } else if value == 0.0 {
+            1
+        } else if value > f64::NEG_INFINITY {
+            0
+        } else {
+            -1
+        }
+    };
+    let input = Tensor::from_slice(&device, &[rows, length], &floats).unwrap();
+    for direction in [Direction::Ascending, Direction::Descending] {
+        let positions = sort::argsort(&input, 1, direction, DType::S64)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap();
+        let sorted = sort::sort(&input, 1, direction)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        for row in 0..rows {
+            let keys = &floats[row * length..(row + 1) * length];
+            let ranks: Vec<i32> = keys.iter().map(|&key| rank(key)).collect();
+            let expected: Vec<i64> = stable_positions(&ranks, direction)
+                .into_iter()
+                .map(|position| position as i64)
+                .collect();
+            let got = &positions[row * length..(row + 1) * length];
+            assert!(
+                got == expected,
+                "f64 row {row} {direction:?}: positions differ"
+            );
+            // The values, bit for bit: each NaN payload and each zero's sign where stability
+            // puts it.
+            let got_bits: Vec<u64> = sorted[row * length..(row + 1) * length]
+                .iter()
+                .map(|value| value.to_bits())
+                .collect();
+            let expected_bits: Vec<u64> = expected
+                .iter()
+                .map(|&position| keys[position as usize].to_bits())
+                .collect();
+            assert!(
+                got_bits == expected_bits,
+                "f64 row {row} {direction:?}: values differ"
+            );
+        }
+    }
+    for dtype in [DType::S64, DType::U64] {
+        let length = first_radix_length(dtype, rows).unwrap() + 7;
+        let extremes: [i128; 3] = match dtype {
+            DType::S64 => [i64::MIN.into(), -1, i64::MAX.into()],
+            _ => [0, 1 << 40, u64::MAX.into()],
+        };
+        let keys: Vec<i128> = (0..rows * length)
+            .map(|i| extremes[(i * 7 + i / 3) % 3])
+            .collect();
+        let values: Vec<Value> = keys.iter().map(|&key| Value::Int(key)).collect();
+        let input = upload(dtype, &[rows, length], &values);
+        for direction in [Direction::Ascending, Direction::Descending] {
+            let positions = sort::argsort(&input, 1, direction, DType::S32)
+                .unwrap()
+                .to_vec::<i32>()
+                .unwrap();
+            for row in 0..rows {
+                let expected: Vec<i32> =
+                    stable_positions(&keys[row * length..(row + 1) * length], direction)
+                        .into_iter()
+                        .map(|position| position as i32)
+                        .collect();
+                assert!(
+                    positions[row * length..(row + 1) * length] == expected,
+                    "{dtype} row {row} {direction:?}: positions differ"
+                );
+            }
+        }
+    }
+}
+
+/// Null arm for the explicit stability checks: the stable order of equal f64 keys differs from
+/// the order that swaps two equal NaNs, so a sort that reordered equal keys would be caught.
+#[test]
+fn the_stability_check_sees_swapped_equal_keys() {
+    let device = device();
+    let length = first_radix_length(DType::F64, 1).unwrap();
+    let mut keys = vec![f64::NAN; length];
+    keys[0] = -f64::NAN;
+    let input = Tensor::from_slice(&device, &[length], &keys).unwrap();
+    let positions = sort::argsort(&input, 0, Direction::Ascending, DType::S32)
+        .unwrap()
+        .to_vec::<i32>()
+        .unwrap();
+    let identity: Vec<i32> = (0..length as i32).collect();
+    assert_eq!(positions, identity);
+    let mut swapped = identity.clone();
+    swapped.swap(0, 1);
+    assert_ne!(positions, swapped);
+    let sorted = sort::sort(&input, 0, Direction::Descending)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+    assert_eq!(sorted[0].to_bits(), (-f64::NAN).to_bits());
+    assert_ne!(sorted[1].to_bits(), (-f64::NAN).to_bits());
 }
