@@ -285,16 +285,18 @@ impl Expression {
             _ => None,
         };
         let register = self.registers.get(&node).cloned();
-        let operands_uniform = entry.op.operands().iter().all(|&id| {
-            let lifted = lift(&path, &graph.tensor_type(id).shape, shape);
-            memo.get(&(id, lifted))
-                .is_some_and(|name| self.row_uniform.contains(name))
-        });
+        // Decided before the operands are read; view ops return early below and inherit their
+        // input's name, so only elementwise operands are lifted here.
         let uniform = match entry.op {
             _ if argument.is_some() || is_leaf(node) && register.is_none() => false,
             _ if register.is_some() => true,
             Op::Constant { .. } => true,
-            _ => operands_uniform,
+            ref op if ViewStep::of(op, shape).is_some() => false,
+            _ => entry.op.operands().iter().all(|&id| {
+                let lifted = lift(&path, &graph.tensor_type(id).shape, shape);
+                memo.get(&(id, lifted))
+                    .is_some_and(|name| self.row_uniform.contains(name))
+            }),
         };
         let expression = if let Some(argument) = argument {
             argument
@@ -1228,6 +1230,21 @@ mod tests {
 
     fn shader_twice() -> String {
         shader(true)
+    }
+
+    #[test]
+    fn a_view_to_a_lower_rank_inside_a_kernel_builds() {
+        // exp(x) reshaped from [2, 3] to [6], then doubled: the reshape's operand has the
+        // higher rank, which must not be lifted like an elementwise operand.
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, &[2, 3]).unwrap();
+        let e = builder.unary(UnaryOp::Exp, x).unwrap();
+        let flat = builder.reshape(e, &[6]).unwrap();
+        let out = builder.binary(BinaryOp::Add, flat, flat).unwrap();
+        let graph = builder.finish(&[out]).unwrap();
+        let expression = Expression::build(&graph, &[out], &|node| node == x).unwrap();
+        let shader = elementwise_shader(&expression, &[Elem::F32], true);
+        assert_eq!(main_body(&shader).matches("nxop_exp_f32(").count(), 1);
     }
 
     #[test]
