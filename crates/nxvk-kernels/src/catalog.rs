@@ -169,3 +169,39 @@ pub fn device_supports(capabilities: &Capabilities, elem: Elem) -> bool {
         _ => true,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The capabilities a kernel's SPIR-V declares (`OpCapability`, opcode 17).
+    fn declared_capabilities(kernel: &CatalogKernel) -> Vec<u32> {
+        let words: Vec<u32> = kernel
+            .spirv
+            .chunks_exact(4)
+            .map(|bytes| u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+            .collect();
+        let mut capabilities = Vec::new();
+        let mut at = 5; // past the header
+        while at < words.len() {
+            let (opcode, length) = (words[at] & 0xFFFF, (words[at] >> 16) as usize);
+            if opcode == 17 {
+                capabilities.push(words[at + 1]);
+            }
+            at += length.max(1);
+        }
+        capabilities
+    }
+
+    #[test]
+    fn f32_arithmetic_kernels_do_not_declare_float64() {
+        const FLOAT64: u32 = 10;
+        // A helper's f64 global (not only its functions) would put Float64 into every float
+        // kernel, which a device without shaderFloat64 then cannot load.
+        let add = binary_kernel(BinaryOp::Add, Elem::F32).unwrap();
+        assert!(!declared_capabilities(add).contains(&FLOAT64));
+        // Null arm: the f64 kernel declares it.
+        let add_f64 = binary_kernel(BinaryOp::Add, Elem::F64).unwrap();
+        assert!(declared_capabilities(add_f64).contains(&FLOAT64));
+    }
+}

@@ -474,8 +474,25 @@ float nx_div(float a, float b) {
 // so there the rounding is decided exactly: the midpoint between two subnormals times b is
 // exact in f64 (25 bits times 24) and compares with a. NaNs are nx_div's, so the results are
 // nx_div's bit for bit whatever the driver flushes. Needs f64.
+// The reciprocal is kept per invocation with the bits of the divisor it belongs to: NVIDIA's
+// compiler does not hoist the f64 division out of a row program's element loop (softmax took
+// 0.815 ms on the H200 with it inside), and an invocation's elements share a row, so the
+// division runs about once per row. A different divisor recomputes it, so the result never
+// depends on what an invocation divided before.
+// Guarded: these globals would otherwise put the Float64 capability into every f32 kernel.
+#ifdef NX_SHARED_DIVIDE
+bool nx_have_shared_reciprocal = false;
+uint nx_shared_divisor_bits = 0u;
+double nx_shared_reciprocal = 0.0lf;
+
 float nx_div_by_shared(float a, float b) {
-    double quotient = nx_widen(a) * (1.0lf / nx_widen(b));
+    uint divisor_bits = floatBitsToUint(b);
+    if (!nx_have_shared_reciprocal || divisor_bits != nx_shared_divisor_bits) {
+        nx_have_shared_reciprocal = true;
+        nx_shared_divisor_bits = divisor_bits;
+        nx_shared_reciprocal = 1.0lf / nx_widen(b);
+    }
+    double quotient = nx_widen(a) * nx_shared_reciprocal;
     if (isnan(quotient)) return NX_NAN;
     // 2^-126, f32's smallest normal.
     if (abs(quotient) >= packDouble2x32(uvec2(0u, 0x38100000u))) return float(quotient);
@@ -487,6 +504,7 @@ float nx_div_by_shared(float a, float b) {
     units += uint(magnitude > midpoint || (magnitude == midpoint && (units & 1u) == 1u));
     return uintBitsToFloat(units | (unpackDouble2x32(quotient).y & 0x80000000u));
 }
+#endif
 
 // Vulkan lets f32 square roots be approximate too; computing in f64 and rounding once is
 // exact, since 53 >= 2 * 24 + 2 bits.
@@ -604,7 +622,11 @@ float nx_atan2(float y, float x) {
     } else {
         float ax = abs(x);
         float ay = abs(y);
-        float base = (ay > ax) ? 0.5 * NX_PI - nx_atan_positive(ax / ay) : nx_atan_positive(ay / ax);
+        // nx_div, not `/`: NVIDIA divides through a reciprocal, which for a divisor above
+        // 2^126 is subnormal and flushed (atan2(FLT_MAX, FLT_MAX) gave 0 on the H200).
+        float base = (ay > ax)
+            ? 0.5 * NX_PI - nx_atan_positive(nx_div(ax, ay))
+            : nx_atan_positive(nx_div(ay, ax));
         result = nx_sign_bit(x) ? NX_PI - base : base;
     }
     return nx_sign_bit(y) ? -result : result;
