@@ -76,6 +76,20 @@ pub const KNOBS: &[Knob] = &[
         ],
         about: "row reductions and the elementwise outputs that read them in one kernel per row",
     },
+    Knob {
+        name: "fft_row_pass",
+        arm_a: "off",
+        arm_b: "on",
+        workloads: &["fft_c64_1Kx16K"],
+        about: "c64 rows of 2^12 to 2^14 in one workgroup pass instead of the four-step pair",
+    },
+    Knob {
+        name: "sort_onesweep",
+        arm_a: "off",
+        arm_b: "on",
+        workloads: &["sort_f32_16M", "sort_f32_4Kx4K"],
+        about: "radix passes that rank, look back and scatter in one dispatch each",
+    },
 ];
 
 /// Looks a knob up by name.
