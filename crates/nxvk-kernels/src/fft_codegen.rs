@@ -66,6 +66,11 @@ layout(buffer_reference, scalar, buffer_reference_align = {half}) buffer Complex
 COMPLEX complex_multiply(COMPLEX a, COMPLEX b) {{
     return COMPLEX(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }}
+// An inverse transform's final conjugate, which leaves a zero imaginary part +0: negating it
+// would turn the +0 of a real result into -0 (Nx.BinaryBackend's ifft gives 1.0+0.0i).
+COMPLEX conjugate_output(COMPLEX value) {{
+    return COMPLEX(value.x, (value.y == REAL(0)) ? REAL(0) : -value.y);
+}}
 ",
             half = bytes / 2,
         )
@@ -462,7 +467,7 @@ void store_element(uint transform, uint element, COMPLEX value) {{
     uint column = transform & ((1u << push.log2_columns) - 1u);
     uint position = column * push.out_column + element * push.out_element;
     if (position >= push.output_limit) return;
-    if (push.conjugate_output != 0u) value.y = -value.y;
+    if (push.conjugate_output != 0u) value = conjugate_output(value);
 {output_factor}    uint64_t offset = uint64_t(outer) * uint64_t(push.out_outer) + uint64_t(position);
     Complexes(push.destination + offset * COMPLEX_BYTES).v = value * push.scale;
 }}

@@ -294,7 +294,7 @@ void store_element(uint transform, uint element, COMPLEX value) {{
     uint outer = transform / {columns}u;
     uint position = column_of(transform) * push.out_column + element * push.out_element;
     if (position >= push.output_limit) return;
-    if (push.conjugate_output != 0u) value.y = -value.y;
+    if (push.conjugate_output != 0u) value = conjugate_output(value);
     uint64_t offset = uint64_t(outer) * uint64_t(push.out_outer) + uint64_t(position);
     Complexes(push.destination + offset * COMPLEX_BYTES).v = value * push.scale;
 }}

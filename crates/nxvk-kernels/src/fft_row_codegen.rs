@@ -246,7 +246,7 @@ COMPLEX stage_twiddle(uint exponent) {{
 uint64_t out_row;
 void store_element(uint position, COMPLEX value) {{
     if (position >= push.output_limit) return;
-    if (push.conjugate_output != 0u) value.y = -value.y;
+    if (push.conjugate_output != 0u) value = conjugate_output(value);
     Complexes(push.destination + (out_row + uint64_t(position)) * COMPLEX_BYTES).v = value * push.scale;
 }}
 

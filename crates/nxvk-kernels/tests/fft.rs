@@ -402,3 +402,33 @@ fn real_round_trips_of_mixed_lengths() {
         );
     }
 }
+
+/// An inverse transform leaves the zero imaginary parts of a real result +0, as
+/// Nx.BinaryBackend does (`ifft([5, 5, 5, 5])` is `[5.0+0.0i, 0.0+0.0i, ...]`): radix-2,
+/// mixed-radix, four-step and Bluestein lengths, c64 and c128.
+#[test]
+fn inverse_transforms_keep_zero_imaginary_parts_positive() {
+    let device = device();
+    let mut zeros_seen = 0;
+    for dtype in [DType::C64, DType::C128] {
+        for length in [4usize, 12, 4096, 13] {
+            let real = Tensor::from_slice(&device, &[length], &vec![5.0f64; length]).unwrap();
+            let constant = nxvk_kernels::as_type(&real, dtype).unwrap();
+            let inverse = read(&fft::fft(&constant, Transform::Inverse, None, 0).unwrap());
+            for (position, value) in inverse.iter().enumerate() {
+                let Value::Complex(value) = value else {
+                    panic!("{dtype:?}: a complex result, not {value:?}");
+                };
+                if value.im == 0.0 {
+                    zeros_seen += 1;
+                    assert!(
+                        value.im.is_sign_positive(),
+                        "{dtype:?} length {length}: imaginary part -0 at {position}"
+                    );
+                }
+            }
+        }
+    }
+    // The check has something to look at: the radix kernels' results are exact.
+    assert!(zeros_seen > 4096, "{zeros_seen} zero imaginary parts");
+}
