@@ -76,6 +76,13 @@ pub const KNOBS: &[Knob] = &[
         ],
         about: "row reductions and the elementwise outputs that read them in one kernel per row",
     },
+    Knob {
+        name: "gemm_epilogue",
+        arm_a: "on",
+        arm_b: "off",
+        workloads: &["gemm_bias_relu_f32_4096", "mlp_step_f32_b256"],
+        about: "the elementwise consumer of a dot's product applied in the GEMM's store",
+    },
 ];
 
 /// Looks a knob up by name.

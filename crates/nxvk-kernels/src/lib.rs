@@ -116,8 +116,8 @@ pub use dense_codegen::{
     PACKET_ELEMENTS, PACKETS_PER_ITERATION, dense_cast_shader, dense_kernel_name, dense_op_shader,
     packet_bytes, packet_type,
 };
-pub use dot::{dot, dot_with_config};
-pub use dot_codegen::{OperandOrder, TileConfig, gemm_shader};
+pub use dot::{EpilogueOutcome, dot, dot_with_config, dot_with_epilogue};
+pub use dot_codegen::{GemmEpilogue, OperandOrder, TileConfig, gemm_shader};
 pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};
 pub use launch::{runs_dense, set_output_poison};
 pub use linalg::{
