@@ -206,3 +206,62 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
     );
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::GraphBuilder;
+    use crate::graph::DotAxes;
+    use nxvk_core::DType;
+    use nxvk_kernels::BinaryOp;
+
+    /// relu(x . w + b) for b of shape [N]: the product is the call's `value`, the bias is read
+    /// at its row and column strides, and the result is stored as f32.
+    #[test]
+    fn the_epilogue_reads_the_product_from_the_store_and_the_bias_from_memory() {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, &[3, 4]).unwrap();
+        let w = builder.parameter(DType::F32, &[4, 5]).unwrap();
+        let bias = builder.parameter(DType::F32, &[5]).unwrap();
+        let axes = DotAxes {
+            contract_left: vec![1],
+            batch_left: vec![],
+            contract_right: vec![0],
+            batch_right: vec![],
+        };
+        let product = builder.dot(x, w, axes).unwrap();
+        let shifted = builder.binary(BinaryOp::Add, product, bias).unwrap();
+        let zero = builder.constant(DType::F32, 0.0).unwrap();
+        let out = builder.binary(BinaryOp::Max, shifted, zero).unwrap();
+        let graph = builder.finish(&[out]).unwrap();
+        let is_leaf = |node: NodeId| node == product || node == bias;
+        let expression = Expression::build(&graph, &[out], &is_leaf).unwrap();
+        let slot = |node: NodeId| {
+            expression
+                .leaves
+                .iter()
+                .position(|leaf| leaf.node == node)
+                .unwrap()
+        };
+        let (product_slot, bias_slot) = (slot(product), slot(bias));
+        let text = epilogue_functions(&expression, product_slot, Elem::F32, Elem::F32);
+        assert!(
+            text.contains(
+                "float nx_gemm_epilogue(float value, uint batch, uint row, uint column) {"
+            )
+        );
+        assert!(text.contains(&format!(
+            "uint idx{bias_slot} = batch * words.v[0u] + row * words.v[1u] + column * words.v[2u];"
+        )));
+        assert!(text.contains(&format!(
+            "In_f32(addresses.v[0] + uint64_t(idx{bias_slot}) * 4ul).v"
+        )));
+        assert!(text.contains("return float(result0);"));
+        assert!(text.contains("push.epilogue_word"));
+        assert!(!text.contains("push.opaque"));
+        // One operand's strides: the words start after one address.
+        assert!(text.contains("Words(push.epilogue + 8ul)"));
+        assert_eq!(text.matches("nx_element(").count(), 2);
+        assert_ne!(product_slot, bias_slot);
+    }
+}

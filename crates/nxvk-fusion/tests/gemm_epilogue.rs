@@ -2,7 +2,8 @@
 //! its product run as one GEMM dispatch whose store applies the kernel's expression. Checked
 //! against the plan without epilogues (`PlanOptions::gemm_epilogues` off) and against the
 //! eager API op by op, bit for bit, over random shapes (odd sizes, one-element axes, batches),
-//! f32, f64 and f16, biases of shape [N], [M, 1] and scalars; the cases that do not fit (the
+//! f32, f64, f16 and bf16, biases of shape [N], [M, 1] and scalars, results of the product's
+//! type and of others (a comparison's u8, a cast to f16); the cases that do not fit (the
 //! product also an output, split-K, integers) keep their stages and their results.
 
 mod common;
@@ -22,6 +23,10 @@ enum Epilogue {
     Scale,
     /// sigmoid(p + bias).
     BiasSigmoid,
+    /// p > bias: a u8 result.
+    GreaterThanBias,
+    /// as_type(p + bias, f16): a result of another type than the product's.
+    BiasToF16,
 }
 
 /// The shape of the bias parameter, for a product of rows M and columns N.
@@ -90,6 +95,11 @@ impl Case {
                 let shifted = builder.binary(BinaryOp::Add, product, bias).unwrap();
                 builder.unary(UnaryOp::Sigmoid, shifted).unwrap()
             }
+            Epilogue::GreaterThanBias => builder.binary(BinaryOp::Greater, product, bias).unwrap(),
+            Epilogue::BiasToF16 => {
+                let shifted = builder.binary(BinaryOp::Add, product, bias).unwrap();
+                builder.as_type(shifted, DType::F16).unwrap()
+            }
         };
         let outputs: Vec<NodeId> = if product_too {
             vec![out, product]
@@ -135,6 +145,11 @@ impl Case {
             Epilogue::BiasSigmoid => {
                 let shifted = binary(BinaryOp::Add, &product, &inputs[2]).unwrap();
                 unary(UnaryOp::Sigmoid, &shifted).unwrap()
+            }
+            Epilogue::GreaterThanBias => binary(BinaryOp::Greater, &product, &inputs[2]).unwrap(),
+            Epilogue::BiasToF16 => {
+                let shifted = binary(BinaryOp::Add, &product, &inputs[2]).unwrap();
+                as_type(&shifted, DType::F16).unwrap()
             }
         }
     }
@@ -214,11 +229,18 @@ fn any_case() -> impl Strategy<Value = Case> {
         size.clone(),
         size.clone(),
         size,
-        prop_oneof![Just(DType::F32), Just(DType::F64), Just(DType::F16)],
         prop_oneof![
-            Just(Epilogue::BiasRelu),
-            Just(Epilogue::Scale),
-            Just(Epilogue::BiasSigmoid)
+            4 => Just(DType::F32),
+            3 => Just(DType::F64),
+            2 => Just(DType::F16),
+            1 => Just(DType::BF16)
+        ],
+        prop_oneof![
+            3 => Just(Epilogue::BiasRelu),
+            3 => Just(Epilogue::Scale),
+            3 => Just(Epilogue::BiasSigmoid),
+            1 => Just(Epilogue::GreaterThanBias),
+            1 => Just(Epilogue::BiasToF16)
         ],
         prop_oneof![Just(Bias::Row), Just(Bias::Column), Just(Bias::Scalar)],
     )
@@ -234,7 +256,7 @@ fn any_case() -> impl Strategy<Value = Case> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(40))]
+    #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
     fn a_dot_with_its_epilogue_is_one_dispatch_equal_to_the_unfused_plan(
