@@ -81,7 +81,7 @@ pub const KNOBS: &[Knob] = &[
         arm_a: "on",
         arm_b: "off",
         workloads: &["gemm_bias_relu_f32_4096", "mlp_step_f32_b256"],
-        about: "the elementwise consumer of a dot's product applied in the GEMM's store",
+        about: "a dot's or conv's elementwise consumer applied in the GEMM's store",
     },
 ];
 

@@ -20,7 +20,8 @@ use nxvk_kernels::launch::{MAX_ELEMENTS, poison_output, simplify};
 use nxvk_kernels::movement::{AxisStart, Starts};
 use nxvk_kernels::reduce::{ReduceOptions, reduce};
 use nxvk_kernels::{
-    EpilogueOutcome, as_type, binary, dot_with_epilogue, index, movement, sort, unary,
+    EpilogueOutcome, as_type, binary, conv_with_epilogue, dot_with_epilogue, index, movement, sort,
+    unary,
 };
 use nxvk_kernels::{PACKET_ELEMENTS, PACKETS_PER_ITERATION};
 use std::sync::Arc;
@@ -344,14 +345,11 @@ impl Run<'_> {
         Ok(outputs)
     }
 
-    /// A `dot` with its epilogue: one GEMM dispatch where the catalog applies it in the
-    /// store, else the plain product and the unfused kernel on it (`gemm_epilogue.rs`).
+    /// A `dot` or `conv` with its epilogue: one GEMM dispatch where the catalog applies it
+    /// in the store, else the plain product and the unfused kernel on it (`gemm_epilogue.rs`).
     fn gemm_epilogue(&mut self, stage: &GemmEpilogueKernel) -> Result<Tensor> {
         const OP: &str = "gemm epilogue";
         let plan: &Plan = self.plan;
-        let Op::Dot { left, right, axes } = &plan.graph.node(stage.dot).op else {
-            return Err(absent(OP, stage.dot));
-        };
         let operands = stage
             .unfused
             .leaves
@@ -361,28 +359,41 @@ impl Run<'_> {
             .map(|(_, leaf)| apply_path(self.tensor(OP, leaf.node)?, &leaf.path))
             .collect::<Result<Vec<_>>>()?;
         let operands: Vec<&Tensor> = operands.iter().collect();
-        let axes = [
-            &axes.contract_left[..],
-            &axes.batch_left,
-            &axes.contract_right,
-            &axes.batch_right,
-        ];
-        let outcome = dot_with_epilogue(
-            self.tensor(OP, *left)?,
-            axes,
-            self.tensor(OP, *right)?,
-            &stage.epilogue,
-            &operands,
-        )?;
+        let outcome = match &plan.graph.node(stage.product).op {
+            Op::Dot { left, right, axes } => dot_with_epilogue(
+                self.tensor(OP, *left)?,
+                [
+                    &axes.contract_left,
+                    &axes.batch_left,
+                    &axes.contract_right,
+                    &axes.batch_right,
+                ],
+                self.tensor(OP, *right)?,
+                &stage.epilogue,
+                &operands,
+            )?,
+            Op::Conv {
+                input,
+                kernel,
+                options,
+            } => conv_with_epilogue(
+                self.tensor(OP, *input)?,
+                self.tensor(OP, *kernel)?,
+                options,
+                &stage.epilogue,
+                &operands,
+            )?,
+            _ => return Err(absent(OP, stage.product)),
+        };
         match outcome {
             EpilogueOutcome::Applied(result) => {
                 self.cache.count_gemm_epilogue();
                 Ok(result)
             }
             EpilogueOutcome::Plain(product) => {
-                self.values[stage.dot.index()] = Value::Tensor(product);
+                self.values[stage.product.index()] = Value::Tensor(product);
                 let outputs = self.fused(&stage.unfused);
-                self.values[stage.dot.index()] = Value::Absent;
+                self.values[stage.product.index()] = Value::Absent;
                 outputs?
                     .into_iter()
                     .next()

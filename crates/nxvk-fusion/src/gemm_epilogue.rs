@@ -1,13 +1,15 @@
-//! GEMM epilogues: a `dot` whose product only one elementwise kernel reads gets that kernel's
-//! expression applied in the GEMM's store (`relu(x . w + b)`, `scale * (x . w)`, a sigmoid),
-//! so the whole thing is one dispatch and the product is never written.
+//! GEMM epilogues: a `dot` or `conv` whose product only one elementwise kernel reads gets
+//! that kernel's expression applied in the GEMM's store (`relu(x . w + b)`, `scale * (x .
+//! w)`, a sigmoid, a convolution's per-channel bias and activation), so the whole thing is
+//! one dispatch and the product is never written.
 //!
-//! Recognise: after planning, a `dot` stage of a real float product (f16, bf16, f32, f64)
-//! that is not a graph output and that exactly one stage reads, an elementwise kernel with
-//! one root of the product's shape that reads the product once, element for element (no
-//! view). Its other leaves (a bias of shape `[N]` or `[M, 1]`, scalars, even a full-size
-//! operand) are read in the store through their strides along C's batch, row and column
-//! axes (`nxvk_kernels::dot_with_epilogue`). Anything else keeps its two stages.
+//! Recognise: after planning, a `dot` or `conv` stage of a real float product (f16, bf16,
+//! f32, f64) that is not a graph output and that exactly one stage reads, an elementwise
+//! kernel with one root of the product's shape that reads the product once, element for
+//! element (no view). Its other leaves (a bias of shape `[N]` or `[M, 1]`, scalars, even a
+//! full-size operand) are read in the store through their strides along C's batch, row and
+//! column axes (`nxvk_kernels::dot_with_epilogue`, `conv_with_epilogue`). Anything else keeps
+//! its two stages.
 //!
 //! Plan: the epilogue is the kernel's own `nx_element` function (`codegen.rs`), called on
 //! the GEMM's stored value of each element instead of a load of it, so the fused result is
@@ -28,11 +30,11 @@ use nxvk_kernels::{Elem, GemmEpilogue};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-/// A `dot` and the elementwise kernel that reads its product, as one stage.
+/// A `dot` or `conv` and the elementwise kernel that reads its product, as one stage.
 #[derive(Debug)]
 pub struct GemmEpilogueKernel {
-    /// The `dot` node (its value exists only while the unfused kernel runs).
-    pub(crate) dot: NodeId,
+    /// The `dot` or `conv` node (its value exists only while the unfused kernel runs).
+    pub(crate) product: NodeId,
     /// The kernel of the plan without epilogues, run on the plain product when the GEMM
     /// takes no single tiled pass; its one root is this stage's result.
     pub(crate) unfused: FusedKernel,
@@ -49,16 +51,16 @@ impl GemmEpilogueKernel {
     }
 }
 
-/// The element type of a `dot` product that can take an epilogue on this device.
+/// The element type of a `dot` or `conv` product that can take an epilogue on this device.
 fn real_float_product(graph: &Graph, capabilities: &Capabilities, id: NodeId) -> Option<Elem> {
-    if !matches!(graph.node(id).op, Op::Dot { .. }) {
+    if !matches!(graph.node(id).op, Op::Dot { .. } | Op::Conv { .. }) {
         return None;
     }
     native_on(capabilities, graph.tensor_type(id).dtype)
         .filter(|elem| matches!(elem, Elem::F16 | Elem::BF16 | Elem::F32 | Elem::F64))
 }
 
-/// Replaces each `dot` stage whose product only an elementwise kernel reads, element for
+/// Replaces each `dot` or `conv` stage whose product only an elementwise kernel reads, element for
 /// element, by one epilogue stage at the kernel's place (every other leaf of the kernel is
 /// computed by then). `reads` lists what a stage reads; `materialised` is the planner's.
 pub(crate) fn fuse_epilogues(
@@ -70,13 +72,13 @@ pub(crate) fn fuse_epilogues(
 ) -> Result<Vec<Stage>> {
     let mut stages: Vec<Option<Stage>> = stages.into_iter().map(Some).collect();
     for index in 0..stages.len() {
-        let Some(Stage::Node(dot)) = stages[index] else {
+        let Some(Stage::Node(product)) = stages[index] else {
             continue;
         };
-        let Some(product_elem) = real_float_product(graph, capabilities, dot) else {
+        let Some(product_elem) = real_float_product(graph, capabilities, product) else {
             continue;
         };
-        if graph.outputs().contains(&dot) {
+        if graph.outputs().contains(&product) {
             continue;
         }
         let readers: Vec<usize> = stages
@@ -85,7 +87,7 @@ pub(crate) fn fuse_epilogues(
             .filter(|(_, stage)| {
                 stage
                     .as_ref()
-                    .is_some_and(|stage| reads(stage).contains(&dot))
+                    .is_some_and(|stage| reads(stage).contains(&product))
             })
             .map(|(reader, _)| reader)
             .collect();
@@ -96,7 +98,7 @@ pub(crate) fn fuse_epilogues(
             continue;
         };
         let product_leaves: Vec<usize> = (0..fused.leaves.len())
-            .filter(|&slot| fused.leaves[slot].node == dot)
+            .filter(|&slot| fused.leaves[slot].node == product)
             .collect();
         let [product_slot] = product_leaves[..] else {
             continue;
@@ -104,7 +106,7 @@ pub(crate) fn fuse_epilogues(
         let fits = fused.reduced_length.is_none()
             && fused.roots.len() == 1
             && fused.leaves[product_slot].path.is_empty()
-            && fused.loop_shape == graph.tensor_type(dot).shape;
+            && fused.loop_shape == graph.tensor_type(product).shape;
         if !fits {
             continue;
         }
@@ -129,7 +131,7 @@ pub(crate) fn fuse_epilogues(
         };
         stages[index] = None;
         stages[reader] = Some(Stage::GemmEpilogue(GemmEpilogueKernel {
-            dot,
+            product,
             unfused,
             product_slot,
             epilogue,

@@ -12,10 +12,10 @@
 //! dispatch; longer rows keep three); views never copy; `cond` and `while` run from the
 //! executor; `reduce` and
 //! `window_reduce` with a reducer function get generated kernels of their own
-//! (`reducer.rs`); a `dot` whose real float product only one elementwise kernel reads
-//! (`relu(x . w + b)`, a scale, a sigmoid) is one GEMM dispatch whose store applies that
-//! kernel's expression, a *GEMM epilogue* (`gemm_epilogue.rs`; split-K and
-//! cooperative-matrix GEMMs keep the two stages); `fft`, `triangular_solve` and Nx's
+//! (`reducer.rs`); a `dot` or `conv` whose real float product only one elementwise kernel
+//! reads (`relu(x . w + b)`, a scale, a sigmoid, a per-channel bias) is one GEMM dispatch
+//! whose store applies that kernel's expression, a *GEMM epilogue* (`gemm_epilogue.rs`;
+//! split-K and cooperative-matrix GEMMs and permuted conv outputs keep the two stages); `fft`, `triangular_solve` and Nx's
 //! linear-algebra blocks are native nodes running the catalog's GPU kernels
 //! (`builder_linalg.rs`). Everything else runs through `nxvk-kernels`' eager API, one node
 //! at a time.
@@ -27,8 +27,8 @@
 //! for elementwise ops (each value is rounded where the eager path stores it, and no op sees
 //! through another: see `codegen.rs`); only fused reductions may fold in another order.
 //!
-//! Not yet: epilogues of `conv` (its implicit GEMM stores unfused) and of GEMMs whose
-//! product other stages read too, native kernels for the `block`s other than linear
+//! Not yet: epilogues of GEMMs whose product other stages read too (the product is then
+//! written, and could be stored beside the epilogue's result), native kernels for the `block`s other than linear
 //! algebra's, recording a plan's command buffer once for replay, and `cond`/`while`
 //! predicates kept on the device (they are read back).
 

@@ -22,11 +22,11 @@
 //!   program* (`row_program.rs`, [`PlanOptions::row_programs`]): softmax is one kernel that
 //!   never writes its maxima and sums. The planner asks it for groups once materialisation is
 //!   known and gives each group one stage at its last root.
-//! - A `dot` of real floats whose product one elementwise kernel alone reads, element for
+//! - A `dot` or `conv` of real floats whose product one elementwise kernel alone reads, element for
 //!   element, becomes one stage with that kernel: the GEMM applies the kernel's expression
 //!   in its store, a *GEMM epilogue* (`gemm_epilogue.rs`, [`PlanOptions::gemm_epilogues`]),
-//!   or, where the GEMM runs split-K or on cooperative matrices, the stage runs the two
-//!   parts as before.
+//!   or, where the GEMM runs split-K or on cooperative matrices (or a convolution's output
+//!   is permuted), the stage runs the two parts as before.
 //! - A fused reduction's rows are folded by one subgroup each when they are at most
 //!   [`SUBGROUP_ROW_WIDTHS`] subgroups wide (several rows per workgroup), else by a workgroup,
 //!   both through subgroup shuffles; devices without them fold through shared memory. Whether a
@@ -67,10 +67,10 @@ pub struct PlanOptions {
     /// (`NXVK_KNOB_ROW_PROGRAM=on|off`, on: `row_program.rs`; softmax reads and writes its
     /// data once instead of three passes).
     pub row_programs: bool,
-    /// Apply the elementwise kernel that alone reads a `dot`'s product in the GEMM's store,
-    /// where the GEMM takes one tiled pass (`NXVK_KNOB_GEMM_EPILOGUE=on|off`, on:
-    /// `gemm_epilogue.rs`; the product is then neither written nor read back, one dispatch
-    /// instead of two, not raced yet).
+    /// Apply the elementwise kernel that alone reads a `dot`'s or `conv`'s product in the
+    /// GEMM's store, where the GEMM takes one tiled pass (`NXVK_KNOB_GEMM_EPILOGUE=on|off`,
+    /// on: `gemm_epilogue.rs`; the product is then neither written nor read back, one
+    /// dispatch instead of two, not raced yet).
     pub gemm_epilogues: bool,
 }
 
@@ -151,7 +151,8 @@ pub enum Stage {
     Reducer(ReducerKernel),
     /// Row reductions and their elementwise outputs in one kernel (`row_program.rs`).
     RowProgram(RowProgramKernel),
-    /// A `dot` with its elementwise consumer applied in the GEMM's store (`gemm_epilogue.rs`).
+    /// A `dot` or `conv` with its elementwise consumer applied in the GEMM's store
+    /// (`gemm_epilogue.rs`).
     GemmEpilogue(GemmEpilogueKernel),
 }
 
@@ -164,14 +165,14 @@ impl Stage {
             Stage::Reducer(reducer) => graph.node(reducer.node).op.operands(),
             Stage::RowProgram(program) => program.leaves.iter().map(|leaf| leaf.node).collect(),
             Stage::GemmEpilogue(epilogue) => {
-                let mut read = graph.node(epilogue.dot).op.operands();
+                let mut read = graph.node(epilogue.product).op.operands();
                 read.extend(
                     epilogue
                         .unfused
                         .leaves
                         .iter()
                         .map(|leaf| leaf.node)
-                        .filter(|&node| node != epilogue.dot),
+                        .filter(|&node| node != epilogue.product),
                 );
                 read
             }

@@ -8,9 +8,11 @@
 
 mod common;
 
-use common::{SplitMix, device, random_input, serial};
+use common::{
+    SplitMix, bit_equal, cache_with_epilogues, device, random_input, run_counted, serial,
+};
 use nxvk_core::{DType, Tensor};
-use nxvk_fusion::{DotAxes, Graph, GraphBuilder, NodeId, PlanCache, PlanOptions};
+use nxvk_fusion::{DotAxes, Graph, GraphBuilder, NodeId};
 use nxvk_kernels::{BinaryOp, UnaryOp, as_type, binary, dot, unary};
 use proptest::prelude::*;
 
@@ -155,59 +157,18 @@ impl Case {
     }
 }
 
-fn cache(gemm_epilogues: bool) -> PlanCache {
-    PlanCache::with_options(
-        &device(),
-        PlanOptions {
-            gemm_epilogues,
-            ..PlanOptions::default()
-        },
-    )
-}
-
-/// The device's dispatch count (callers hold [`serial`]).
-fn dispatches() -> u64 {
-    device().counters().dispatches
-}
-
-/// Runs `graph` twice (planning and compiling first) and returns the second run's results
-/// with the dispatches it took.
-fn run_counted(cache: &PlanCache, graph: &Graph, inputs: &[Tensor]) -> (Vec<Tensor>, u64) {
-    let inputs: Vec<&Tensor> = inputs.iter().collect();
-    cache.run(graph, &inputs).unwrap();
-    let before = dispatches();
-    let results = cache.run(graph, &inputs).unwrap();
-    (results, dispatches() - before)
-}
-
-/// Same dtype, shape and bits, any NaN equal to any NaN (floats seen as f64, exactly).
-fn bit_equal(a: &Tensor, b: &Tensor) -> bool {
-    let values = |tensor: &Tensor| {
-        as_type(tensor, DType::F64)
-            .unwrap()
-            .to_vec::<f64>()
-            .unwrap()
-    };
-    a.dtype() == b.dtype()
-        && a.shape() == b.shape()
-        && values(a)
-            .iter()
-            .zip(values(b))
-            .all(|(x, y)| (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits())
-}
-
 /// The fused plan takes one dispatch and one epilogue, and equals the unfused plan (two
 /// dispatches) and the eager API.
 fn check_fused(case: Case, seed: u64) -> Result<(), TestCaseError> {
     let _serial = serial();
     let graph = case.graph(false);
     let inputs = case.inputs(seed);
-    let fused_cache = cache(true);
+    let fused_cache = cache_with_epilogues(true);
     prop_assert_eq!(fused_cache.plan(&graph).unwrap().gemm_epilogues(), 1);
     let (fused, fused_dispatches) = run_counted(&fused_cache, &graph, &inputs);
     prop_assert_eq!(fused_dispatches, 1, "{:?}", case);
     prop_assert_eq!(fused_cache.counters().gemm_epilogues, 2);
-    let (unfused, unfused_dispatches) = run_counted(&cache(false), &graph, &inputs);
+    let (unfused, unfused_dispatches) = run_counted(&cache_with_epilogues(false), &graph, &inputs);
     prop_assert_eq!(unfused_dispatches, 2);
     prop_assert!(
         bit_equal(&fused[0], &unfused[0]),
@@ -293,7 +254,10 @@ fn a_perturbed_result_fails_the_comparison() {
     let inputs = case.inputs(5);
     let graph = case.graph(false);
     let inputs_ref: Vec<&Tensor> = inputs.iter().collect();
-    let fused = cache(true).run(&graph, &inputs_ref).unwrap().remove(0);
+    let fused = cache_with_epilogues(true)
+        .run(&graph, &inputs_ref)
+        .unwrap()
+        .remove(0);
     let expected = case.eager(&inputs);
     assert!(bit_equal(&fused, &expected));
     let mut values = fused.to_vec::<f32>().unwrap();
@@ -313,7 +277,7 @@ fn a_product_read_elsewhere_keeps_two_dispatches() {
     let case = relu_case(DType::F32);
     let graph = case.graph(true);
     let inputs = case.inputs(11);
-    let fused_cache = cache(true);
+    let fused_cache = cache_with_epilogues(true);
     assert_eq!(fused_cache.plan(&graph).unwrap().gemm_epilogues(), 0);
     let (results, used) = run_counted(&fused_cache, &graph, &inputs);
     assert_eq!(used, 2);
@@ -334,11 +298,11 @@ fn a_split_k_product_keeps_the_unfused_path() {
     };
     let graph = case.graph(false);
     let inputs = case.inputs(13);
-    let fused_cache = cache(true);
+    let fused_cache = cache_with_epilogues(true);
     assert_eq!(fused_cache.plan(&graph).unwrap().gemm_epilogues(), 1);
     let (fused, fused_dispatches) = run_counted(&fused_cache, &graph, &inputs);
     assert_eq!(fused_cache.counters().gemm_epilogues, 0);
-    let (unfused, unfused_dispatches) = run_counted(&cache(false), &graph, &inputs);
+    let (unfused, unfused_dispatches) = run_counted(&cache_with_epilogues(false), &graph, &inputs);
     assert!(unfused_dispatches > 2, "split-K takes a reduction too");
     assert_eq!(fused_dispatches, unfused_dispatches);
     assert!(bit_equal(&fused[0], &unfused[0]));
@@ -365,7 +329,13 @@ fn an_integer_product_takes_no_epilogue() {
         .unwrap();
     let out = builder.binary(BinaryOp::Add, product, bias).unwrap();
     let graph = builder.finish(&[out]).unwrap();
-    assert_eq!(cache(true).plan(&graph).unwrap().gemm_epilogues(), 0);
+    assert_eq!(
+        cache_with_epilogues(true)
+            .plan(&graph)
+            .unwrap()
+            .gemm_epilogues(),
+        0
+    );
 }
 
 /// An operand whose strides do not collapse onto C's column axes (B has two free axes, the
@@ -398,11 +368,11 @@ fn an_operand_across_two_column_axes_is_copied_dense() {
         .iter()
         .map(|shape| random_input(&mut random, DType::F32, shape))
         .collect();
-    let fused_cache = cache(true);
+    let fused_cache = cache_with_epilogues(true);
     let (fused, fused_dispatches) = run_counted(&fused_cache, &graph, &inputs);
     assert_eq!(fused_cache.counters().gemm_epilogues, 2);
     // The copy of the operand, then the GEMM.
     assert_eq!(fused_dispatches, 2);
-    let (unfused, _) = run_counted(&cache(false), &graph, &inputs);
+    let (unfused, _) = run_counted(&cache_with_epilogues(false), &graph, &inputs);
     assert!(bit_equal(&fused[0], &unfused[0]));
 }

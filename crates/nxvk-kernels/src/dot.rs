@@ -275,16 +275,7 @@ pub fn dot_with_epilogue(
         (batch_a.len()..rows_end).collect(),
         (rows_end..output_shape.len()).collect(),
     ];
-    if let Some(operand) = operands.iter().find(|operand| {
-        operand.shape() != output_shape.as_slice() || operand.device_address().is_none()
-    }) {
-        return Err(Error::BadOperands {
-            op: OP,
-            shapes: vec![output_shape.clone(), operand.shape().to_vec()],
-            dtypes: vec![dtype_of(problem.elem), operand.dtype()],
-            detail: "an epilogue operand must be an addressable view of the product's shape".into(),
-        });
-    }
+    check_epilogue_operands(&output_shape, problem.elem, operands)?;
     let Some(variant) = problem.epilogue_variant() else {
         return Ok(EpilogueOutcome::Plain(
             problem.run(None)?.reshape(&output_shape)?,
@@ -317,6 +308,26 @@ pub fn dot_with_epilogue(
     };
     let output = problem.run_with(variant, problem.order(), Some(&arguments))?;
     Ok(EpilogueOutcome::Applied(output.reshape(&output_shape)?))
+}
+
+/// Each epilogue operand must be an addressable view of the result's shape.
+pub(crate) fn check_epilogue_operands(
+    output_shape: &[usize],
+    elem: Elem,
+    operands: &[&Tensor],
+) -> Result<()> {
+    match operands
+        .iter()
+        .find(|operand| operand.shape() != output_shape || operand.device_address().is_none())
+    {
+        Some(operand) => Err(Error::BadOperands {
+            op: "gemm epilogue",
+            shapes: vec![output_shape.to_vec(), operand.shape().to_vec()],
+            dtypes: vec![dtype_of(elem), operand.dtype()],
+            detail: "an epilogue operand must be an addressable view of the result's shape".into(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// A `dot` after validation: its result already (complex, empty, K = 0), or one GEMM.
@@ -459,14 +470,14 @@ fn lower(
 
 /// An epilogue with its operands, each with its element strides along C's batch, row and
 /// column axes.
-struct EpilogueArguments<'a> {
-    epilogue: &'a GemmEpilogue,
-    operands: Vec<(Tensor, [usize; 3])>,
+pub(crate) struct EpilogueArguments<'a> {
+    pub(crate) epilogue: &'a GemmEpilogue,
+    pub(crate) operands: Vec<(Tensor, [usize; 3])>,
 }
 
 /// Which kernel runs a GEMM.
 #[derive(Debug, Clone, Copy)]
-enum Variant {
+pub(crate) enum Variant {
     /// The tiled template with this configuration.
     Tiled(TileConfig),
     /// The cooperative-matrix kernel (f16 inputs) at the device's subgroup size.
@@ -506,7 +517,7 @@ pub(crate) struct Problem {
 }
 
 impl Problem {
-    fn order(&self) -> OperandOrder {
+    pub(crate) fn order(&self) -> OperandOrder {
         if self.convolution.is_some() {
             return OperandOrder {
                 a_k_contiguous: self.a.second_stride == 1,
@@ -638,9 +649,10 @@ impl Problem {
     }
 
     /// The variant [`Problem::run`] would choose when it is one tiled pass of floats (no
-    /// split-K, no cooperative matrices), which can take an epilogue in its store.
-    fn epilogue_variant(&self) -> Option<Variant> {
-        if !self.elem.is_float() || self.convolution.is_some() || self.cooperative().is_some() {
+    /// split-K, no cooperative matrices), which can take an epilogue in its store (a
+    /// convolution's too: its C is stored in the output layout either way).
+    pub(crate) fn epilogue_variant(&self) -> Option<Variant> {
+        if !self.elem.is_float() || self.cooperative().is_some() {
             return None;
         }
         let variant = Variant::Tiled(self.tuned_config());
@@ -648,7 +660,7 @@ impl Problem {
     }
 
     /// Runs `variant` (with `epilogue` in its store: tiled, one split only).
-    fn run_with(
+    pub(crate) fn run_with(
         &self,
         variant: Variant,
         order: OperandOrder,

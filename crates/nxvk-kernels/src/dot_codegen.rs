@@ -79,9 +79,9 @@ const GEMM_PUSH_FIELDS: &str = "layout(push_constant, scalar) uniform Push {
 
 /// An elementwise function applied to every element of C before it is stored, so that a
 /// consumer of the product (a bias, an activation, a scale: nxvk-fusion's GEMM epilogues)
-/// costs no second pass over C. The tiled template calls it in place of its plain store;
-/// split-K and the cooperative kernel have no epilogue (their callers keep C and apply it
-/// separately).
+/// costs no second pass over C. The tiled template (plain or a convolution's) calls it in
+/// place of its plain store; split-K and the cooperative kernel have no epilogue (their
+/// callers keep C and apply it separately).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GemmEpilogue {
     /// GLSL placed before `main` (after the push constants and the shared tiles): whatever

@@ -110,7 +110,7 @@ pub use codegen::{
     cast_shader, complex_cast_shader, complex_op_shader, iota_kernel_name, iota_shader, op_shader,
     select_kernel_name, select_shader,
 };
-pub use conv::{ConvGeometry, ConvOptions, conv};
+pub use conv::{ConvGeometry, ConvOptions, conv, conv_with_epilogue};
 pub use creation::{bitcast, eye, full, iota};
 pub use dense_codegen::{
     PACKET_ELEMENTS, PACKETS_PER_ITERATION, dense_cast_shader, dense_kernel_name, dense_op_shader,
