@@ -8,8 +8,9 @@
 //! kernel with one root of the product's shape that reads the product once, element for
 //! element (no view). Its other leaves (a bias of shape `[N]` or `[M, 1]`, scalars, even a
 //! full-size operand) are read in the store through their strides along C's batch, row and
-//! column axes (`nxvk_kernels::dot_with_epilogue`, `conv_with_epilogue`). Anything else keeps
-//! its two stages.
+//! column axes (`nxvk_kernels::dot_with_epilogue`; for `conv_with_epilogue` these are the
+//! group, the filter within it, and image x output position). Anything else keeps its two
+//! stages.
 //!
 //! Plan: the epilogue is the kernel's own `nx_element` function (`codegen.rs`), called on
 //! the GEMM's stored value of each element instead of a load of it, so the fused result is
@@ -17,11 +18,12 @@
 //! unfused GEMM stores it, then the same code computes the same ops.
 //!
 //! Run: whether the GEMM takes one tiled pass is decided when it runs (the autotuner's tile
-//! configuration decides split-K, the device decides cooperative matrices): when it does
-//! not, the catalog returns the plain product and the stage runs the unfused kernel on it,
-//! as the plan without epilogues would.
+//! configuration decides split-K, the device decides cooperative matrices; a convolution
+//! whose output permutation is not the identity never does): when it does not, the catalog
+//! returns the plain product and the stage runs the unfused kernel on it, as the plan
+//! without epilogues would.
 
-use crate::codegen::{Expression, OPAQUE_HELPERS};
+use crate::codegen::{Expression, OPAQUE_HELPERS, OPAQUE_WORD};
 use crate::graph::{Graph, NodeId, Op};
 use crate::plan::{FusedKernel, Stage, native_on};
 use nxvk_core::{Capabilities, Result};
@@ -60,9 +62,10 @@ fn real_float_product(graph: &Graph, capabilities: &Capabilities, id: NodeId) ->
         .filter(|elem| matches!(elem, Elem::F16 | Elem::BF16 | Elem::F32 | Elem::F64))
 }
 
-/// Replaces each `dot` or `conv` stage whose product only an elementwise kernel reads, element for
-/// element, by one epilogue stage at the kernel's place (every other leaf of the kernel is
-/// computed by then). `reads` lists what a stage reads; `materialised` is the planner's.
+/// Replaces each `dot` or `conv` stage whose product only an elementwise kernel reads,
+/// element for element, by one epilogue stage at the kernel's place (every other leaf of the
+/// kernel is computed by then). `reads` lists what a stage reads; `materialised` is the
+/// planner's.
 pub(crate) fn fuse_epilogues(
     graph: &Graph,
     capabilities: &Capabilities,
@@ -124,7 +127,7 @@ pub(crate) fn fuse_epilogues(
         let epilogue = GemmEpilogue {
             functions: epilogue_functions(&expression, product_slot, product_elem, output),
             output,
-            word: crate::codegen::OPAQUE_WORD,
+            word: OPAQUE_WORD,
         };
         let Some(Stage::Fused(unfused)) = stages[reader].take() else {
             continue;
