@@ -90,6 +90,13 @@ pub const KNOBS: &[Knob] = &[
         workloads: &["sort_f32_16M", "sort_f32_4Kx4K"],
         about: "radix passes that rank, look back and scatter in one dispatch each",
     },
+    Knob {
+        name: "gemm_epilogue",
+        arm_a: "on",
+        arm_b: "off",
+        workloads: &["gemm_bias_relu_f32_4096", "mlp_step_f32_b256"],
+        about: "a dot's or conv's elementwise consumer applied in the GEMM's store",
+    },
 ];
 
 /// Looks a knob up by name.

@@ -14,6 +14,10 @@
 //! - `layer_norm_f32_8Kx8K`: layer norm over the last axis of f32[8192, 8192] with per-column
 //!   gamma and beta (mean, variance of the centred row, `(x - mean) * rsqrt(var + 1e-5) *
 //!   gamma + beta`): one row program, or two fused row reductions and an elementwise stage.
+//! - `gemm_bias_relu_f32_4096`: relu(x . w + b) for x, w f32[4096, 4096] and b f32[4096] as
+//!   one plan: one GEMM whose store adds the bias and takes the max with 0
+//!   (`gemm_epilogue.rs`), or with `NXVK_KNOB_GEMM_EPILOGUE=off` the GEMM and an elementwise
+//!   kernel over its product; `--quick` runs 512.
 //! - `mlp_step_f32_b256`: one SGD step (forward, softmax cross-entropy, gradients by
 //!   `nxvk_fusion::gradients`, update) of an MLP 784-1024-1024-10 with ReLU on a batch of 256,
 //!   as one plan (the demo's model code), GPU time; like the torch peer's `w_mlp`.
@@ -90,6 +94,7 @@ fn main() {
     let chain_elements = if quick { 1 << 22 } else { 1 << 28 };
     let softmax_side = if quick { 1 << 10 } else { 1 << 13 };
     let mlp_batch = if quick { 16 } else { 256 };
+    let gemm_side = if quick { 512 } else { 4096 };
     let workloads: Vec<(String, Workload<Bench>)> = vec![
         (
             "chain_f32_256M".into(),
@@ -106,6 +111,10 @@ fn main() {
         (
             "layer_norm_f32_8Kx8K".into(),
             Box::new(move |b| b.layer_norm(softmax_side)),
+        ),
+        (
+            "gemm_bias_relu_f32_4096".into(),
+            Box::new(move |b| b.gemm_bias_relu(gemm_side)),
         ),
         (
             "mlp_step_f32_b256".into(),
@@ -283,6 +292,35 @@ impl Bench {
         let beta = self.tensor(&[side], 5)?;
         Ok(Record::milliseconds(
             self.plan_median(&graph, &[&x, &gamma, &beta])?,
+        ))
+    }
+
+    /// relu(x . w + b) on f32[side, side] operands, b of shape [side] (a GEMM epilogue with
+    /// `NXVK_KNOB_GEMM_EPILOGUE=on`, a GEMM and an elementwise kernel with it off).
+    fn gemm_bias_relu(&self, side: usize) -> Result<Record> {
+        let mut builder = GraphBuilder::new();
+        let x = builder.parameter(DType::F32, &[side, side])?;
+        let w = builder.parameter(DType::F32, &[side, side])?;
+        let bias = builder.parameter(DType::F32, &[side])?;
+        let product = builder.dot(
+            x,
+            w,
+            DotAxes {
+                contract_left: vec![1],
+                batch_left: vec![],
+                contract_right: vec![0],
+                batch_right: vec![],
+            },
+        )?;
+        let shifted = builder.binary(BinaryOp::Add, product, bias)?;
+        let zero = builder.constant(DType::F32, 0.0)?;
+        let out = builder.binary(BinaryOp::Max, shifted, zero)?;
+        let graph = builder.finish(&[out])?;
+        let x = self.tensor(&[side, side], 6)?;
+        let w = self.tensor(&[side, side], 7)?;
+        let bias = self.tensor(&[side], 8)?;
+        Ok(Record::milliseconds(
+            self.plan_median(&graph, &[&x, &w, &bias])?,
         ))
     }
 

@@ -678,7 +678,7 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
 
     /// `nx_element`: the statements as one function from the leaves' stored values to the
     /// roots' values, so every template evaluates elements with the same code.
-    fn element_function(&self) -> String {
+    pub(crate) fn element_function(&self) -> String {
         let mut parameters: Vec<String> = self
             .leaf_elems
             .iter()

@@ -8,6 +8,7 @@
 //! `cond` and `while`, which read their predicate back.
 
 use crate::codegen::{FUSED_PUSH_CONSTANT_BYTES, OPAQUE_WORD, PACKET_RANK};
+use crate::gemm_epilogue::GemmEpilogueKernel;
 use crate::graph::{Graph, IndexedUpdate, NodeId, NodeType, Op, SliceStart};
 use crate::linalg_stage;
 use crate::plan::{FusedKernel, Plan, Stage};
@@ -18,8 +19,11 @@ use nxvk_kernels::codegen::WORKGROUP_SIZE;
 use nxvk_kernels::launch::{MAX_ELEMENTS, poison_output, simplify};
 use nxvk_kernels::movement::{AxisStart, Starts};
 use nxvk_kernels::reduce::{ReduceOptions, reduce};
+use nxvk_kernels::{
+    EpilogueOutcome, as_type, binary, conv_with_epilogue, dot_with_epilogue, index, movement, sort,
+    unary,
+};
 use nxvk_kernels::{PACKET_ELEMENTS, PACKETS_PER_ITERATION};
-use nxvk_kernels::{as_type, binary, index, movement, sort, unary};
 use std::sync::Arc;
 
 /// The value of one node while a plan runs.
@@ -339,6 +343,63 @@ impl Run<'_> {
             self.cache.count_packet_dispatch();
         }
         Ok(outputs)
+    }
+
+    /// A `dot` or `conv` with its epilogue: one GEMM dispatch where the catalog applies it
+    /// in the store, else the plain product and the unfused kernel on it (`gemm_epilogue.rs`).
+    fn gemm_epilogue(&mut self, stage: &GemmEpilogueKernel) -> Result<Tensor> {
+        const OP: &str = "gemm epilogue";
+        let plan: &Plan = self.plan;
+        let operands = stage
+            .unfused
+            .leaves
+            .iter()
+            .enumerate()
+            .filter(|&(slot, _)| slot != stage.product_slot)
+            .map(|(_, leaf)| apply_path(self.tensor(OP, leaf.node)?, &leaf.path))
+            .collect::<Result<Vec<_>>>()?;
+        let operands: Vec<&Tensor> = operands.iter().collect();
+        let outcome = match &plan.graph.node(stage.product).op {
+            Op::Dot { left, right, axes } => dot_with_epilogue(
+                self.tensor(OP, *left)?,
+                [
+                    &axes.contract_left,
+                    &axes.batch_left,
+                    &axes.contract_right,
+                    &axes.batch_right,
+                ],
+                self.tensor(OP, *right)?,
+                &stage.epilogue,
+                &operands,
+            )?,
+            Op::Conv {
+                input,
+                kernel,
+                options,
+            } => conv_with_epilogue(
+                self.tensor(OP, *input)?,
+                self.tensor(OP, *kernel)?,
+                options,
+                &stage.epilogue,
+                &operands,
+            )?,
+            _ => return Err(absent(OP, stage.product)),
+        };
+        match outcome {
+            EpilogueOutcome::Applied(result) => {
+                self.cache.count_gemm_epilogue();
+                Ok(result)
+            }
+            EpilogueOutcome::Plain(product) => {
+                self.values[stage.product.index()] = Value::Tensor(product);
+                let outputs = self.fused(&stage.unfused);
+                self.values[stage.product.index()] = Value::Absent;
+                outputs?
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| absent(OP, stage.root()))
+            }
+        }
     }
 
     /// A scalar u8 predicate, read back to the host.
@@ -728,6 +789,10 @@ impl Plan {
                 }
                 Stage::View(id) | Stage::Node(id) => {
                     run.values[id.index()] = run.node(*id)?;
+                }
+                Stage::GemmEpilogue(epilogue) => {
+                    let value = run.gemm_epilogue(epilogue)?;
+                    run.values[epilogue.root().index()] = Value::Tensor(value);
                 }
                 Stage::Reducer(reducer) => {
                     let [input, init] = graph.node(reducer.node).op.operands()[..] else {

@@ -12,9 +12,13 @@
 //! dispatch; longer rows keep three); views never copy; `cond` and `while` run from the
 //! executor; `reduce` and
 //! `window_reduce` with a reducer function get generated kernels of their own
-//! (`reducer.rs`); `fft`, `triangular_solve` and Nx's linear-algebra blocks are native
-//! nodes running the catalog's GPU kernels (`builder_linalg.rs`). Everything else
-//! runs through `nxvk-kernels`' eager API, one node at a time.
+//! (`reducer.rs`); a `dot` or `conv` whose real float product only one elementwise kernel
+//! reads (`relu(x . w + b)`, a scale, a sigmoid, a per-channel bias) is one GEMM dispatch
+//! whose store applies that kernel's expression, a *GEMM epilogue* (`gemm_epilogue.rs`;
+//! split-K and cooperative-matrix GEMMs and permuted conv outputs keep the two stages); `fft`, `triangular_solve` and Nx's
+//! linear-algebra blocks are native nodes running the catalog's GPU kernels
+//! (`builder_linalg.rs`). Everything else runs through `nxvk-kernels`' eager API, one node
+//! at a time.
 //!
 //! It is not a kernel library (the op semantics live in nxvk-kernels' op table and helpers,
 //! which fused kernels include verbatim) and knows nothing about Elixir or the BEAM.
@@ -23,9 +27,10 @@
 //! for elementwise ops (each value is rounded where the eager path stores it, and no op sees
 //! through another: see `codegen.rs`); only fused reductions may fold in another order.
 //!
-//! Not yet: GEMM epilogues (a `dot` runs the catalog's GEMM as its own stage), native kernels for the `block`s other than linear algebra's, recording a plan's
-//! command buffer once for replay, and `cond`/`while` predicates kept on the device (they
-//! are read back).
+//! Not yet: epilogues of GEMMs whose product other stages read too (the product is then
+//! written, and could be stored beside the epilogue's result), native kernels for the `block`s other than linear
+//! algebra's, recording a plan's command buffer once for replay, and `cond`/`while`
+//! predicates kept on the device (they are read back).
 
 mod autodiff;
 mod builder;
@@ -34,6 +39,7 @@ mod builder_movement;
 mod codegen;
 mod encoding;
 mod executor;
+mod gemm_epilogue;
 mod graph;
 mod linalg_stage;
 mod plan;
@@ -46,6 +52,7 @@ pub use autodiff::{STOP_GRAD, gradients};
 pub use builder::GraphBuilder;
 pub use codegen::LeafAccess;
 pub use encoding::{MAGIC, MAX_DEPTH, VERSION, decode, encode};
+pub use gemm_epilogue::GemmEpilogueKernel;
 pub use graph::{
     CondClause, DotAxes, Graph, IndexedUpdate, LinAlgKind, Node, NodeId, NodeType, Op, SliceStart,
     TensorType,

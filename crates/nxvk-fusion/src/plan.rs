@@ -22,6 +22,11 @@
 //!   program* (`row_program.rs`, [`PlanOptions::row_programs`]): softmax is one kernel that
 //!   never writes its maxima and sums. The planner asks it for groups once materialisation is
 //!   known and gives each group one stage at its last root.
+//! - A `dot` or `conv` of real floats whose product one elementwise kernel alone reads, element for
+//!   element, becomes one stage with that kernel: the GEMM applies the kernel's expression
+//!   in its store, a *GEMM epilogue* (`gemm_epilogue.rs`, [`PlanOptions::gemm_epilogues`]),
+//!   or, where the GEMM runs split-K or on cooperative matrices (or a convolution's output
+//!   is permuted), the stage runs the two parts as before.
 //! - A fused reduction's rows are folded by one subgroup each when they are at most
 //!   [`SUBGROUP_ROW_WIDTHS`] subgroups wide (several rows per workgroup), else by a workgroup,
 //!   both through subgroup shuffles; devices without them fold through shared memory. Whether a
@@ -29,6 +34,7 @@
 //!   decides it per run (every generated kernel has both paths).
 
 use crate::codegen::{Expression, LeafAccess, RowTeam, elementwise_shader, reduce_shader};
+use crate::gemm_epilogue::{GemmEpilogueKernel, fuse_epilogues};
 use crate::graph::{Graph, NodeId, Op};
 use crate::reducer::{ReducerKernel, plan_stage};
 use crate::row_program::{self, NodeFacts, RowProgramKernel, find_groups};
@@ -61,6 +67,11 @@ pub struct PlanOptions {
     /// (`NXVK_KNOB_ROW_PROGRAM=on|off`, on: `row_program.rs`; softmax reads and writes its
     /// data once instead of three passes).
     pub row_programs: bool,
+    /// Apply the elementwise kernel that alone reads a `dot`'s or `conv`'s product in the
+    /// GEMM's store, where the GEMM takes one tiled pass (`NXVK_KNOB_GEMM_EPILOGUE=on|off`,
+    /// on: `gemm_epilogue.rs`; the product is then neither written nor read back, one
+    /// dispatch instead of two, not raced yet).
+    pub gemm_epilogues: bool,
 }
 
 impl Default for PlanOptions {
@@ -70,6 +81,7 @@ impl Default for PlanOptions {
             packet_path: true,
             subgroup_row_folds: true,
             row_programs: true,
+            gemm_epilogues: true,
         }
     }
 }
@@ -90,8 +102,8 @@ fn switch_from_env(name: &str, on: &str, off: &str, default: bool) -> bool {
 }
 
 impl PlanOptions {
-    /// The defaults, overridden by `NXVK_KNOB_CSE`, `NXVK_KNOB_PACKETS`, `NXVK_KNOB_ROW_FOLD`
-    /// and `NXVK_KNOB_ROW_PROGRAM`.
+    /// The defaults, overridden by `NXVK_KNOB_CSE`, `NXVK_KNOB_PACKETS`, `NXVK_KNOB_ROW_FOLD`,
+    /// `NXVK_KNOB_ROW_PROGRAM` and `NXVK_KNOB_GEMM_EPILOGUE`.
     pub fn from_env() -> Self {
         let defaults = PlanOptions::default();
         PlanOptions {
@@ -104,6 +116,7 @@ impl PlanOptions {
                 defaults.subgroup_row_folds,
             ),
             row_programs: switch_from_env("ROW_PROGRAM", "on", "off", defaults.row_programs),
+            gemm_epilogues: switch_from_env("GEMM_EPILOGUE", "on", "off", defaults.gemm_epilogues),
         }
     }
 }
@@ -138,6 +151,33 @@ pub enum Stage {
     Reducer(ReducerKernel),
     /// Row reductions and their elementwise outputs in one kernel (`row_program.rs`).
     RowProgram(RowProgramKernel),
+    /// A `dot` or `conv` with its elementwise consumer applied in the GEMM's store
+    /// (`gemm_epilogue.rs`).
+    GemmEpilogue(GemmEpilogueKernel),
+}
+
+impl Stage {
+    /// The values this stage reads.
+    fn reads(&self, graph: &Graph) -> Vec<NodeId> {
+        match self {
+            Stage::Fused(fused) => fused.leaves.iter().map(|leaf| leaf.node).collect(),
+            Stage::View(id) | Stage::Node(id) => graph.node(*id).op.operands(),
+            Stage::Reducer(reducer) => graph.node(reducer.node).op.operands(),
+            Stage::RowProgram(program) => program.leaves.iter().map(|leaf| leaf.node).collect(),
+            Stage::GemmEpilogue(epilogue) => {
+                let mut read = graph.node(epilogue.product).op.operands();
+                read.extend(
+                    epilogue
+                        .unfused
+                        .leaves
+                        .iter()
+                        .map(|leaf| leaf.node)
+                        .filter(|&node| node != epilogue.product),
+                );
+                read
+            }
+        }
+    }
 }
 
 /// What the planner produced for one graph and input types.
@@ -157,12 +197,25 @@ impl Plan {
         &self.stages
     }
 
-    /// How many of the stages are generated kernels of fused elementwise code (fused kernels
-    /// and row programs).
+    /// How many of the stages are generated kernels of fused elementwise code (fused kernels,
+    /// row programs and GEMM epilogues).
     pub fn fused_kernels(&self) -> usize {
         self.stages
             .iter()
-            .filter(|stage| matches!(stage, Stage::Fused(_) | Stage::RowProgram(_)))
+            .filter(|stage| {
+                matches!(
+                    stage,
+                    Stage::Fused(_) | Stage::RowProgram(_) | Stage::GemmEpilogue(_)
+                )
+            })
+            .count()
+    }
+
+    /// How many of the stages are GEMMs with an epilogue.
+    pub fn gemm_epilogues(&self) -> usize {
+        self.stages
+            .iter()
+            .filter(|stage| matches!(stage, Stage::GemmEpilogue(_)))
             .count()
     }
 
@@ -491,16 +544,17 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
         }
     }
     flush(&mut pending, &mut stages)?;
+    let stages = if options.gemm_epilogues {
+        fuse_epilogues(&graph, capabilities, stages, &materialised, |stage| {
+            stage.reads(&graph)
+        })?
+    } else {
+        stages
+    };
 
     let mut last_use: Vec<Option<usize>> = vec![None; n];
     for (index, stage) in stages.iter().enumerate() {
-        let read: Vec<NodeId> = match stage {
-            Stage::Fused(fused) => fused.leaves.iter().map(|leaf| leaf.node).collect(),
-            Stage::View(id) | Stage::Node(id) => graph.node(*id).op.operands(),
-            Stage::Reducer(reducer) => graph.node(reducer.node).op.operands(),
-            Stage::RowProgram(program) => program.leaves.iter().map(|leaf| leaf.node).collect(),
-        };
-        for node in read {
+        for node in stage.reads(&graph) {
             last_use[node.index()] = Some(index);
         }
     }
@@ -518,7 +572,7 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
         .filter(|stage| {
             matches!(
                 stage,
-                Stage::Fused(_) | Stage::Reducer(_) | Stage::RowProgram(_)
+                Stage::Fused(_) | Stage::Reducer(_) | Stage::RowProgram(_) | Stage::GemmEpilogue(_)
             )
         })
         .count();

@@ -28,6 +28,9 @@ pub struct FusionCounters {
     pub runs: u64,
     /// Fused dispatches that took the packet path (four elements per vector access).
     pub packet_dispatches: u64,
+    /// GEMMs that applied their epilogue in the store (the rest of the epilogue stages ran
+    /// their unfused kernel on the product).
+    pub gemm_epilogues: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -82,6 +85,10 @@ impl PlanCache {
 
     pub(crate) fn count_packet_dispatch(&self) {
         self.counters.lock().packet_dispatches += 1;
+    }
+
+    pub(crate) fn count_gemm_epilogue(&self) {
+        self.counters.lock().gemm_epilogues += 1;
     }
 
     /// The plan for `key`, built by `make` on a miss.

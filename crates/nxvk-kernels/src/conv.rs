@@ -23,7 +23,8 @@
 //! small). The GEMM stores C straight into the canonical output layout [image][group][filter]
 //! [position] (split-K sums its partials first and moves them), so only an output
 //! permutation other than the identity copies. Tiles, split-K and the autotuner are the
-//! GEMM's (`dot.rs`).
+//! GEMM's (`dot.rs`), and so are epilogues ([`conv_with_epilogue`]: an elementwise function
+//! applied in the store, where the output is not permuted and the GEMM takes one pass).
 //!
 //! f16, bf16, f32 and f64 results run on the GPU (f16/bf16 accumulate in f32); c64 and c128
 //! run as one real convolution over the parts (`conv_complex.rs`); other result types (8-bit
@@ -32,7 +33,11 @@
 
 use crate::catalog::{device_supports, elem_of};
 use crate::conv_gather::{ConvolutionGather, GatherAxis};
-use crate::dot::{Matrices, Problem, saturating_product};
+use crate::dot::{
+    EpilogueArguments, EpilogueOutcome, Matrices, Problem, check_epilogue_operands, collapse,
+    saturating_product,
+};
+use crate::dot_codegen::GemmEpilogue;
 use crate::{movement, ops, types};
 use nxvk_core::{DType, Error, Result, Tensor};
 
@@ -262,6 +267,106 @@ impl ConvGeometry {
 
 /// Nx's `conv(input, kernel, options)`; see the module documentation for the semantics.
 pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Tensor> {
+    match lower(input, kernel, options)? {
+        Lowering::Finished(result) => Ok(result),
+        Lowering::Gemm(gemm) => gemm.output(gemm.problem.run(None)?),
+    }
+}
+
+/// [`conv`] with `epilogue` applied to each output element in the GEMM's store (as
+/// [`dot_with_epilogue`](crate::dot::dot_with_epilogue) does; each of `operands` has the
+/// output's shape). It applies where the output permutation is the identity and the GEMM
+/// takes one tiled pass; otherwise the plain result comes back. An operand is read through
+/// its strides along the output's channels and along (image, position) as one axis; one
+/// whose image and position strides do not make one axis (a full-size operand) is first
+/// copied channel-major, where they do.
+pub fn conv_with_epilogue(
+    input: &Tensor,
+    kernel: &Tensor,
+    options: &ConvOptions,
+    epilogue: &GemmEpilogue,
+    operands: &[&Tensor],
+) -> Result<EpilogueOutcome> {
+    let gemm = match lower(input, kernel, options)? {
+        Lowering::Finished(result) => return Ok(EpilogueOutcome::Plain(result)),
+        Lowering::Gemm(gemm) => gemm,
+    };
+    let output_shape: Vec<usize> = gemm
+        .inverse_output
+        .iter()
+        .map(|&axis| gemm.canonical_shape[axis])
+        .collect();
+    check_epilogue_operands(&output_shape, gemm.problem.elem, operands)?;
+    let identity = gemm
+        .inverse_output
+        .iter()
+        .enumerate()
+        .all(|(axis, &target)| axis == target);
+    let variant = identity.then(|| gemm.problem.epilogue_variant()).flatten();
+    let Some(variant) = variant else {
+        return Ok(EpilogueOutcome::Plain(
+            gemm.output(gemm.problem.run(None)?)?,
+        ));
+    };
+    let rank = gemm.canonical_shape.len();
+    // Channel-major order: channels, images, then the spatial axes.
+    let channel_major: Vec<usize> = [1, 0].into_iter().chain(2..rank).collect();
+    let image_and_positions: Vec<usize> = [0].into_iter().chain(2..rank).collect();
+    let group_filters = gemm.problem.m;
+    let strides = |tensor: &Tensor| -> Option<[usize; 3]> {
+        let (shape, strides) = (tensor.shape(), tensor.layout().strides());
+        let channel = collapse(shape, strides, &[1])?.1;
+        let column = collapse(shape, strides, &image_and_positions)?.1;
+        Some([group_filters * channel, channel, column])
+    };
+    let mut epilogue_operands = Vec::with_capacity(operands.len());
+    for &operand in operands {
+        epilogue_operands.push(match strides(operand) {
+            Some(strides) => (operand.clone(), strides),
+            None => {
+                let copied = movement::contiguous(&operand.transpose(&channel_major)?)?
+                    .transpose(&channel_major)?;
+                let strides = strides(&copied).unwrap_or([0, 0, 0]);
+                (copied, strides)
+            }
+        });
+    }
+    let arguments = EpilogueArguments {
+        epilogue,
+        operands: epilogue_operands,
+    };
+    let output = gemm
+        .problem
+        .run_with(variant, gemm.problem.order(), Some(&arguments))?;
+    Ok(EpilogueOutcome::Applied(gemm.output(output)?))
+}
+
+/// A convolution after validation: its result already (complex, empty, no depth), or one
+/// implicit GEMM.
+enum Lowering {
+    Finished(Tensor),
+    Gemm(Box<ConvolutionGemm>),
+}
+
+/// The implicit GEMM of a convolution and how its C becomes the result.
+struct ConvolutionGemm {
+    problem: Problem,
+    /// [image, filters, spatial...]: C's layout.
+    canonical_shape: Vec<usize>,
+    /// The transpose from the canonical layout to the result's.
+    inverse_output: Vec<usize>,
+}
+
+impl ConvolutionGemm {
+    /// The result from C: the canonical output, moved only when the output permutation is
+    /// not the identity.
+    fn output(&self, c: Tensor) -> Result<Tensor> {
+        let canonical = c.reshape(&self.canonical_shape)?;
+        movement::contiguous(&canonical.transpose(&self.inverse_output)?)
+    }
+}
+
+fn lower(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Lowering> {
     if !std::sync::Arc::ptr_eq(input.device(), kernel.device()) {
         return Err(Error::ForeignTensor { op: OP });
     }
@@ -286,7 +391,8 @@ pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Te
     let result = result_dtype(input.dtype(), kernel.dtype());
     let device = input.device();
     if result.is_complex() && crate::dot::runs_on_gpu(result, device.capabilities()) {
-        return crate::conv_complex::conv(input, kernel, options, &geometry);
+        return crate::conv_complex::conv(input, kernel, options, &geometry)
+            .map(Lowering::Finished);
     }
     let Some(elem) = elem_of(result).filter(|&elem| device_supports(device.capabilities(), elem))
     else {
@@ -307,10 +413,10 @@ pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Te
     let output_positions = saturating_product(&output_spatial);
     let depth = group_channels.saturating_mul(kernel_positions);
     if final_shape.contains(&0) {
-        return Tensor::empty(device, result, &final_shape);
+        return Tensor::empty(device, result, &final_shape).map(Lowering::Finished);
     }
     if depth == 0 {
-        return Tensor::zeros(device, result, &final_shape);
+        return Tensor::zeros(device, result, &final_shape).map(Lowering::Finished);
     }
 
     let groups = feature_groups.max(batch_groups);
@@ -384,8 +490,10 @@ pub fn conv(input: &Tensor, kernel: &Tensor, options: &ConvOptions) -> Result<Te
         },
         convolution: Some(gather),
     };
-    // C comes as [image][group][filter][position]: the canonical output, moved only when the
-    // output permutation is not the identity.
-    let canonical = problem.run(None)?.reshape(&canonical_shape)?;
-    movement::contiguous(&canonical.transpose(&inverse_output)?)
+    // C comes as [image][group][filter][position]: the canonical output.
+    Ok(Lowering::Gemm(Box::new(ConvolutionGemm {
+        problem,
+        canonical_shape,
+        inverse_output,
+    })))
 }

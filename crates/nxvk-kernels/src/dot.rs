@@ -18,6 +18,11 @@
 //! f16 problems whose sizes and layouts fit take the cooperative-matrix kernel
 //! (`dot_cooperative.rs`) on devices that offer it, instead of the tiled template.
 //!
+//! [`dot_with_epilogue`] applies an elementwise function to each element in the tiled
+//! template's store ([`GemmEpilogue`], which nxvk-fusion generates from a consumer of the
+//! product) when the problem is one tiled pass of floats; otherwise (split-K, cooperative
+//! matrices, integers, complex, empty) it returns the plain product and says so.
+//!
 //! Numerics: f16 and bf16 products accumulate in f32 and round once; f32 in f32 with fused
 //! multiply-add; f64 in f64; integers wrap in the result width, as Nx's do. K = 0 gives zeros.
 //! Complex results run as one real GEMM over the operands' parts (`dot_complex.rs`). Sub-byte
@@ -29,8 +34,8 @@ use crate::codegen::storage_bytes;
 use crate::conv_gather::ConvolutionGather;
 use crate::dot_autotune::{TuneKey, candidates, choose, default_config};
 use crate::dot_codegen::{
-    GEMM_PUSH_CONSTANT_BYTES, OperandOrder, TileConfig, gemm_accumulator, gemm_kernel_name,
-    gemm_shader, has_vector_loads,
+    GEMM_EPILOGUE_PUSH_CONSTANT_BYTES, GemmEpilogue, OperandOrder, TileConfig, gemm_accumulator,
+    gemm_kernel_name, gemm_shader, has_vector_loads,
 };
 use crate::dot_cooperative::{
     COOPERATIVE_TILE_M, COOPERATIVE_TILE_N, FRAGMENT, cooperative_kernel_name, cooperative_shader,
@@ -205,6 +210,145 @@ pub fn dot_with_config(
     batch_b: &[usize],
     config: Option<TileConfig>,
 ) -> Result<Tensor> {
+    let (problem, output_shape) =
+        match lower(a, [contract_a, batch_a, contract_b, batch_b], b, config)? {
+            Lowering::Finished(result) => return Ok(result),
+            Lowering::Gemm {
+                problem,
+                output_shape,
+                ..
+            } => (problem, output_shape),
+        };
+    if let Some(config) = config
+        && !candidates(problem.elem, a.device().capabilities()).contains(&config)
+    {
+        return Err(Error::BadOperands {
+            op: OP,
+            shapes: vec![output_shape],
+            dtypes: vec![dtype_of(problem.elem)],
+            detail: format!(
+                "tile configuration {} is not one this device can run for {}",
+                config.label(),
+                dtype_of(problem.elem)
+            ),
+        });
+    }
+    let output = problem.run(config)?;
+    output.reshape(&output_shape)
+}
+
+/// What [`dot_with_epilogue`] computed.
+#[derive(Debug)]
+pub enum EpilogueOutcome {
+    /// The epilogue's result: one GEMM dispatch whose store applied it.
+    Applied(Tensor),
+    /// The plain product, because this problem runs no single tiled GEMM pass (split-K,
+    /// cooperative matrices, integers, complex types, an empty product or K = 0): the caller
+    /// applies the epilogue itself.
+    Plain(Tensor),
+}
+
+/// [`dot`] with `epilogue` applied to each element of the product before it is stored
+/// ([`GemmEpilogue`]). `operands` are the epilogue's extra operands, in the order its
+/// parameter block lists them, each of the product's shape (broadcast views are free: a
+/// bias of shape `[N]` is a view with stride 0 over the rows). An operand whose strides do
+/// not collapse onto the product's batch, row and column axis groups is copied dense first.
+pub fn dot_with_epilogue(
+    a: &Tensor,
+    axes: [&[usize]; 4],
+    b: &Tensor,
+    epilogue: &GemmEpilogue,
+    operands: &[&Tensor],
+) -> Result<EpilogueOutcome> {
+    let (problem, output_shape, column_axes) = match lower(a, axes, b, None)? {
+        Lowering::Finished(result) => return Ok(EpilogueOutcome::Plain(result)),
+        Lowering::Gemm {
+            problem,
+            output_shape,
+            column_axes,
+        } => (problem, output_shape, column_axes),
+    };
+    let [_, batch_a, _, _] = axes;
+    let rows_end = output_shape.len() - column_axes;
+    let groups = [
+        (0..batch_a.len()).collect::<Vec<_>>(),
+        (batch_a.len()..rows_end).collect(),
+        (rows_end..output_shape.len()).collect(),
+    ];
+    check_epilogue_operands(&output_shape, problem.elem, operands)?;
+    let Some(variant) = problem.epilogue_variant() else {
+        return Ok(EpilogueOutcome::Plain(
+            problem.run(None)?.reshape(&output_shape)?,
+        ));
+    };
+    let mut epilogue_operands = Vec::with_capacity(operands.len());
+    for &operand in operands {
+        let strides = |tensor: &Tensor| -> Option<[usize; 3]> {
+            let (shape, strides) = (tensor.shape(), tensor.layout().strides());
+            let [batch, rows, columns] = &groups;
+            Some([
+                collapse(shape, strides, batch)?.1,
+                collapse(shape, strides, rows)?.1,
+                collapse(shape, strides, columns)?.1,
+            ])
+        };
+        let operand = match strides(operand) {
+            Some(strides) => (operand.clone(), strides),
+            None => {
+                let dense = movement::contiguous(operand)?;
+                let strides = strides(&dense).unwrap_or([0, 0, 0]);
+                (dense, strides)
+            }
+        };
+        epilogue_operands.push(operand);
+    }
+    let arguments = EpilogueArguments {
+        epilogue,
+        operands: epilogue_operands,
+    };
+    let output = problem.run_with(variant, problem.order(), Some(&arguments))?;
+    Ok(EpilogueOutcome::Applied(output.reshape(&output_shape)?))
+}
+
+/// Each epilogue operand must be an addressable view of the result's shape.
+pub(crate) fn check_epilogue_operands(
+    output_shape: &[usize],
+    elem: Elem,
+    operands: &[&Tensor],
+) -> Result<()> {
+    match operands
+        .iter()
+        .find(|operand| operand.shape() != output_shape || operand.device_address().is_none())
+    {
+        Some(operand) => Err(Error::BadOperands {
+            op: "gemm epilogue",
+            shapes: vec![output_shape.to_vec(), operand.shape().to_vec()],
+            dtypes: vec![dtype_of(elem), operand.dtype()],
+            detail: "an epilogue operand must be an addressable view of the result's shape".into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A `dot` after validation: its result already (complex, empty, K = 0), or one GEMM.
+enum Lowering {
+    Finished(Tensor),
+    Gemm {
+        problem: Box<Problem>,
+        output_shape: Vec<usize>,
+        /// How many trailing axes of the result are B's free axes (C's columns).
+        column_axes: usize,
+    },
+}
+
+/// Validates the operands and axes of `dot` and lowers it to a GEMM over [batch][M][K] and
+/// [batch][K][N] views (`config` is passed to the complex path, which runs real GEMMs).
+fn lower(
+    a: &Tensor,
+    [contract_a, batch_a, contract_b, batch_b]: [&[usize]; 4],
+    b: &Tensor,
+    config: Option<TileConfig>,
+) -> Result<Lowering> {
     if !std::sync::Arc::ptr_eq(a.device(), b.device()) {
         return Err(Error::ForeignTensor { op: OP });
     }
@@ -241,7 +385,7 @@ pub fn dot_with_config(
     let device = a.device();
     if result.is_complex() && runs_on_gpu(result, device.capabilities()) {
         let axes = [contract_a, batch_a, contract_b, batch_b];
-        return crate::dot_complex::dot(a, b, axes, config);
+        return crate::dot_complex::dot(a, b, axes, config).map(Lowering::Finished);
     }
     let Some(elem) = elem_of(result).filter(|&elem| device_supports(device.capabilities(), elem))
     else {
@@ -271,10 +415,10 @@ pub fn dot_with_config(
         product(a, contract_a),
     );
     if batches.saturating_mul(m).saturating_mul(n) == 0 {
-        return Tensor::empty(device, result, &output_shape);
+        return Tensor::empty(device, result, &output_shape).map(Lowering::Finished);
     }
     if k == 0 {
-        return Tensor::zeros(device, result, &output_shape);
+        return Tensor::zeros(device, result, &output_shape).map(Lowering::Finished);
     }
     for count in [
         batches.saturating_mul(m).saturating_mul(n),
@@ -299,6 +443,7 @@ pub fn dot_with_config(
             second: contract_a.to_vec(),
         },
     )?;
+    let column_axes = free_b.len();
     let b = matrices(
         &b,
         &Groups {
@@ -307,36 +452,32 @@ pub fn dot_with_config(
             second: free_b,
         },
     )?;
-    let problem = Problem {
-        elem,
-        batches,
-        m,
-        n,
-        k,
-        a,
-        b,
-        convolution: None,
-    };
-    if let Some(config) = config
-        && !candidates(elem, device.capabilities()).contains(&config)
-    {
-        return Err(Error::BadOperands {
-            op: OP,
-            shapes: vec![output_shape],
-            dtypes: vec![result],
-            detail: format!(
-                "tile configuration {} is not one this device can run for {result}",
-                config.label()
-            ),
-        });
-    }
-    let output = problem.run(config)?;
-    output.reshape(&output_shape)
+    Ok(Lowering::Gemm {
+        problem: Box::new(Problem {
+            elem,
+            batches,
+            m,
+            n,
+            k,
+            a,
+            b,
+            convolution: None,
+        }),
+        output_shape,
+        column_axes,
+    })
+}
+
+/// An epilogue with its operands, each with its element strides along C's batch, row and
+/// column axes.
+pub(crate) struct EpilogueArguments<'a> {
+    pub(crate) epilogue: &'a GemmEpilogue,
+    pub(crate) operands: Vec<(Tensor, [usize; 3])>,
 }
 
 /// Which kernel runs a GEMM.
 #[derive(Debug, Clone, Copy)]
-enum Variant {
+pub(crate) enum Variant {
     /// The tiled template with this configuration.
     Tiled(TileConfig),
     /// The cooperative-matrix kernel (f16 inputs) at the device's subgroup size.
@@ -376,7 +517,7 @@ pub(crate) struct Problem {
 }
 
 impl Problem {
-    fn order(&self) -> OperandOrder {
+    pub(crate) fn order(&self) -> OperandOrder {
         if self.convolution.is_some() {
             return OperandOrder {
                 a_k_contiguous: self.a.second_stride == 1,
@@ -471,15 +612,14 @@ impl Problem {
     /// [batch][M][N] tensor of the result type; a convolution's C comes in its output layout,
     /// [image][batch][M][position] (N is images x positions).
     pub(crate) fn run(&self, forced: Option<TileConfig>) -> Result<Tensor> {
-        let device = self.a.tensor.device().clone();
         let order = self.order();
         if let Some(config) = forced {
-            return self.run_with(Variant::Tiled(config), order);
+            return self.run_with(Variant::Tiled(config), order, None);
         }
         if let Some(cooperative) = self.cooperative() {
             // A driver that lists the shape but cannot build the kernel keeps the tiled path
             // (said once per process); any other error is the caller's.
-            match self.run_with(cooperative, order) {
+            match self.run_with(cooperative, order, None) {
                 Err(error @ (Error::Shader(_) | Error::Vulkan { .. })) => {
                     static WARNED: std::sync::Once = std::sync::Once::new();
                     WARNED.call_once(|| {
@@ -489,18 +629,43 @@ impl Problem {
                 other => return other,
             }
         }
+        let config = self.tuned_config();
+        self.run_with(Variant::Tiled(config), order, None)
+    }
+
+    /// The autotuner's tile configuration for this problem (racing it on first sight of its
+    /// key, when the policy says so: `dot_autotune.rs`).
+    fn tuned_config(&self) -> TileConfig {
+        let device = self.a.tensor.device();
+        let order = self.order();
         let default = default_config(self.batches, self.m, self.n, gemm_accumulator(self.elem));
         let multiply_adds =
             (self.batches as u64) * (self.m as u64) * (self.n as u64) * (self.k as u64);
         let key = TuneKey::of(self.elem, self.batches, self.m, self.n, self.k)
             .for_convolution(self.convolution.is_some());
-        let config = choose(&device, key, multiply_adds, default, |config| {
-            device.gpu_time(|| self.run_with(Variant::Tiled(config), order).map(drop))
-        });
-        self.run_with(Variant::Tiled(config), order)
+        choose(device, key, multiply_adds, default, |config| {
+            device.gpu_time(|| self.run_with(Variant::Tiled(config), order, None).map(drop))
+        })
     }
 
-    fn run_with(&self, variant: Variant, order: OperandOrder) -> Result<Tensor> {
+    /// The variant [`Problem::run`] would choose when it is one tiled pass of floats (no
+    /// split-K, no cooperative matrices), which can take an epilogue in its store (a
+    /// convolution's too: its C is stored in the output layout either way).
+    pub(crate) fn epilogue_variant(&self) -> Option<Variant> {
+        if !self.elem.is_float() || self.cooperative().is_some() {
+            return None;
+        }
+        let variant = Variant::Tiled(self.tuned_config());
+        (self.splits(variant) == 1).then_some(variant)
+    }
+
+    /// Runs `variant` (with `epilogue` in its store: tiled, one split only).
+    pub(crate) fn run_with(
+        &self,
+        variant: Variant,
+        order: OperandOrder,
+        epilogue: Option<&EpilogueArguments<'_>>,
+    ) -> Result<Tensor> {
         let device = self.a.tensor.device();
         let result = dtype_of(self.elem);
         let splits = self.splits(variant);
@@ -513,26 +678,28 @@ impl Problem {
             self.elem
         };
         let output_elem = if splits == 1 { self.elem } else { partial_elem };
+        let stored_elem = epilogue.map_or(output_elem, |epilogue| epilogue.epilogue.output);
         let output = Tensor::empty(
             device,
-            dtype_of(output_elem),
+            dtype_of(stored_elem),
             &[self.batches, splits, self.m, self.n],
         )?;
         let (name, shader) = match variant {
             Variant::Tiled(config) => (
                 gemm_kernel_name(
                     self.elem,
-                    output_elem,
+                    stored_elem,
                     config,
                     order,
                     self.convolution.is_some(),
-                ),
+                ) + if epilogue.is_some() { "_epilogue" } else { "" },
                 gemm_shader(
                     self.elem,
                     output_elem,
                     config,
                     order,
                     self.convolution.as_ref(),
+                    epilogue.map(|epilogue| epilogue.epilogue),
                 ),
             ),
             Variant::Cooperative { subgroup_size } => {
@@ -563,7 +730,7 @@ impl Problem {
                 detail: format!("{value} does not fit the GEMM's 32-bit index arithmetic"),
             })
         };
-        let mut push = Vec::with_capacity(GEMM_PUSH_CONSTANT_BYTES);
+        let mut push = Vec::with_capacity(GEMM_EPILOGUE_PUSH_CONSTANT_BYTES);
         for value in [
             address(&self.a.tensor)?,
             address(&self.b.tensor)?,
@@ -603,12 +770,40 @@ impl Problem {
         }
         poison_output(output.buffer())?;
         let group_counts = [groups[0] as u32, groups[1] as u32, groups[2] as u32];
-        let accesses = [
+        let mut accesses = vec![
             BufferAccess::Read(self.a.tensor.buffer()),
             BufferAccess::Read(self.b.tensor.buffer()),
             BufferAccess::Write(output.buffer()),
         ];
-        device.dispatch(&kernel, group_counts, &push, &accesses)?;
+        match epilogue {
+            None => device.dispatch(&kernel, group_counts, &push, &accesses)?,
+            Some(epilogue) => {
+                // The parameter block: each operand's address, then its three strides.
+                let mut params = Vec::new();
+                for (operand, _) in &epilogue.operands {
+                    params.extend_from_slice(&address(operand)?.to_le_bytes());
+                    accesses.push(BufferAccess::Read(operand.buffer()));
+                }
+                for (_, strides) in &epilogue.operands {
+                    for &stride in strides {
+                        params.extend_from_slice(&word(stride)?.to_le_bytes());
+                    }
+                }
+                // An epilogue without operands still gets a (never read) block.
+                params.resize(params.len().max(8), 0);
+                let address_offset = push.len();
+                push.extend_from_slice(&[0u8; 8]);
+                push.extend_from_slice(&epilogue.epilogue.word.to_le_bytes());
+                device.dispatch_with_params(
+                    &kernel,
+                    group_counts,
+                    &push,
+                    &params,
+                    address_offset,
+                    &accesses,
+                )?;
+            }
+        }
         let convolution_layout = self.convolution.as_ref().map(|gather| {
             let positions = gather.output_positions as usize;
             [self.n / positions, self.batches, self.m, positions]

@@ -24,6 +24,10 @@
 //! some drivers mishandle when sized by specialization constants). A configuration is just
 //! another cached module.
 //!
+//! An epilogue ([`GemmEpilogue`]) replaces the plain store of each element by a call of its
+//! function on the stored value (so C holds the function's result, and the product is
+//! rounded to its type exactly where the plain kernel stores it).
+//!
 //! Accumulators: f32 for f16, bf16 and f32 (fused multiply-add), f64 for f64, and for integers
 //! the widened compute type with wrapping multiply-add, which equals Nx's wrapping result after
 //! the store truncates to the result width.
@@ -37,8 +41,26 @@ use crate::op_table::Elem;
 /// Bytes of the GEMM kernels' push constants: three addresses and twelve words.
 pub const GEMM_PUSH_CONSTANT_BYTES: usize = 24 + 12 * 4;
 
-/// The push-constant block of every GEMM kernel (tiled and cooperative), as dot.rs fills it.
-pub(crate) const GEMM_PUSH_BLOCK: &str = "layout(push_constant, scalar) uniform Push {
+/// Bytes of a GEMM with an epilogue: its parameter block's address and its word follow.
+pub const GEMM_EPILOGUE_PUSH_CONSTANT_BYTES: usize = GEMM_PUSH_CONSTANT_BYTES + 8 + 4;
+
+/// The push-constant block of every GEMM kernel (tiled and cooperative), as dot.rs fills it;
+/// with an epilogue, `epilogue` and `epilogue_word` follow ([`GemmEpilogue`]).
+pub(crate) fn gemm_push_block(epilogue: bool) -> String {
+    let epilogue_fields = if epilogue {
+        "
+    uint64_t epilogue;
+    uint epilogue_word;"
+    } else {
+        ""
+    };
+    format!(
+        "{GEMM_PUSH_FIELDS}{epilogue_fields}
+}} push;"
+    )
+}
+
+const GEMM_PUSH_FIELDS: &str = "layout(push_constant, scalar) uniform Push {
     uint64_t a;
     uint64_t b;
     uint64_t c;
@@ -53,8 +75,28 @@ pub(crate) const GEMM_PUSH_BLOCK: &str = "layout(push_constant, scalar) uniform 
     uint b_k_stride;
     uint b_n_stride;
     uint k_per_split;
-    uint splits;
-} push;";
+    uint splits;";
+
+/// An elementwise function applied to every element of C before it is stored, so that a
+/// consumer of the product (a bias, an activation, a scale: nxvk-fusion's GEMM epilogues)
+/// costs no second pass over C. The tiled template (plain or a convolution's) calls it in
+/// place of its plain store; split-K and the cooperative kernel have no epilogue (their
+/// callers keep C and apply it separately).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GemmEpilogue {
+    /// GLSL placed before `main` (after the push constants and the shared tiles): whatever
+    /// it needs, ending with `<storage of output> nx_gemm_epilogue(<storage of C's elements>
+    /// value, uint batch, uint row, uint column)`, which returns the element to store for
+    /// C's element (batch, row, column) of stored value `value`. It may read
+    /// `push.epilogue`, the address of its parameter block (dot.rs fills it with each extra
+    /// operand's address, then its three element strides: batch, row, column), and
+    /// `push.epilogue_word`.
+    pub functions: String,
+    /// The element type `nx_gemm_epilogue` returns, which C then holds.
+    pub output: Elem,
+    /// The value of `push.epilogue_word`.
+    pub word: u32,
+}
 
 /// Elements each shared-memory row is padded by (staging stores along K then spread over
 /// the banks instead of hitting one).
@@ -178,13 +220,15 @@ pub const fn has_vector_loads(input: Elem) -> bool {
 
 /// The shader of one instantiation: `input` operands, `output` elements written to C (the
 /// result type, or the accumulator type for split-K partial sums); with `convolution`, B is
-/// that convolution's input, gathered on the fly (implicit GEMM, `conv_gather.rs`).
+/// that convolution's input, gathered on the fly (implicit GEMM, `conv_gather.rs`); with
+/// `epilogue`, each stored `output` element passes through it and C holds its result.
 pub fn gemm_shader(
     input: Elem,
     output: Elem,
     config: TileConfig,
     order: OperandOrder,
     convolution: Option<&ConvolutionGather>,
+    epilogue: Option<&GemmEpilogue>,
 ) -> String {
     let accumulator = gemm_accumulator(input);
     let accumulator_type = compute_type(accumulator);
@@ -198,7 +242,8 @@ pub fn gemm_shader(
         Elem::F16 => "f16vec4",
         _ => "vec4",
     };
-    let bf16 = if input == Elem::BF16 || output == Elem::BF16 {
+    // An epilogue's helpers may round through bf16 and f16 whatever the GEMM's types.
+    let bf16 = if input == Elem::BF16 || output == Elem::BF16 || epilogue.is_some() {
         BF16_HELPERS
     } else {
         ""
@@ -222,6 +267,14 @@ pub fn gemm_shader(
     );
     let store_staged = format!("{}\n{}", a_staging.store(), b_staging.store());
     let loader = convolution.map_or_else(String::new, |gather| gather.functions(input));
+    let stored_elem = epilogue.map_or(output, |epilogue| epilogue.output);
+    let stored = match epilogue {
+        Some(_) => format!(
+            "nx_gemm_epilogue({}, batch, row, column)",
+            store(output, "sums[i][j]")
+        ),
+        None => store(output, "sums[i][j]"),
+    };
     let (row_part, column_part) = if convolution.is_some() {
         (
             "convolution_output_row(task, batch, row)",
@@ -247,12 +300,13 @@ layout(local_size_x = {invocations}) in;
 layout(buffer_reference, scalar, buffer_reference_align = {input_bytes}) readonly buffer Element {{ {input_storage} v; }};
 layout(buffer_reference, scalar, buffer_reference_align = {vector_align}) readonly buffer Element4 {{ {vector_type} v; }};
 layout(buffer_reference, scalar, buffer_reference_align = {output_bytes}) writeonly buffer Output {{ {output_storage} v; }};
-{GEMM_PUSH_BLOCK}
+{push_block}
 {bf16}
 // Staged slices, K-major; each row padded so that staging stores along K fall in different
 // banks.
 shared ACC a_tile[TILE_K][TILE_M + TILE_PAD];
 shared ACC b_tile[TILE_K][TILE_N + TILE_PAD];
+{epilogue_functions}
 
 ACC load_element(uint64_t address) {{ return {loaded}; }}
 {loader}
@@ -331,10 +385,11 @@ void main() {{
         input_bytes = storage_bytes(input),
         input_storage = storage_type(input),
         vector_align = storage_bytes(input) * 4,
-        output_bytes = storage_bytes(output),
-        output_storage = storage_type(output),
+        output_bytes = storage_bytes(stored_elem),
+        output_storage = storage_type(stored_elem),
         loaded = load(input, "Element(address).v"),
-        stored = store(output, "sums[i][j]"),
+        push_block = gemm_push_block(epilogue.is_some()),
+        epilogue_functions = epilogue.map_or("", |epilogue| &epilogue.functions),
     )
 }
 

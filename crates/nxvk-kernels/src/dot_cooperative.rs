@@ -13,7 +13,7 @@
 //! the tiled template.
 
 use crate::codegen::{storage_bytes, storage_type};
-use crate::dot_codegen::GEMM_PUSH_BLOCK;
+use crate::dot_codegen::gemm_push_block;
 use crate::op_table::Elem;
 use nxvk_core::Capabilities;
 
@@ -99,7 +99,7 @@ pub fn cooperative_shader(
 layout(local_size_x = {invocations}) in;
 layout(buffer_reference, scalar, buffer_reference_align = 16) readonly buffer Halves {{ float16_t v[]; }};
 layout(buffer_reference, scalar, buffer_reference_align = 16) writeonly buffer Outputs {{ {output_storage} v[]; }};
-{GEMM_PUSH_BLOCK}
+{push_block}
 
 void main() {{
     uint subgroup_m = gl_SubgroupID / SUBGROUPS_N;
@@ -154,6 +154,7 @@ void main() {{
         tile_n = COOPERATIVE_TILE_N,
         output_storage = storage_type(output),
         output_bytes = storage_bytes(output),
+        push_block = gemm_push_block(false),
     )
 }
 

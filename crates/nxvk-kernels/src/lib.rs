@@ -110,14 +110,14 @@ pub use codegen::{
     cast_shader, complex_cast_shader, complex_op_shader, iota_kernel_name, iota_shader, op_shader,
     select_kernel_name, select_shader,
 };
-pub use conv::{ConvGeometry, ConvOptions, conv};
+pub use conv::{ConvGeometry, ConvOptions, conv, conv_with_epilogue};
 pub use creation::{bitcast, eye, full, iota};
 pub use dense_codegen::{
     PACKET_ELEMENTS, PACKETS_PER_ITERATION, dense_cast_shader, dense_kernel_name, dense_op_shader,
     packet_bytes, packet_type,
 };
-pub use dot::{dot, dot_with_config};
-pub use dot_codegen::{OperandOrder, TileConfig, gemm_shader};
+pub use dot::{EpilogueOutcome, dot, dot_with_config, dot_with_epilogue};
+pub use dot_codegen::{GemmEpilogue, OperandOrder, TileConfig, gemm_shader};
 pub use fallback::{AllowlistEntry, FALLBACK_ALLOWLIST, allowlist, is_allowlisted};
 pub use launch::{runs_dense, set_output_poison};
 pub use linalg::{

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use nxvk_core::{Context, DType, Device, Tensor};
-use nxvk_fusion::{Graph, GraphBuilder, NodeId, Op, PlanCache, SliceStart};
+use nxvk_fusion::{Graph, GraphBuilder, NodeId, Op, PlanCache, PlanOptions, SliceStart};
 use nxvk_kernels::reduce::{ReduceOptions, reduce};
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp, as_type, binary, movement, unary};
 use std::sync::{Arc, OnceLock};
@@ -54,6 +54,43 @@ pub fn same(planned: &Tensor, eager: &Tensor) -> bool {
     planned.dtype() == eager.dtype()
         && planned.shape() == eager.shape()
         && planned.to_bytes().unwrap() == eager.to_bytes().unwrap()
+}
+
+/// Same dtype, shape and bits, any NaN equal to any NaN (values seen as f64, exactly).
+pub fn bit_equal(a: &Tensor, b: &Tensor) -> bool {
+    let values = |tensor: &Tensor| {
+        as_type(tensor, DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()
+    };
+    a.dtype() == b.dtype()
+        && a.shape() == b.shape()
+        && values(a)
+            .iter()
+            .zip(values(b))
+            .all(|(x, y)| (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits())
+}
+
+/// A plan cache with GEMM epilogues on or off, the other options default.
+pub fn cache_with_epilogues(gemm_epilogues: bool) -> PlanCache {
+    PlanCache::with_options(
+        &device(),
+        PlanOptions {
+            gemm_epilogues,
+            ..PlanOptions::default()
+        },
+    )
+}
+
+/// Runs `graph` twice (planning and compiling first) and returns the second run's results
+/// with the dispatches it took (callers hold [`serial`]).
+pub fn run_counted(cache: &PlanCache, graph: &Graph, inputs: &[Tensor]) -> (Vec<Tensor>, u64) {
+    let inputs: Vec<&Tensor> = inputs.iter().collect();
+    cache.run(graph, &inputs).unwrap();
+    let before = device().counters().dispatches;
+    let results = cache.run(graph, &inputs).unwrap();
+    (results, device().counters().dispatches - before)
 }
 
 pub mod slice_graphs;
