@@ -16,9 +16,10 @@
 //!   row for `n = 2^14` in c64: 16 columns of 128), multiplies by the twiddle `W_n^(column k)`
 //!   on the way out and stores in the same layout. Pass two transforms `T / n2` rows of that
 //!   and writes them transposed through shared memory, so that its stores too are whole
-//!   128-byte segments of neighbouring rows. Each pass reads and writes the data once. With
-//!   `NXVK_KNOB_FFT_ROW_PASS=on` (off by default until raced), c64 rows of 2^12 to 2^14 run
-//!   instead as one row pass that reads and writes them once in all (`fft_row.rs`).
+//!   128-byte segments of neighbouring rows. Each pass reads and writes the data once. On
+//!   GPUs (the knob `NXVK_KNOB_FFT_ROW_PASS`, on by default except on CPU drivers, where it
+//!   lost its race), c64 rows of 2^12 to 2^14 run instead as one row pass that reads and
+//!   writes them once in all (`fft_row.rs`).
 //! - **longer powers of two**: one radix-2 Stockham dispatch per stage.
 //! - **mixed-radix lengths** `2^a 3^b 5^c 7^d` (not powers of two): radix-7, 5 and 3 stages
 //!   beside the power-of-two ones, in one block dispatch up to `T` or the four-step pair of
@@ -492,6 +493,13 @@ fn radix2_passes(
         from = (to, 0);
     }
     Ok(())
+}
+
+/// Whether c64 rows of `length` run as one row pass on `device` rather than the four-step
+/// pair (the knob `NXVK_KNOB_FFT_ROW_PASS` or its default for the device kind, the length and
+/// the device's limits): for tests and reports that count dispatches.
+pub fn takes_row_pass(device: &Device, length: usize) -> bool {
+    length.is_power_of_two() && row_pass_applies(device, Precision::Single, length.trailing_zeros())
 }
 
 /// Nx's `fft` (or `ifft`) along `axis`, with the transform `length` (default: the axis's;

@@ -1,5 +1,5 @@
-//! The one-pass row FFT, a variant behind the knob `NXVK_KNOB_FFT_ROW_PASS=on` (off by
-//! default until raced): c64 rows of 2^12 to 2^14 elements, which otherwise run as the
+//! The one-pass row FFT, a variant behind the knob `NXVK_KNOB_FFT_ROW_PASS` (on by default
+//! for GPUs, off for CPU drivers, as raced: docs/BENCHMARKS.md): c64 rows of 2^12 to 2^14 elements, which otherwise run as the
 //! four-step pair of block passes, transformed by one workgroup per row that reads and writes
 //! the row once (GLSL and the algorithm in `fft_row_codegen.rs`).
 //!

@@ -1,9 +1,10 @@
 //! The catalog's kernel variants: each a knob `NXVK_KNOB_<NAME>=on|off`, read once when a
 //! device opens (nxvk-core's `Knobs::variant`), whose default ships only after a race
-//! (DESIGN.md, decision 9). A variant must compute what the default computes within the same
+//! (DESIGN.md, decision 9): on where it won, gated by a device property where it won on one
+//! class of device only. A variant must compute what the default computes within the same
 //! tests, so the test binaries run with the knob on as they do with it off.
 
-use nxvk_core::Device;
+use nxvk_core::{Device, DeviceKind};
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
@@ -11,12 +12,12 @@ use std::sync::Mutex;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum KernelKnob {
     /// `NXVK_KNOB_FFT_ROW_PASS`: c64 rows of 2^12 to 2^14 in one dispatch, the whole row in
-    /// one workgroup's registers (`fft_row.rs`), instead of the four-step pair of passes. Off
-    /// until raced on the H200.
+    /// one workgroup's registers (`fft_row.rs`), instead of the four-step pair of passes. On
+    /// for GPUs, off for CPU drivers.
     FftRowPass,
     /// `NXVK_KNOB_SORT_ONESWEEP`: radix passes that rank, look back and scatter in one
     /// dispatch each after one histogram of every pass's digits (`sort_radix.rs`), instead of
-    /// count, scan and scatter per pass. Off until raced on the H200.
+    /// count, scan and scatter per pass. Off: it lost its race.
     SortOnesweep,
 }
 
@@ -29,21 +30,29 @@ impl KernelKnob {
         }
     }
 
-    /// Whether the variant runs when the environment does not say.
-    fn default_on(self) -> bool {
+    /// Whether the variant runs on a device of `kind` when the environment does not say: the
+    /// races' verdicts (docs/BENCHMARKS.md, fifth session).
+    fn default_on(self, kind: DeviceKind) -> bool {
         match self {
-            KernelKnob::FftRowPass | KernelKnob::SortOnesweep => false,
+            // fft_c64_1Kx16K: the H200 took 0.150 ms against the four-step pair's 0.204;
+            // lavapipe, a CPU driver, 1.80-1.83 s against 1.65.
+            KernelKnob::FftRowPass => kind != DeviceKind::Cpu,
+            // sort_f32_16M on the H200: 2.76 ms against 1.81.
+            KernelKnob::SortOnesweep => false,
         }
     }
 
     /// Whether the variant is on for `device`: `on` or `off` from the environment, else the
     /// default (a malformed value is reported once per process and ignored).
     pub(crate) fn is_on(self, device: &Device) -> bool {
-        self.is_on_for(device.knobs().variant(self.name()))
+        self.is_on_for(
+            device.knobs().variant(self.name()),
+            device.capabilities().device_kind,
+        )
     }
 
-    /// [`KernelKnob::is_on`] for the knob's value (`None`: not set).
-    fn is_on_for(self, value: Option<&str>) -> bool {
+    /// [`KernelKnob::is_on`] for the knob's value (`None`: not set) on a device of `kind`.
+    fn is_on_for(self, value: Option<&str>, kind: DeviceKind) -> bool {
         match value {
             Some("on") => true,
             Some("off") => false,
@@ -59,9 +68,9 @@ impl KernelKnob {
                         self.name().to_uppercase()
                     );
                 }
-                self.default_on()
+                self.default_on(kind)
             }
-            None => self.default_on(),
+            None => self.default_on(kind),
         }
     }
 }
@@ -70,14 +79,30 @@ impl KernelKnob {
 mod tests {
     use super::*;
 
-    /// `on` and `off` choose; anything else, or nothing, keeps the default (off for both).
+    /// `on` and `off` choose on any device; anything else, or nothing, keeps the default.
     #[test]
     fn values_choose_the_variant() {
         for knob in [KernelKnob::FftRowPass, KernelKnob::SortOnesweep] {
-            assert!(knob.is_on_for(Some("on")));
-            assert!(!knob.is_on_for(Some("off")));
-            assert!(!knob.is_on_for(Some("yes")));
-            assert!(!knob.is_on_for(None));
+            for kind in [DeviceKind::Discrete, DeviceKind::Cpu] {
+                assert!(knob.is_on_for(Some("on"), kind));
+                assert!(!knob.is_on_for(Some("off"), kind));
+                assert_eq!(knob.is_on_for(Some("yes"), kind), knob.default_on(kind));
+                assert_eq!(knob.is_on_for(None, kind), knob.default_on(kind));
+            }
         }
+    }
+
+    /// The row FFT is on for GPUs of every kind and off for CPU drivers; onesweep is off.
+    #[test]
+    fn defaults_follow_the_races() {
+        for kind in [
+            DeviceKind::Discrete,
+            DeviceKind::Integrated,
+            DeviceKind::Virtual,
+        ] {
+            assert!(KernelKnob::FftRowPass.is_on_for(None, kind));
+        }
+        assert!(!KernelKnob::FftRowPass.is_on_for(None, DeviceKind::Cpu));
+        assert!(!KernelKnob::SortOnesweep.is_on_for(None, DeviceKind::Discrete));
     }
 }

@@ -25,8 +25,8 @@
 //! tile, read or written five times per pass. A 64-bit sort moves 16-byte items through eight
 //! passes: 360 bytes per key.
 //!
-//! The variant behind `NXVK_KNOB_SORT_ONESWEEP=on` (off by default until raced; rows under
-//! 2^30) replaces the count and scan of every pass by one histogram of every pass's digits
+//! The variant behind `NXVK_KNOB_SORT_ONESWEEP=on` (off by default: it lost its race on the
+//! H200; rows under 2^30) replaces the count and scan of every pass by one histogram of every pass's digits
 //! (one read of the input) and a decoupled look-back inside the scatter: tiles are taken in
 //! order from a ticket counter; each publishes its digit counts, sums the counts of the row's
 //! earlier tiles back to the first published prefix, and publishes its own prefix; a tile

@@ -2,7 +2,8 @@
 //! (`2^a 3^b 5^c 7^d`) run one block dispatch (up to the tile) or two (the four-step pair) and
 //! build one resident table (their twiddles), where Bluestein runs at least two dispatches and
 //! builds three tables (the convolution's twiddles, the chirp and its spectrum); c64 rows of
-//! 2^12 to 2^14 run one dispatch with `NXVK_KNOB_FFT_ROW_PASS=on` and two without. So the
+//! 2^12 to 2^14 run one dispatch where the row pass is on (`fft::takes_row_pass`) and two
+//! without. So the
 //! mixed-radix and row-pass tests in `fft_paths.rs` really test those kernels, and other primes
 //! still go through Bluestein. A binary of its own, with one test: the counters are per
 //! device, and other tests would record work in between.
@@ -24,19 +25,20 @@ fn work_of(run: impl FnOnce()) -> (u64, u64) {
     )
 }
 
-/// Whether this process runs with the row-pass knob on.
-fn row_pass_knob_on() -> bool {
-    std::env::var("NXVK_KNOB_FFT_ROW_PASS").is_ok_and(|value| value.trim() == "on")
-}
-
 #[test]
 fn lengths_take_their_paths() {
     let device = device();
-    let row_pass_dispatches = if row_pass_knob_on() { 1 } else { 2 };
+    let row_pass_dispatches = |length| {
+        if fft::takes_row_pass(&device, length) {
+            1
+        } else {
+            2
+        }
+    };
     // (length, double precision, the path's dispatches and tables, or None for Bluestein).
     for (length, double, expected_work) in [
-        (1 << 12, false, Some((row_pass_dispatches, 1))),
-        (1 << 14, false, Some((row_pass_dispatches, 1))),
+        (1 << 12, false, Some((row_pass_dispatches(1 << 12), 1))),
+        (1 << 14, false, Some((row_pass_dispatches(1 << 14), 1))),
         // c128 rows of 2^12 keep the four-step pair either way.
         (1 << 12, true, Some((2, 1))),
         (3, false, Some((1, 1))),
