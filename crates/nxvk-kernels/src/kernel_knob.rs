@@ -35,7 +35,7 @@ impl KernelKnob {
     fn default_on(self, kind: DeviceKind) -> bool {
         match self {
             // fft_c64_1Kx16K: the H200 took 0.150 ms against the four-step pair's 0.204;
-            // lavapipe, a CPU driver, 1.80-1.83 s against 1.65.
+            // lavapipe, a CPU driver, a median of 1.83 s against 1.68.
             KernelKnob::FftRowPass => kind != DeviceKind::Cpu,
             // sort_f32_16M on the H200: 2.76 ms against 1.81.
             KernelKnob::SortOnesweep => false,
