@@ -302,16 +302,7 @@ impl Bench {
         let x = builder.parameter(DType::F32, &[side, side])?;
         let w = builder.parameter(DType::F32, &[side, side])?;
         let bias = builder.parameter(DType::F32, &[side])?;
-        let product = builder.dot(
-            x,
-            w,
-            DotAxes {
-                contract_left: vec![1],
-                batch_left: vec![],
-                contract_right: vec![0],
-                batch_right: vec![],
-            },
-        )?;
+        let product = builder.dot(x, w, DotAxes::matrix_product())?;
         let shifted = builder.binary(BinaryOp::Add, product, bias)?;
         let zero = builder.constant(DType::F32, 0.0)?;
         let out = builder.binary(BinaryOp::Max, shifted, zero)?;
@@ -410,12 +401,7 @@ impl Bench {
         let condition = condition.finish(&[running])?;
         let mut body = GraphBuilder::new();
         let state = state_parameters(&mut body)?;
-        let axes = DotAxes {
-            contract_left: vec![1],
-            batch_left: vec![],
-            contract_right: vec![0],
-            batch_right: vec![],
-        };
+        let axes = DotAxes::matrix_product();
         let product = body.dot(state[0], state[1], axes)?;
         let next = body.unary(UnaryOp::Tanh, product)?;
         let one = body.constant(DType::S32, 1.0)?;

@@ -105,9 +105,10 @@ fn check_update_fits(tensor: &TensorType, patch: &TensorType, n_starts: usize) -
 }
 
 /// Clamps a static start into `0..=size - length` (Nx's clamp; the caller checked that the
-/// length fits).
+/// length fits). A span past `i64::MAX` (only a damaged encoding declares one) caps there
+/// rather than wrapping negative.
 fn clamp_start(start: i64, size: usize, length: usize) -> i64 {
-    start.clamp(0, (size - length) as i64)
+    start.clamp(0, i64::try_from(size - length).unwrap_or(i64::MAX))
 }
 
 impl GraphBuilder {

@@ -228,12 +228,7 @@ mod tests {
         let x = builder.parameter(DType::F32, &[3, 4]).unwrap();
         let w = builder.parameter(DType::F32, &[4, 5]).unwrap();
         let bias = builder.parameter(DType::F32, &[5]).unwrap();
-        let axes = DotAxes {
-            contract_left: vec![1],
-            batch_left: vec![],
-            contract_right: vec![0],
-            batch_right: vec![],
-        };
+        let axes = DotAxes::matrix_product();
         let product = builder.dot(x, w, axes).unwrap();
         let shifted = builder.binary(BinaryOp::Add, product, bias).unwrap();
         let zero = builder.constant(DType::F32, 0.0).unwrap();

@@ -84,6 +84,19 @@ pub struct DotAxes {
     pub batch_right: Vec<usize>,
 }
 
+impl DotAxes {
+    /// The matrix product `x[m, k] . w[k, n]`: axis 1 of the left operand contracted with
+    /// axis 0 of the right, no batch axes.
+    pub fn matrix_product() -> DotAxes {
+        DotAxes {
+            contract_left: vec![1],
+            batch_left: vec![],
+            contract_right: vec![0],
+            batch_right: vec![],
+        }
+    }
+}
+
 /// One clause of a `cond`: a predicate graph (one u8 scalar output) and a body graph, both
 /// over the cond's inputs.
 #[derive(Debug, Clone, PartialEq)]

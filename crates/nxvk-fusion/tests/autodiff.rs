@@ -97,12 +97,7 @@ fn square_plus_one(builder: &mut GraphBuilder, value: NodeId) -> NodeId {
 }
 
 fn matmul(builder: &mut GraphBuilder, left: NodeId, right: NodeId) -> NodeId {
-    let axes = DotAxes {
-        contract_left: vec![1],
-        batch_left: vec![],
-        contract_right: vec![0],
-        batch_right: vec![],
-    };
+    let axes = DotAxes::matrix_product();
     builder.dot(left, right, axes).unwrap()
 }
 

@@ -385,6 +385,21 @@ fn new_start_values_hit_the_plan_cache_and_stay_on_the_device() {
 
 /// Bad starts are errors naming the op, shapes and dtypes; all-static starts build the static
 /// nodes at clamped starts; node starts keep the static ones clamped.
+/// An axis longer than `i64::MAX` (declared only by a damaged encoding; the decoder's
+/// proptest found it) clamps static starts into its span instead of panicking on a negative
+/// bound.
+#[test]
+fn a_start_on_an_axis_past_i64_max_clamps_without_panicking() {
+    let mut builder = GraphBuilder::new();
+    // Empty, so its size does not overflow.
+    let huge = builder.parameter(DType::U8, &[0, usize::MAX - 1]).unwrap();
+    for start in [i64::MIN, -5, 0, i64::MAX] {
+        let starts = [SliceStart::Static(0), SliceStart::Static(start)];
+        let slice = builder.dynamic_slice(huge, &starts, &[0, 1], &[1, 1]);
+        assert!(slice.is_ok(), "start {start}: {slice:?}");
+    }
+}
+
 #[test]
 fn the_builder_checks_starts_and_normalises_static_ones() {
     let mut builder = GraphBuilder::new();

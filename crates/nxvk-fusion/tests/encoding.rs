@@ -41,18 +41,7 @@ fn structural_graph() -> Graph {
         .literal(DType::S32, &[3], &[1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0])
         .unwrap();
     let as_float = builder.as_type(literal, DType::F32).unwrap();
-    let dot = builder
-        .dot(
-            m,
-            as_float,
-            DotAxes {
-                contract_left: vec![1],
-                batch_left: vec![],
-                contract_right: vec![0],
-                batch_right: vec![],
-            },
-        )
-        .unwrap();
+    let dot = builder.dot(m, as_float, DotAxes::matrix_product()).unwrap();
     let sliced = builder.slice(m, &[0, 1], &[1, 2], &[1, 2]).unwrap();
     let squeezed = builder.squeeze(sliced, &[0]).unwrap();
     let low = builder.constant(DType::F32, -1.0).unwrap();

@@ -388,16 +388,7 @@ fn dot_runs_in_a_plan_and_feeds_an_elementwise_stage() {
     let a = builder.parameter(DType::F32, &[2, 3]).unwrap();
     let b = builder.parameter(DType::F32, &[3]).unwrap();
     let dot = builder
-        .dot(
-            a,
-            b,
-            nxvk_fusion::DotAxes {
-                contract_left: vec![1],
-                batch_left: vec![],
-                contract_right: vec![0],
-                batch_right: vec![],
-            },
-        )
+        .dot(a, b, nxvk_fusion::DotAxes::matrix_product())
         .unwrap();
     let one = builder.constant(DType::F32, 1.0).unwrap();
     let shifted = builder.binary(BinaryOp::Add, dot, one).unwrap();

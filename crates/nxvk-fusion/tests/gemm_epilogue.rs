@@ -315,18 +315,7 @@ fn an_integer_product_takes_no_epilogue() {
     let x = builder.parameter(DType::S32, &[5, 3]).unwrap();
     let w = builder.parameter(DType::S32, &[3, 4]).unwrap();
     let bias = builder.parameter(DType::S32, &[4]).unwrap();
-    let product = builder
-        .dot(
-            x,
-            w,
-            DotAxes {
-                contract_left: vec![1],
-                batch_left: vec![],
-                contract_right: vec![0],
-                batch_right: vec![],
-            },
-        )
-        .unwrap();
+    let product = builder.dot(x, w, DotAxes::matrix_product()).unwrap();
     let out = builder.binary(BinaryOp::Add, product, bias).unwrap();
     let graph = builder.finish(&[out]).unwrap();
     assert_eq!(
@@ -348,18 +337,7 @@ fn an_operand_across_two_column_axes_is_copied_dense() {
     let x = builder.parameter(DType::F32, &[6, 5]).unwrap();
     let w = builder.parameter(DType::F32, &[5, 3, 7]).unwrap();
     let r = builder.parameter(DType::F32, &[6, 7, 3]).unwrap();
-    let product = builder
-        .dot(
-            x,
-            w,
-            DotAxes {
-                contract_left: vec![1],
-                batch_left: vec![],
-                contract_right: vec![0],
-                batch_right: vec![],
-            },
-        )
-        .unwrap();
+    let product = builder.dot(x, w, DotAxes::matrix_product()).unwrap();
     let transposed = builder.transpose(r, &[0, 2, 1]).unwrap();
     let out = builder.binary(BinaryOp::Add, product, transposed).unwrap();
     let graph = builder.finish(&[out]).unwrap();

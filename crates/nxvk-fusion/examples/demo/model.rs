@@ -46,16 +46,7 @@ fn dense(
     weight: NodeId,
     bias: NodeId,
 ) -> Result<NodeId> {
-    let product = builder.dot(
-        input,
-        weight,
-        DotAxes {
-            contract_left: vec![1],
-            batch_left: vec![],
-            contract_right: vec![0],
-            batch_right: vec![],
-        },
-    )?;
+    let product = builder.dot(input, weight, DotAxes::matrix_product())?;
     builder.binary(BinaryOp::Add, product, bias)
 }
 
