@@ -92,10 +92,17 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         name: "gemm_epilogue",
-        arm_a: "on",
-        arm_b: "off",
+        arm_a: "off",
+        arm_b: "on",
         workloads: &["gemm_bias_relu_f32_4096", "mlp_step_f32_b256"],
         about: "a dot's or conv's elementwise consumer applied in the GEMM's store",
+    },
+    Knob {
+        name: "shared_divisor",
+        arm_a: "off",
+        arm_b: "on",
+        workloads: &["softmax_f32_8Kx8K", "layer_norm_f32_8Kx8K"],
+        about: "row programs divide by a row-shared divisor through its f64 reciprocal",
     },
 ];
 

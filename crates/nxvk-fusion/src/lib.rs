@@ -12,10 +12,12 @@
 //! dispatch; longer rows keep three); views never copy; `cond` and `while` run from the
 //! executor; `reduce` and
 //! `window_reduce` with a reducer function get generated kernels of their own
-//! (`reducer.rs`); a `dot` or `conv` whose real float product only one elementwise kernel
+//! (`reducer.rs`); with `NXVK_KNOB_GEMM_EPILOGUE=on` (off by default: slower on the H200
+//! for large GEMMs), a `dot` or `conv` whose f32 or f64 product only one elementwise kernel
 //! reads (`relu(x . w + b)`, a scale, a sigmoid, a per-channel bias) is one GEMM dispatch
 //! whose store applies that kernel's expression, a *GEMM epilogue* (`gemm_epilogue.rs`;
-//! split-K and cooperative-matrix GEMMs and permuted conv outputs keep the two stages); `fft`, `triangular_solve` and Nx's
+//! split-K and cooperative-matrix GEMMs and permuted conv outputs keep the two stages);
+//! `fft`, `triangular_solve` and Nx's
 //! linear-algebra blocks are native nodes running the catalog's GPU kernels
 //! (`builder_linalg.rs`). Everything else runs through `nxvk-kernels`' eager API, one node
 //! at a time.

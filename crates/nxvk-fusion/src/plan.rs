@@ -69,9 +69,14 @@ pub struct PlanOptions {
     pub row_programs: bool,
     /// Apply the elementwise kernel that alone reads a `dot`'s or `conv`'s product in the
     /// GEMM's store, where the GEMM takes one tiled pass (`NXVK_KNOB_GEMM_EPILOGUE=on|off`,
-    /// on: `gemm_epilogue.rs`; the product is then neither written nor read back, one
-    /// dispatch instead of two, not raced yet).
+    /// off: `gemm_epilogue.rs`; one dispatch instead of two, but on the H200 relu(x . w + b)
+    /// at 4096 took 67 ms against 3.74 unfused, docs/BENCHMARKS.md).
     pub gemm_epilogues: bool,
+    /// In row programs, divide f32 values by a divisor the row shares (a reduction result)
+    /// through its f64 reciprocal (`nx_div_by_shared`) rather than `nx_div`, on devices with
+    /// f64 (`NXVK_KNOB_SHARED_DIVISOR=on|off`, off: on the H200 softmax took 0.436 ms with it
+    /// against 0.281 without, layer norm 1.326 against 0.758, docs/BENCHMARKS.md).
+    pub shared_divisors: bool,
 }
 
 impl Default for PlanOptions {
@@ -81,7 +86,8 @@ impl Default for PlanOptions {
             packet_path: true,
             subgroup_row_folds: true,
             row_programs: true,
-            gemm_epilogues: true,
+            gemm_epilogues: false,
+            shared_divisors: false,
         }
     }
 }
@@ -103,7 +109,7 @@ fn switch_from_env(name: &str, on: &str, off: &str, default: bool) -> bool {
 
 impl PlanOptions {
     /// The defaults, overridden by `NXVK_KNOB_CSE`, `NXVK_KNOB_PACKETS`, `NXVK_KNOB_ROW_FOLD`,
-    /// `NXVK_KNOB_ROW_PROGRAM` and `NXVK_KNOB_GEMM_EPILOGUE`.
+    /// `NXVK_KNOB_ROW_PROGRAM`, `NXVK_KNOB_GEMM_EPILOGUE` and `NXVK_KNOB_SHARED_DIVISOR`.
     pub fn from_env() -> Self {
         let defaults = PlanOptions::default();
         PlanOptions {
@@ -117,6 +123,12 @@ impl PlanOptions {
             ),
             row_programs: switch_from_env("ROW_PROGRAM", "on", "off", defaults.row_programs),
             gemm_epilogues: switch_from_env("GEMM_EPILOGUE", "on", "off", defaults.gemm_epilogues),
+            shared_divisors: switch_from_env(
+                "SHARED_DIVISOR",
+                "on",
+                "off",
+                defaults.shared_divisors,
+            ),
         }
     }
 }

@@ -746,7 +746,7 @@ pub(crate) fn plan_stage(
         &group.roots,
         materialised,
         &group.held,
-        device.capabilities().shader_float64,
+        options.shared_divisors && device.capabilities().shader_float64,
     )?;
     let outputs: Vec<Elem> = group
         .roots

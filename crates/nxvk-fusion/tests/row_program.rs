@@ -206,10 +206,21 @@ fn the_knob_off_and_rows_past_the_cap_keep_the_multi_dispatch_plan() {
 
 /// A row program whose only reduction is a maximum is bit-exact with eager: x - max(x),
 /// max(x) / x, and the divisions by the row's shared maximum x / max(x) and
-/// (x - max(x)) / (max(x) + 1), every float dtype, NaN and infinities included.
+/// (x - max(x)) / (max(x) + 1), every float dtype, NaN and infinities included, with the
+/// shared-divisor division on and off.
 #[test]
 fn a_max_row_program_is_bit_exact() {
     let _serial = serial();
+    for shared_divisors in [false, true] {
+        let options = PlanOptions {
+            shared_divisors,
+            ..PlanOptions::default()
+        };
+        max_row_program_is_bit_exact(options);
+    }
+}
+
+fn max_row_program_is_bit_exact(options: PlanOptions) {
     for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
         for (rows, columns) in [(5, 7), (4, 64), (3, 1001)] {
             let mut builder = GraphBuilder::new();
@@ -218,7 +229,8 @@ fn a_max_row_program_is_bit_exact() {
             let shifted = builder.binary(BinaryOp::Subtract, x, max).unwrap();
             let ratio = builder.binary(BinaryOp::Divide, max, x).unwrap();
             // Divisions by the row's maximum take the shared-divisor path (one reciprocal
-            // per row), which must round exactly as the eager division does.
+            // per row) where the option is on, which must round exactly as the eager
+            // division does.
             let scaled = builder.binary(BinaryOp::Divide, x, max).unwrap();
             let one = builder.constant(dtype, 1.0).unwrap();
             let offset = builder.binary(BinaryOp::Add, max, one).unwrap();
@@ -228,14 +240,14 @@ fn a_max_row_program_is_bit_exact() {
                 .unwrap();
             let inputs = inputs_for(&graph, columns as u64);
             let inputs: Vec<&Tensor> = inputs.iter().collect();
-            let (results, used, _, _) = run_counted(&graph, &inputs, PlanOptions::default());
+            let (results, used, _, _) = run_counted(&graph, &inputs, options);
             assert_eq!(used, 1);
             let expected = eager(&graph, &inputs);
             for (result, expected) in results.iter().zip(&expected) {
                 assert_eq!(
                     result.to_bytes().unwrap(),
                     expected.to_bytes().unwrap(),
-                    "{dtype} [{rows}, {columns}]"
+                    "{dtype} [{rows}, {columns}] {options:?}"
                 );
             }
         }

@@ -469,8 +469,9 @@ float nx_div(float a, float b) {
 // rounding boundary, the product errs by under 2^-51, and an exact one is an f32, which the
 // product rounds back to; tests/division.rs checks this on the host), and the reciprocal,
 // which depends on b alone, is computed once per row: three operations an element instead
-// of nx_div's twenty or so (softmax's row program on the H200: 0.202 against 0.305 ms with
-// f64 division). Quotients below the smallest normal have fewer bits and can be exact ties,
+// of nx_div's twenty or so. Opt-in (nxvk-fusion's `NXVK_KNOB_SHARED_DIVISOR`): on the H200
+// the row programs were slower with it (softmax 0.436 against 0.281 ms with nx_div), though
+// a hand-hoisted reciprocal had measured 0.202. Quotients below the smallest normal have fewer bits and can be exact ties,
 // so there the rounding is decided exactly: the midpoint between two subnormals times b is
 // exact in f64 (25 bits times 24) and compares with a. NaNs are nx_div's, so the results are
 // nx_div's bit for bit whatever the driver flushes. Needs f64.
