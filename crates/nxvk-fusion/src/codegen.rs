@@ -285,19 +285,21 @@ impl Expression {
             _ => None,
         };
         let register = self.registers.get(&node).cloned();
-        // Decided before the operands are read; view ops return early below and inherit their
-        // input's name, so only elementwise operands are lifted here.
-        let uniform = match entry.op {
-            _ if argument.is_some() || is_leaf(node) && register.is_none() => false,
-            _ if register.is_some() => true,
-            Op::Constant { .. } => true,
-            ref op if ViewStep::of(op, shape).is_some() => false,
-            _ => entry.op.operands().iter().all(|&id| {
-                let lifted = lift(&path, &graph.tensor_type(id).shape, shape);
-                memo.get(&(id, lifted))
-                    .is_some_and(|name| self.row_uniform.contains(name))
-            }),
-        };
+        // Tracked only for the shared-divisor division, its one reader. Decided before the
+        // operands are read; view ops return early below and inherit their input's name, so
+        // only elementwise operands are lifted here.
+        let uniform = self.shared_divisors
+            && match entry.op {
+                _ if argument.is_some() || is_leaf(node) && register.is_none() => false,
+                _ if register.is_some() => true,
+                Op::Constant { .. } => true,
+                ref op if ViewStep::of(op, shape).is_some() => false,
+                _ => entry.op.operands().iter().all(|&id| {
+                    let lifted = lift(&path, &graph.tensor_type(id).shape, shape);
+                    memo.get(&(id, lifted))
+                        .is_some_and(|name| self.row_uniform.contains(name))
+                }),
+            };
         let expression = if let Some(argument) = argument {
             argument
         } else if let Some(register) = register {

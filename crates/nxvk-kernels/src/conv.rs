@@ -35,7 +35,7 @@ use crate::catalog::{device_supports, elem_of};
 use crate::conv_gather::{ConvolutionGather, GatherAxis};
 use crate::dot::{
     EpilogueArguments, EpilogueOutcome, Matrices, Problem, check_epilogue_operands, collapse,
-    saturating_product,
+    saturating_product, strided_or_copied,
 };
 use crate::dot_codegen::GemmEpilogue;
 use crate::{movement, ops, types};
@@ -319,18 +319,13 @@ pub fn conv_with_epilogue(
         let column = collapse(shape, strides, &image_and_positions)?.1;
         Some([group_filters * channel, channel, column])
     };
-    let mut epilogue_operands = Vec::with_capacity(operands.len());
-    for &operand in operands {
-        epilogue_operands.push(match strides(operand) {
-            Some(strides) => (operand.clone(), strides),
-            None => {
-                let copied = movement::contiguous(&operand.transpose(&channel_major)?)?
-                    .transpose(&channel_major)?;
-                let strides = strides(&copied).unwrap_or([0, 0, 0]);
-                (copied, strides)
-            }
-        });
-    }
+    let channel_major_copy = |operand: &Tensor| {
+        movement::contiguous(&operand.transpose(&channel_major)?)?.transpose(&channel_major)
+    };
+    let epilogue_operands = operands
+        .iter()
+        .map(|operand| strided_or_copied(operand, strides, channel_major_copy))
+        .collect::<Result<_>>()?;
     let arguments = EpilogueArguments {
         epilogue,
         operands: epilogue_operands,

@@ -270,44 +270,55 @@ pub fn dot_with_epilogue(
     };
     let [_, batch_a, _, _] = axes;
     let rows_end = output_shape.len() - column_axes;
-    let groups = [
-        (0..batch_a.len()).collect::<Vec<_>>(),
-        (batch_a.len()..rows_end).collect(),
-        (rows_end..output_shape.len()).collect(),
-    ];
+    let groups = Groups {
+        batch: (0..batch_a.len()).collect(),
+        first: (batch_a.len()..rows_end).collect(),
+        second: (rows_end..output_shape.len()).collect(),
+    };
     check_epilogue_operands(&output_shape, problem.elem, operands)?;
     let Some(variant) = problem.epilogue_variant() else {
         return Ok(EpilogueOutcome::Plain(
             problem.run(None)?.reshape(&output_shape)?,
         ));
     };
-    let mut epilogue_operands = Vec::with_capacity(operands.len());
-    for &operand in operands {
-        let strides = |tensor: &Tensor| -> Option<[usize; 3]> {
-            let (shape, strides) = (tensor.shape(), tensor.layout().strides());
-            let [batch, rows, columns] = &groups;
-            Some([
-                collapse(shape, strides, batch)?.1,
-                collapse(shape, strides, rows)?.1,
-                collapse(shape, strides, columns)?.1,
-            ])
-        };
-        let operand = match strides(operand) {
-            Some(strides) => (operand.clone(), strides),
-            None => {
-                let dense = movement::contiguous(operand)?;
-                let strides = strides(&dense).unwrap_or([0, 0, 0]);
-                (dense, strides)
-            }
-        };
-        epilogue_operands.push(operand);
-    }
+    let epilogue_operands = operands
+        .iter()
+        .map(|operand| {
+            strided_or_copied(
+                operand,
+                |tensor| group_strides(tensor, &groups),
+                movement::contiguous,
+            )
+        })
+        .collect::<Result<_>>()?;
     let arguments = EpilogueArguments {
         epilogue,
         operands: epilogue_operands,
     };
     let output = problem.run_with(variant, problem.order(), Some(&arguments))?;
     Ok(EpilogueOutcome::Applied(output.reshape(&output_shape)?))
+}
+
+/// An epilogue operand with its strides along C's batch, row and column axes (`strides`), or,
+/// where its view has none, its `copy` in a layout that has them.
+pub(crate) fn strided_or_copied(
+    operand: &Tensor,
+    strides: impl Fn(&Tensor) -> Option<[usize; 3]>,
+    copy: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<(Tensor, [usize; 3])> {
+    if let Some(strides) = strides(operand) {
+        return Ok((operand.clone(), strides));
+    }
+    let copied = copy(operand)?;
+    match strides(&copied) {
+        Some(strides) => Ok((copied, strides)),
+        None => Err(Error::BadOperands {
+            op: "gemm epilogue",
+            shapes: vec![operand.shape().to_vec()],
+            dtypes: vec![operand.dtype()],
+            detail: "the copied operand's axes do not collapse onto C's (planner bug)".into(),
+        }),
+    }
 }
 
 /// Each epilogue operand must be an addressable view of the result's shape.
