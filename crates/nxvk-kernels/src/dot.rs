@@ -37,10 +37,8 @@ use crate::dot_codegen::{
     GEMM_EPILOGUE_PUSH_CONSTANT_BYTES, GemmEpilogue, OperandOrder, TileConfig, gemm_accumulator,
     gemm_kernel_name, gemm_shader, has_vector_loads,
 };
-use crate::dot_cooperative::{
-    COOPERATIVE_TILE_M, COOPERATIVE_TILE_N, FRAGMENT, cooperative_kernel_name, cooperative_shader,
-    has_f16_cooperative_matrices,
-};
+use crate::dot_cooperative::{CooperativeKernel, has_f16_cooperative_matrices};
+use crate::kernel_knob::KernelKnob;
 use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::op_table::Elem;
 use crate::reduce::{ReduceOp, ReduceOptions, reduce};
@@ -491,8 +489,8 @@ pub(crate) struct EpilogueArguments<'a> {
 pub(crate) enum Variant {
     /// The tiled template with this configuration.
     Tiled(TileConfig),
-    /// The cooperative-matrix kernel (f16 inputs) at the device's subgroup size.
-    Cooperative { subgroup_size: u32 },
+    /// A cooperative-matrix kernel (f16 inputs).
+    Cooperative(CooperativeKernel),
 }
 
 impl Variant {
@@ -504,11 +502,10 @@ impl Variant {
                 config.tile_n as usize,
                 config.tile_k as usize,
             ),
-            Variant::Cooperative { .. } => (
-                COOPERATIVE_TILE_M as usize,
-                COOPERATIVE_TILE_N as usize,
-                FRAGMENT as usize,
-            ),
+            Variant::Cooperative(kernel) => {
+                let (tile_m, tile_n, tile_k) = kernel.tile();
+                (tile_m as usize, tile_n as usize, tile_k as usize)
+            }
         }
     }
 }
@@ -589,17 +586,22 @@ impl Problem {
                     .device_address()
                     .is_some_and(|address| address.is_multiple_of(16))
         };
+        let kernel = CooperativeKernel {
+            subgroup_size: capabilities.subgroup_size,
+            staged: KernelKnob::CoopmatStaged.is_on(self.a.tensor.device()),
+            a_k_contiguous: self.a.second_stride == 1,
+            b_n_contiguous: self.b.second_stride == 1,
+        };
+        let (tile_m, tile_n, tile_k) = kernel.tile();
         let eligible = self.elem == Elem::F16
             && self.convolution.is_none()
             && has_f16_cooperative_matrices(capabilities)
-            && self.m.is_multiple_of(COOPERATIVE_TILE_M as usize)
-            && self.n.is_multiple_of(COOPERATIVE_TILE_N as usize)
-            && self.k.is_multiple_of(FRAGMENT as usize)
+            && self.m.is_multiple_of(tile_m as usize)
+            && self.n.is_multiple_of(tile_n as usize)
+            && self.k.is_multiple_of(tile_k as usize)
             && aligned(&self.a)
             && aligned(&self.b);
-        eligible.then_some(Variant::Cooperative {
-            subgroup_size: capabilities.subgroup_size,
-        })
+        eligible.then_some(Variant::Cooperative(kernel))
     }
 
     /// K splits for `variant`: enough to bound each invocation's loop, more when the output
@@ -713,13 +715,7 @@ impl Problem {
                     epilogue.map(|epilogue| epilogue.epilogue),
                 ),
             ),
-            Variant::Cooperative { subgroup_size } => {
-                let (a_k, b_n) = (self.a.second_stride == 1, self.b.second_stride == 1);
-                (
-                    cooperative_kernel_name(output_elem, subgroup_size, a_k, b_n),
-                    cooperative_shader(output_elem, subgroup_size, a_k, b_n),
-                )
-            }
+            Variant::Cooperative(kernel) => (kernel.name(output_elem), kernel.shader(output_elem)),
         };
         let kernel = device.kernel_from_glsl(&name, &shader, &[])?;
         let address = |tensor: &Tensor| {

@@ -19,6 +19,9 @@ pub(crate) enum KernelKnob {
     /// dispatch each after one histogram of every pass's digits (`sort_radix.rs`), instead of
     /// count, scan and scatter per pass. Off: it lost its race.
     SortOnesweep,
+    /// `NXVK_KNOB_COOPMAT_STAGED`: the f16 cooperative-matrix GEMM stages 128x128x32 tiles in
+    /// shared memory (`dot_cooperative.rs`) instead of loading fragments from the operands.
+    CoopmatStaged,
 }
 
 impl KernelKnob {
@@ -27,6 +30,7 @@ impl KernelKnob {
         match self {
             KernelKnob::FftRowPass => "fft_row_pass",
             KernelKnob::SortOnesweep => "sort_onesweep",
+            KernelKnob::CoopmatStaged => "coopmat_staged",
         }
     }
 
@@ -39,6 +43,8 @@ impl KernelKnob {
             KernelKnob::FftRowPass => kind != DeviceKind::Cpu,
             // sort_f32_16M on the H200: 2.76 ms against 1.81.
             KernelKnob::SortOnesweep => false,
+            // Not raced yet.
+            KernelKnob::CoopmatStaged => false,
         }
     }
 
@@ -82,7 +88,11 @@ mod tests {
     /// `on` and `off` choose on any device; anything else, or nothing, keeps the default.
     #[test]
     fn values_choose_the_variant() {
-        for knob in [KernelKnob::FftRowPass, KernelKnob::SortOnesweep] {
+        for knob in [
+            KernelKnob::FftRowPass,
+            KernelKnob::SortOnesweep,
+            KernelKnob::CoopmatStaged,
+        ] {
             for kind in [DeviceKind::Discrete, DeviceKind::Cpu] {
                 assert!(knob.is_on_for(Some("on"), kind));
                 assert!(!knob.is_on_for(Some("off"), kind));

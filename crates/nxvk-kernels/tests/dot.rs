@@ -527,9 +527,10 @@ fn integer_products_wrap() {
     );
 }
 
-/// f16 problems whose sizes fit the cooperative-matrix tiles (M a multiple of 64, N of 128, K
-/// of 16; row- or column-major operands; batched and split-K): on a device with f16
-/// cooperative matrices (the H200) these run that kernel, elsewhere the tiled template; the
+/// f16 problems whose sizes fit the cooperative-matrix tiles (the direct kernel's M a multiple
+/// of 64, N of 128, K of 16; the staged kernel's 128, 128 and 32; row- or column-major
+/// operands; batched and split-K): on a device with f16 cooperative matrices (the H200) these
+/// run that kernel (`NXVK_KNOB_COOPMAT_STAGED` picks which), elsewhere the tiled template; the
 /// results must match the reference either way.
 #[test]
 fn cooperative_matrix_sized_f16_problems() {
@@ -568,6 +569,51 @@ fn cooperative_matrix_sized_f16_problems() {
         (
             vec![64, 1024],
             vec![1024, 128],
+            vec![1],
+            vec![],
+            vec![0],
+            vec![],
+            ViewKind::Contiguous,
+        ),
+        (
+            vec![256, 96],
+            vec![96, 128],
+            vec![1],
+            vec![],
+            vec![0],
+            vec![],
+            ViewKind::Contiguous,
+        ),
+        (
+            vec![64, 128],
+            vec![256, 64],
+            vec![0],
+            vec![],
+            vec![1],
+            vec![],
+            ViewKind::Transposed,
+        ),
+        (
+            vec![128, 64],
+            vec![128, 64],
+            vec![1],
+            vec![],
+            vec![1],
+            vec![],
+            ViewKind::Contiguous,
+        ),
+        (
+            vec![2, 128, 32],
+            vec![2, 32, 256],
+            vec![2],
+            vec![0],
+            vec![1],
+            vec![0],
+            ViewKind::Contiguous,
+        ),
+        (
+            vec![128, 4096],
+            vec![4096, 128],
             vec![1],
             vec![],
             vec![0],
