@@ -91,6 +91,13 @@ pub const KNOBS: &[Knob] = &[
         about: "radix passes that rank, look back and scatter in one dispatch each",
     },
     Knob {
+        name: "coopmat_staged",
+        arm_a: "on",
+        arm_b: "off",
+        workloads: &["hgemm_8192"],
+        about: "the f16 cooperative-matrix GEMM staging its tiles in shared memory",
+    },
+    Knob {
         name: "gemm_epilogue",
         arm_a: "off",
         arm_b: "on",
