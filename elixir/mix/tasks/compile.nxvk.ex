@@ -86,7 +86,8 @@ defmodule Mix.Tasks.Compile.Nxvk do
   defp copy_if_changed(source, destination) do
     unless File.exists?(destination) and same_file_contents?(source, destination) do
       # Write a new file and rename it: a VM that has the old library loaded keeps its mapping.
-      temporary = destination <> ".tmp"
+      # The temporary name is per OS process, so two compilers sharing one _build do not race.
+      temporary = "#{destination}.#{System.pid()}.tmp"
       File.cp!(source, temporary)
       File.rename!(temporary, destination)
     end
