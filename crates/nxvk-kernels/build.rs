@@ -69,6 +69,15 @@ fn main() {
         &mut generated,
         &mut all,
     );
+    let (portable_variants, dense_portable_variants) = portable_variants(
+        &[(&binary_specs, 2), (&unary_specs, 1)],
+        out_dir,
+        &mut generated,
+        &mut all,
+    );
+    let mut dense_variants = dense_variants;
+    dense_variants.extend(dense_portable_variants);
+    dense_variants.sort();
     let complex_binary_rows = op_rows(&binary_specs, out_dir, &mut generated, &mut all, |spec| {
         complex_kernels(spec, 2)
     });
@@ -269,6 +278,16 @@ fn main() {
     );
     let _ = writeln!(
         generated,
+        "\n/// The f32 kernels' twins with the f32 forms of the refined helpers, by the kernel's name (sorted).\npub(crate) static PORTABLE_KERNELS: [(&str, &CatalogKernel); {}] = [{}];",
+        portable_variants.len(),
+        portable_variants
+            .iter()
+            .map(|(name, constant)| format!("({name:?}, &{constant})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        generated,
         "\n/// Every kernel of the catalog.\npub static ALL_KERNELS: &[&CatalogKernel] = &[{}];",
         all.iter()
             .map(|constant| format!("&{constant}"))
@@ -365,6 +384,46 @@ fn op_rows<const N: usize>(
         .collect()
 }
 
+/// A kernel's lookup name and the constant declaring it.
+type NamedKernel = (String, String);
+
+/// The twins of the f32 kernels whose refined helpers compute in f64
+/// (`codegen::F64Math::Refining`): the same source after `codegen::F32_ONLY_MATH_DEFINE`, so
+/// that devices without shaderFloat64 run them in f32. Returns the generic twins by their
+/// kernel's name and the dense twins by the generic twin's name.
+fn portable_variants(
+    groups: &[(&[OpSpec], usize)],
+    out_dir: &Path,
+    generated: &mut String,
+    all: &mut Vec<String>,
+) -> (Vec<NamedKernel>, Vec<NamedKernel>) {
+    let mut generic = Vec::new();
+    let mut dense = Vec::new();
+    for &(specs, arity) in groups {
+        for spec in specs {
+            let Some((function, _)) = codegen::op_function(spec, arity, Elem::F32) else {
+                continue;
+            };
+            if codegen::f64_math(&function, Elem::F32) != codegen::F64Math::Refining {
+                continue;
+            }
+            let name = op_table::kernel_name(spec.name, Elem::F32);
+            let portable = format!("{name}_portable");
+            let f32_only = |glsl: String| format!("{}{glsl}", codegen::F32_ONLY_MATH_DEFINE);
+            let shader = codegen::op_shader(spec, arity, Elem::F32).expect("has a function");
+            let constant = compile(out_dir, &portable, &f32_only(shader), generated, all);
+            generic.push((name, constant));
+            let shader =
+                dense_codegen::dense_op_shader(spec, arity, Elem::F32).expect("has a function");
+            let dense_name = dense_codegen::dense_kernel_name(&portable);
+            let constant = compile(out_dir, &dense_name, &f32_only(shader), generated, all);
+            dense.push((portable, constant));
+        }
+    }
+    generic.sort();
+    (generic, dense)
+}
+
 /// The real kernels of an op with `arity` operands, by [`Elem::index`].
 fn real_kernels(spec: &OpSpec, arity: usize) -> [Option<(String, String)>; Elem::ALL.len()] {
     Elem::ALL.map(|elem| {
@@ -427,7 +486,7 @@ fn compile(
     generated: &mut String,
     all: &mut Vec<String>,
 ) -> String {
-    let (words, _) = nxvk_glsl::compile_compute(name, glsl)
+    let (words, info) = nxvk_glsl::compile_compute(name, glsl)
         .unwrap_or_else(|error| panic!("{error}\n--- generated GLSL ---\n{glsl}"));
     let bytes: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
     let path = out_dir.join(format!("{name}.spv"));
@@ -435,7 +494,8 @@ fn compile(
     let constant = name.to_uppercase();
     let _ = writeln!(
         generated,
-        "/// Kernel `{name}`.\npub const {constant}: CatalogKernel = CatalogKernel {{ name: \"{name}\", spirv: include_bytes!({path:?}) }};"
+        "/// Kernel `{name}`.\npub const {constant}: CatalogKernel = CatalogKernel {{ name: \"{name}\", spirv: include_bytes!({path:?}), float64: {} }};",
+        info.float64
     );
     all.push(constant.clone());
     constant

@@ -384,6 +384,15 @@ impl Device {
             return Ok(kernel.clone());
         }
         let info = nxvk_glsl::check_module(name, spirv)?;
+        // Planners send ops that need f64 to the host fallback on such devices; this keeps a
+        // module that slipped past them from reaching the driver.
+        if info.float64 && !self.capabilities().shader_float64 {
+            return Err(Error::KernelNeedsFeature {
+                kernel: name.to_owned(),
+                feature: "shaderFloat64",
+                device: self.capabilities().device_name.clone(),
+            });
+        }
         let kernel = Arc::new(self.build_kernel(name, spirv, specialization, info.local_size)?);
         Counters::add(&self.counters.pipeline_builds, 1);
         self.kernels.lock().insert(key, kernel.clone());

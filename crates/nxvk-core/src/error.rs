@@ -45,6 +45,13 @@ pub enum Error {
         dtype: DType,
         detail: String,
     },
+    /// A kernel whose module uses a shader feature the device lacks.
+    #[error("kernel `{kernel}` needs {feature}, which device `{device}` lacks")]
+    KernelNeedsFeature {
+        kernel: String,
+        feature: &'static str,
+        device: String,
+    },
     /// Host data whose length does not fit the tensor it should fill.
     #[error(
         "{op}: {actual} bytes given for a {dtype} tensor of shape {shape:?}, which needs {expected}"

@@ -98,6 +98,13 @@ pub const KNOBS: &[Knob] = &[
         about: "the f16 cooperative-matrix GEMM staging its tiles in shared memory",
     },
     Knob {
+        name: "f32_math_via_f64",
+        arm_a: "on",
+        arm_b: "off",
+        workloads: &["chain_f32_256M", "small_op_chain_us"],
+        about: "f32 log, tanh, sigmoid, erf, ... computed in f64 and rounded once",
+    },
+    Knob {
         name: "gemm_epilogue",
         arm_a: "off",
         arm_b: "on",

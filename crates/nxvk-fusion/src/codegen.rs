@@ -35,9 +35,9 @@ use nxvk_core::{DType, Error, Result};
 use nxvk_kernels::ReduceOp;
 use nxvk_kernels::catalog::elem_of;
 use nxvk_kernels::codegen::{
-    BF16_HELPERS, F64_MATH, F64_MATH_PRELUDE, FLOAT_CONTROLS, HELPERS, SHARED_DIVIDE_PRELUDE,
-    WORKGROUP_SIZE, cast_function, compute_type, load, needs_f64_math, output_elem, storage_bytes,
-    storage_type, store, type_defines,
+    BF16_HELPERS, FLOAT_CONTROLS, HELPERS, SHARED_DIVIDE_PRELUDE, WORKGROUP_SIZE, cast_function,
+    compute_type, f64_math, f64_math_include, load, output_elem, storage_bytes, storage_type,
+    store, type_defines,
 };
 use nxvk_kernels::op_table::expression;
 use nxvk_kernels::reduce::{Accumulation, accumulator_elem, fold};
@@ -601,10 +601,10 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
             }
             // The f64 library only where a function calls it, as the catalog does (its tables
             // would put the Float64 capability into every kernel).
-            if needs_f64_math(&functions) {
-                text.push_str(&renamed(F64_MATH_PRELUDE, *elem));
-                text.push_str(&renamed(F64_MATH, *elem));
-            }
+            text.push_str(&renamed(
+                &f64_math_include(f64_math(&functions, *elem)),
+                *elem,
+            ));
             if needs.contains(&Need::SharedDivide) {
                 text.push_str(&renamed(SHARED_DIVIDE_PRELUDE, *elem));
             }

@@ -40,7 +40,7 @@ use crate::reducer::{ReducerKernel, plan_stage};
 use crate::row_program::{self, NodeFacts, RowProgramKernel, find_groups};
 use nxvk_core::{Capabilities, DType, Device, Kernel, Result};
 use nxvk_kernels::catalog::{device_supports, elem_of};
-use nxvk_kernels::codegen::{WORKGROUP_SIZE, output_elem};
+use nxvk_kernels::codegen::{F32_ONLY_MATH_DEFINE, F64Math, WORKGROUP_SIZE, f64_math, output_elem};
 use nxvk_kernels::op_table::expression;
 use nxvk_kernels::reduce::{Accumulation, accumulator_elem, result_dtype};
 use nxvk_kernels::types::{binary_types, unary_types};
@@ -283,7 +283,9 @@ pub(crate) fn is_computable(graph: &Graph, capabilities: &Capabilities, id: Node
     }
     let has_kernel = |spec: &nxvk_kernels::OpSpec, compute: DType| {
         native_on(capabilities, compute).is_some_and(|elem| {
-            expression(spec, elem).is_some() && output_elem(spec, elem) == elem_of(result)
+            expression(spec, elem).is_some_and(|function| {
+                capabilities.shader_float64 || f64_math(function, elem) != F64Math::Required
+            }) && output_elem(spec, elem) == elem_of(result)
         })
     };
     match &node.op {
@@ -597,9 +599,14 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
 }
 
 /// The kernel of a generated `source`, named by its content hash (compiled through the
-/// device's content-addressed SPIR-V cache).
+/// device's content-addressed SPIR-V cache), with the f32 forms of the refined helpers where
+/// the device computes f32 in f32 alone (`nxvk_kernels::f32_math`).
 pub(crate) fn compile(device: &Device, family: &str, source: &str) -> Result<Arc<Kernel>> {
     let hash = blake3::hash(source.as_bytes()).to_hex();
     let name = format!("{family}_{}", &hash[..16]);
-    device.kernel_from_glsl(&name, source, &[])
+    if nxvk_kernels::f32_math(device) == nxvk_kernels::F32Math::ViaF64 {
+        device.kernel_from_glsl(&name, source, &[])
+    } else {
+        device.kernel_from_glsl(&name, &format!("{F32_ONLY_MATH_DEFINE}{source}"), &[])
+    }
 }

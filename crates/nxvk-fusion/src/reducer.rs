@@ -27,7 +27,7 @@
 
 use crate::codegen::{Expression, OPAQUE_HELPERS, OPAQUE_WORD, PUSH_BLOCK};
 use crate::graph::{Graph, NodeId, Op};
-use crate::plan::{MANY_ROWS, SHORT_ROW, is_computable, is_transparent};
+use crate::plan::{MANY_ROWS, SHORT_ROW, compile, is_computable, is_transparent};
 use nxvk_core::{BufferAccess, Capabilities, DType, Device, Error, Kernel, Result, Tensor};
 use nxvk_kernels::catalog::{device_supports, elem_of};
 use nxvk_kernels::codegen::{
@@ -293,8 +293,7 @@ pub(crate) fn plan_stage(
         let expression = reducer_function(op, reducer, capabilities, elem, "nx_reducer")?;
         ("reducer_reduce", reduce_shader(&expression, elem))
     };
-    let hash = blake3::hash(source.as_bytes()).to_hex();
-    let kernel = device.kernel_from_glsl(&format!("{family}_{}", &hash[..16]), &source, &[])?;
+    let kernel = compile(device, family, &source)?;
     Ok(Some(ReducerKernel { node: id, kernel }))
 }
 

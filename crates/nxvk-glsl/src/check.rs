@@ -8,6 +8,8 @@
 use crate::GlslError;
 
 const MAGIC: u32 = 0x0723_0203;
+const OP_CAPABILITY: u16 = 17;
+const CAPABILITY_FLOAT64: u32 = 10;
 pub(crate) const OP_ENTRY_POINT: u16 = 15;
 pub(crate) const OP_EXECUTION_MODE: u16 = 16;
 pub(crate) const OP_EXECUTION_MODE_ID: u16 = 331;
@@ -23,6 +25,8 @@ pub struct ModuleInfo {
     pub version: (u8, u8),
     /// The compute entry point's workgroup size, when given as literals.
     pub local_size: Option<[u32; 3]>,
+    /// Whether the module declares the Float64 capability (which needs shaderFloat64).
+    pub float64: bool,
 }
 
 /// Checks that `words` is a complete SPIR-V module with one GLCompute entry point named `main`
@@ -55,6 +59,7 @@ pub fn check_module(name: &str, words: &[u32]) -> Result<ModuleInfo, GlslError> 
     let mut compute_entry = None;
     let mut local_size = None;
     let mut has_local_size_id = false;
+    let mut float64 = false;
     let mut last_opcode = 0;
     let mut position = 5;
     while position < words.len() {
@@ -67,6 +72,7 @@ pub fn check_module(name: &str, words: &[u32]) -> Result<ModuleInfo, GlslError> 
         }
         let operands = &words[position + 1..position + word_count];
         match opcode {
+            OP_CAPABILITY if operands.first() == Some(&CAPABILITY_FLOAT64) => float64 = true,
             OP_ENTRY_POINT if operands.first() == Some(&EXECUTION_MODEL_GL_COMPUTE) => {
                 let entry_name = operands.get(2..).map(literal_string).unwrap_or_default();
                 if entry_name == "main" {
@@ -104,6 +110,7 @@ pub fn check_module(name: &str, words: &[u32]) -> Result<ModuleInfo, GlslError> 
     Ok(ModuleInfo {
         version,
         local_size,
+        float64,
     })
 }
 
@@ -136,6 +143,14 @@ void main() {
         let (_, info) = compile_compute("copy", COPY_BODY).unwrap();
         assert_eq!(info.local_size, Some([64, 1, 1]));
         assert_eq!(info.version, (1, 5));
+        assert!(!info.float64);
+    }
+
+    #[test]
+    fn a_shader_computing_in_f64_declares_float64() {
+        let body = COPY_BODY.replace("float", "double");
+        let (_, info) = compile_compute("copy_f64", &body).unwrap();
+        assert!(info.float64, "{body}");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use nxvk_core::{Context, DType};
 use nxvk_kernels::accuracy::{MeasuredOp, measure, ulp_bound};
+use nxvk_kernels::f32_math;
 use std::process::ExitCode;
 
 /// Exit code when a measured error exceeds its stated bound.
@@ -48,7 +49,7 @@ fn main() -> ExitCode {
         for dtype in [DType::F32, DType::F64] {
             match measure(&device, op, dtype, n_samples, seed) {
                 Ok(result) => {
-                    let bound = ulp_bound(op.name(), dtype);
+                    let bound = ulp_bound(op.name(), dtype, f32_math(&device));
                     exceeded |= result.max_ulps > bound;
                     println!(
                         "| {} | {dtype} | {} | {} | {bound} | {:?} | {:e} | {:e} |",

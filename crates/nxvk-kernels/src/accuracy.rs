@@ -15,6 +15,7 @@
 //! f32 results below the smallest normal f32 count as exact when the reference is also below
 //! it: Vulkan lets a driver flush f32 denormals, so relative error means nothing there.
 
+use crate::catalog::F32Math;
 use crate::op_table::{BinaryOp, UnaryOp};
 use crate::reference::{self, Value};
 use nxvk_core::{DType, Device, Error, Result, Tensor};
@@ -50,8 +51,9 @@ impl MeasuredOp {
 }
 
 /// The ulp bound the op named `name` is held to on `dtype` (f32 or f64; f16 and bf16 compute
-/// in f32 and round once more), as measured (see the module docs).
-pub fn ulp_bound(name: &str, dtype: DType) -> u64 {
+/// in f32 and round once more) when f32 kernels compute as `math` says ([`f32_math`] of the
+/// device), as measured (see the module docs).
+pub fn ulp_bound(name: &str, dtype: DType, math: F32Math) -> u64 {
     if dtype == DType::F64 {
         // erfc and erf_inv: the reference (the libm crate's erfc) is itself off by up to 2.5
         // ulps (erfc(1.4183207571919654): nxvk 0.48 ulp from the true value, libm 2.5).
@@ -60,15 +62,20 @@ pub fn ulp_bound(name: &str, dtype: DType) -> u64 {
             _ => 2,
         };
     }
-    // f32: sin, cos, tan, cbrt and pow round an f64 result once; the others are nxvk's own
-    // f32 implementations (glsl_helpers.glsl).
-    match name {
-        "sin" | "cos" | "tan" | "cbrt" | "pow" => 1,
-        "exp" | "cosh" | "rsqrt" => 2,
-        "expm1" | "sigmoid" => 3,
-        "log" | "tanh" | "asin" | "acos" | "atan" | "sinh" | "erf" | "erf_inv" | "atan2" => 4,
-        "log1p" | "asinh" | "atanh" => 6,
-        "acosh" => 7,
+    // f32: sin, cos, tan, cbrt and pow always round an f64 result once, and so do the refined
+    // helpers (codegen.rs, F64_REFINED_HELPERS) unless the kernels compute in f32 alone;
+    // exp, cosh and rsqrt are nxvk's own f32 implementations (glsl_helpers.glsl).
+    match (name, math) {
+        ("sin" | "cos" | "tan" | "cbrt" | "pow", _) => 1,
+        ("exp" | "cosh" | "rsqrt", _) => 2,
+        (_, F32Math::ViaF64) => 1,
+        ("expm1" | "sigmoid", F32Math::F32Only) => 3,
+        (
+            "log" | "tanh" | "asin" | "acos" | "atan" | "sinh" | "erf" | "erf_inv" | "atan2",
+            F32Math::F32Only,
+        ) => 4,
+        ("log1p" | "asinh" | "atanh", F32Math::F32Only) => 6,
+        ("acosh", F32Math::F32Only) => 7,
         _ => 8,
     }
 }

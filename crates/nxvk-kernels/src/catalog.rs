@@ -4,6 +4,7 @@
 //! Kernel names are `<op>_<dtype>` for ops (the dtype is the compute type the operands are cast
 //! to first) and `as_type_<from>_<to>` for casts.
 
+use crate::kernel_knob::KernelKnob;
 use crate::op_table::{BinaryOp, ComplexElem, Elem, UnaryOp, ValueType};
 use nxvk_core::{Capabilities, DType, Device, Kernel, Result};
 use std::sync::Arc;
@@ -14,6 +15,8 @@ pub struct CatalogKernel {
     pub name: &'static str,
     /// SPIR-V words as little-endian bytes (`include_bytes!` guarantees no alignment).
     pub spirv: &'static [u8],
+    /// Whether it computes in f64 (f64 kernels, and f32 ones whose helpers round f64 results).
+    pub float64: bool,
 }
 
 impl CatalogKernel {
@@ -21,6 +24,49 @@ impl CatalogKernel {
     /// module's address, so a dispatch does not rehash it).
     pub fn load(&self, device: &Device) -> Result<Arc<Kernel>> {
         device.static_kernel(self.name, self.spirv)
+    }
+
+    /// True when a device with `capabilities` can run it or its [`portable`](Self::for_device)
+    /// twin (the other features every kernel may use are checked by [`device_supports`]).
+    pub fn runs_on(&self, capabilities: &Capabilities) -> bool {
+        !self.float64 || capabilities.shader_float64 || self.portable().is_some()
+    }
+
+    /// The kernel to run on `device`: itself, or where [`f32_math`] says
+    /// [`F32Math::F32Only`], the twin built with the f32 forms of the refined helpers
+    /// (`codegen::F32_ONLY_MATH_DEFINE`), if it has one.
+    pub fn for_device(&self, device: &Device) -> &CatalogKernel {
+        match (self.float64, f32_math(device)) {
+            (true, F32Math::F32Only) => self.portable().unwrap_or(self),
+            _ => self,
+        }
+    }
+
+    fn portable(&self) -> Option<&'static CatalogKernel> {
+        PORTABLE_KERNELS
+            .binary_search_by(|(name, _)| (*name).cmp(self.name))
+            .ok()
+            .map(|position| PORTABLE_KERNELS[position].1)
+    }
+}
+
+/// How f32 kernels compute log, tanh, sigmoid, erf and the other refined helpers
+/// (`codegen::F64_REFINED_HELPERS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum F32Math {
+    /// In f64, rounded once (1 ulp).
+    ViaF64,
+    /// In f32 alone (3 to 7 ulps; `accuracy::ulp_bound`).
+    F32Only,
+}
+
+/// How f32 kernels compute on `device`: in f64 where it has shaderFloat64 and the
+/// `f32_math_via_f64` knob is on (its default).
+pub fn f32_math(device: &Device) -> F32Math {
+    if device.capabilities().shader_float64 && KernelKnob::F32MathViaF64.is_on(device) {
+        F32Math::ViaF64
+    } else {
+        F32Math::F32Only
     }
 }
 

@@ -41,18 +41,74 @@ pub const SHARED_DIVIDE_PRELUDE: &str = "#define NX_SHARED_DIVIDE 1\n";
 /// `NX_F64_MATH`).
 const F64_ROUNDED_HELPERS: [&str; 5] = ["nx_pow(", "nx_sin(", "nx_cos(", "nx_tan(", "nx_cbrt("];
 
+/// The f32 helpers with two forms: their own f32 arithmetic (3 to 7 ulps), and under
+/// `NX_F64_MATH` the f64 function rounded once (1 ulp). f32 kernels take the second; f16 and
+/// bf16 kernels, whose own rounding hides the difference, keep the first and need no f64.
+const F64_REFINED_HELPERS: [&str; 16] = [
+    "nx_log(",
+    "nx_log1p(",
+    "nx_expm1(",
+    "nx_sigmoid(",
+    "nx_tanh(",
+    "nx_sinh(",
+    "nx_asinh(",
+    "nx_acosh(",
+    "nx_atanh(",
+    "nx_asin(",
+    "nx_acos(",
+    "nx_atan(",
+    "nx_atan2(",
+    "nx_erf(",
+    "nx_erfc(",
+    "nx_erf_inv(",
+];
+
 /// The complex helpers (`glsl_complex.glsl`), written against `C` and the real type macros.
 pub const COMPLEX_HELPERS: &str = include_str!("glsl_complex.glsl");
 
-/// True when `function` needs the f64 library (complex transcendentals, `nx_complex_*`, call
-/// the real ones). Only those kernels include it: its constant
-/// tables would otherwise put the Float64 capability (and 8 KB) into every float kernel.
-pub fn needs_f64_math(function: &str) -> bool {
-    function.contains("_f64(")
+/// What a function needs of the f64 library (`glsl_f64_math.glsl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum F64Math {
+    /// Nothing: the kernel does not include it (its constant tables would otherwise put the
+    /// Float64 capability, and 8 KB, into every float kernel).
+    Unused,
+    /// An f32 function that calls [`F64_REFINED_HELPERS`]: it includes the library unless
+    /// [`F32_ONLY_MATH_DEFINE`] comes first, and then computes in f32 alone.
+    Refining,
+    /// f64 functions, complex transcendentals (`nx_complex_*`, which call the real ones) and
+    /// [`F64_ROUNDED_HELPERS`], which have no f32 form.
+    Required,
+}
+
+/// Defined before a kernel's source, it gives [`F64_REFINED_HELPERS`] their f32 forms and
+/// keeps the f64 library out of kernels that need it for nothing else (for a device without
+/// shaderFloat64, or with the `f32_math_via_f64` knob off). Not an `NX_` name, which fused
+/// kernels rename per type.
+pub const F32_ONLY_MATH_DEFINE: &str = "#define NXVK_F32_ONLY_MATH 1\n";
+
+/// What `function`, computing in `compute`, needs of the f64 library.
+pub fn f64_math(function: &str, compute: Elem) -> F64Math {
+    let calls_any = |helpers: &[&str]| helpers.iter().any(|helper| function.contains(helper));
+    if function.contains("_f64(")
         || function.contains("nx_complex_")
-        || F64_ROUNDED_HELPERS
-            .iter()
-            .any(|helper| function.contains(helper))
+        || calls_any(&F64_ROUNDED_HELPERS)
+    {
+        F64Math::Required
+    } else if compute == Elem::F32 && calls_any(&F64_REFINED_HELPERS) {
+        F64Math::Refining
+    } else {
+        F64Math::Unused
+    }
+}
+
+/// The f64 library as a kernel that needs it `as_needed` includes it (before the helpers).
+pub fn f64_math_include(as_needed: F64Math) -> String {
+    let library = format!("{F64_MATH_PRELUDE}{F64_MATH}");
+    match as_needed {
+        F64Math::Unused => String::new(),
+        F64Math::Refining => format!("#ifndef NXVK_F32_ONLY_MATH\n{library}#endif\n"),
+        F64Math::Required => library,
+    }
 }
 
 /// The GLSL type values of `elem` are computed in: integers narrower than 32 bits widen (and
@@ -293,10 +349,7 @@ pub(crate) fn elementwise_prelude(input: Elem, function: &str, extra: &str) -> S
     let mut prelude = String::from(FLOAT_CONTROLS);
     prelude.push_str(&type_defines(input));
     prelude.push_str(BF16_HELPERS);
-    if needs_f64_math(function) {
-        prelude.push_str(F64_MATH_PRELUDE);
-        prelude.push_str(F64_MATH);
-    }
+    prelude.push_str(&f64_math_include(f64_math(function, input)));
     prelude.push_str(HELPERS);
     prelude.push_str(extra);
     prelude

@@ -250,6 +250,15 @@ float nx_fmod(float x, float y) {
 
 // --- f32 transcendentals (f16 and bf16 compute through these too) ---
 
+// The refined helpers (codegen.rs, F64_REFINED_HELPERS) round an f64 result where the kernel
+// has the f64 library and was not asked for f32 alone (NXVK_F32_ONLY_MATH); else the f32
+// forms below compute them.
+#if defined(NX_F64_MATH) && !defined(NXVK_F32_ONLY_MATH)
+#define NX_REFINED_VIA_F64 1
+#else
+#define NX_REFINED_VIA_F64 0
+#endif
+
 const float NX_INFINITY = uintBitsToFloat(0x7f800000u);
 const float NX_NAN = uintBitsToFloat(0x7fc00000u);
 const float NX_LN2 = 0.693147180559945309;
@@ -270,6 +279,7 @@ float nx_exp(float x) {
     return p * uintBitsToFloat(uint(first + 127) << 23) * uintBitsToFloat(uint(e - first + 127) << 23);
 }
 
+#if !NX_REFINED_VIA_F64
 // 2 atanh(s) = log((1 + s) / (1 - s)) for |s| <= 0.172, by its odd series.
 float nx_log_series(float s) {
     float s2 = s * s;
@@ -338,6 +348,7 @@ float nx_atan(float x) {
     float result = nx_atan_positive(abs(x));
     return nx_sign_bit(x) ? -result : result;
 }
+#endif
 
 // --- correctly rounded f32 division ---
 // Vulkan lets f32 division be approximate (NVIDIA's is: the H200 missed the correctly rounded
@@ -512,6 +523,7 @@ float nx_div_by_shared(float a, float b) {
 float nx_sqrt(float x) { return float(sqrt(nx_widen(x))); }
 float nx_rsqrt(float x) { return float(1.0lf / sqrt(nx_widen(x))); }
 
+#if !NX_REFINED_VIA_F64
 float nx_sigmoid(float x) { return 1.0 / (1.0 + nx_exp(-x)); }
 
 float nx_tanh(float x) {
@@ -526,6 +538,7 @@ float nx_tanh(float x) {
     }
     return nx_sign_bit(x) ? -result : result;
 }
+#endif
 
 // e^x / 2 for x >= 88 without overflowing on the way: x - 0.693359375 is exact there (both
 // are multiples of 2^-17), and e^(ln 2 - 0.693359375) = 1.000212217 restores the rest.
@@ -534,6 +547,7 @@ float nx_exp_half_large(float x) {
     return nx_exp(x - 0.693359375) * 1.00021221696;
 }
 
+#if !NX_REFINED_VIA_F64
 float nx_sinh(float x) {
     float ax = abs(x);
     // sinh(x) rounds to x below 2^-12 (subnormals included).
@@ -550,6 +564,7 @@ float nx_sinh(float x) {
     }
     return nx_sign_bit(x) ? -result : result;
 }
+#endif
 
 float nx_cosh(float x) {
     float ax = abs(x);
@@ -560,15 +575,7 @@ float nx_cosh(float x) {
     return nx_exp_half_large(ax);
 }
 
-#ifdef NX_F64_MATH
-// sin, cos and tan through the f64 ones (glsl_f64_math.glsl: Payne-Hanek reduction for large
-// |x|), rounded once. Drivers' sin is an absolute-error approximation (the H200's missed
-// sin(-56) by 5e-6), and an f32 Cody-Waite reduction fails past |x| of about 1e6.
-float nx_sin(float x) { return float(nx_sin_f64(nx_widen(x))); }
-float nx_cos(float x) { return float(nx_cos_f64(nx_widen(x))); }
-float nx_tan(float x) { return float(nx_tan_f64(nx_widen(x))); }
-#endif
-
+#if !NX_REFINED_VIA_F64
 float nx_asinh(float x) {
     if (isnan(x) || isinf(x)) return x;
     float ax = abs(x);
@@ -642,13 +649,9 @@ float nx_acos(float x) {
     if (isnan(x) || abs(x) > 1.0) return NX_NAN;
     return nx_atan2(sqrt((1.0 - x) * (1.0 + x)), x);
 }
-
-#ifdef NX_F64_MATH
-// C99 pow through the f64 one (glsl_f64_math.glsl), rounded once: the driver's pow is
-// exp2(y log2 x), whose error grows with |y log2 x| (58 ulp measured on lavapipe).
-float nx_pow(float x, float y) { return float(nx_pow_f64(nx_widen(x), nx_widen(y))); }
 #endif
 
+#if !NX_REFINED_VIA_F64
 // erfc by Numerical Recipes' Chebyshev fit (fractional error below 1.2e-7).
 float nx_erfc_positive(float z) {
     if (z >= 10.1) return 0.0; // erfc(10.1) is below the smallest f32 subnormal
@@ -723,10 +726,193 @@ float nx_erf_inv(float x) {
     }
     return p * x;
 }
+#endif
 
 #ifdef NX_F64_MATH
-// cbrt through the f64 one, rounded once (the driver's log2 flushes subnormal inputs).
+// --- f32 helpers that round an f64 result once ---
+// sin, cos and tan: drivers' sin is an absolute-error approximation (the H200's missed
+// sin(-56) by 5e-6), and an f32 Cody-Waite reduction fails past |x| of about 1e6; the f64
+// ones (glsl_f64_math.glsl) reduce large |x| by Payne-Hanek.
+float nx_sin(float x) { return float(nx_sin_f64(nx_widen(x))); }
+float nx_cos(float x) { return float(nx_cos_f64(nx_widen(x))); }
+float nx_tan(float x) { return float(nx_tan_f64(nx_widen(x))); }
+// C99 pow: the driver's is exp2(y log2 x), whose error grows with |y log2 x| (58 ulp measured
+// on lavapipe).
+float nx_pow(float x, float y) { return float(nx_pow_f64(nx_widen(x), nx_widen(y))); }
+// cbrt: the driver's log2 flushes subnormal inputs.
 float nx_cbrt(float x) { return float(nx_cbrt_f64(nx_widen(x))); }
 #endif
+
+#if NX_REFINED_VIA_F64
+// The refined helpers (codegen.rs, F64_REFINED_HELPERS): f32 kernels take these, 1 ulp where
+// the f32 forms above reach 3 to 7 (an f64 value within about 2^-40 of the true one rounds to
+// the f32 nearest it unless that is within about 2^-16 ulp of a halfway point). An f32
+// result needs no more, so the exp and log families are evaluated here by short f64
+// polynomials rather than through the f64 library, whose double-double steps and degree-20
+// series a fused kernel would inline per call (lavapipe built a kernel of 50 library
+// sigmoids in 7.4 s, of 500 in over 120; 0.7 and 6.5 s with these); the others round the
+// library's functions.
+
+// e^x for an f32 x: x = k ln2 + r with |r| <= ln2 / 2 and Taylor to r^11 (truncation below
+// 2^-48 relative); results beyond f32's range saturate.
+double nx_exp_for_f32(double x) {
+    if (x > 120.0lf) return nx_infinity_f64();
+    if (x < -120.0lf) return 0.0lf;
+    double k = round(x * NX_INV_LN2);
+    double r = (x - k * NX_LN2_HEAD32) - k * NX_LN2_TAIL32;
+    double p = 1.0lf / 39916800.0lf;
+    p = p * r + 1.0lf / 3628800.0lf;
+    p = p * r + 1.0lf / 362880.0lf;
+    p = p * r + 1.0lf / 40320.0lf;
+    p = p * r + 1.0lf / 5040.0lf;
+    p = p * r + 1.0lf / 720.0lf;
+    p = p * r + 1.0lf / 120.0lf;
+    p = p * r + 1.0lf / 24.0lf;
+    p = p * r + 1.0lf / 6.0lf;
+    p = p * r + 0.5lf;
+    p = p * r + 1.0lf;
+    p = p * r + 1.0lf;
+    return p * nx_pow2_f64(int(k));
+}
+
+// e^x - 1 for an f32 x: Taylor to x^13 below 1/2 (no cancellation), else from e^x, which is
+// then at least 1.6 times the result.
+double nx_expm1_for_f32(double x) {
+    if (abs(x) >= 0.5lf) return nx_exp_for_f32(x) - 1.0lf;
+    double p = 1.0lf / 6227020800.0lf;
+    p = p * x + 1.0lf / 479001600.0lf;
+    p = p * x + 1.0lf / 39916800.0lf;
+    p = p * x + 1.0lf / 3628800.0lf;
+    p = p * x + 1.0lf / 362880.0lf;
+    p = p * x + 1.0lf / 40320.0lf;
+    p = p * x + 1.0lf / 5040.0lf;
+    p = p * x + 1.0lf / 720.0lf;
+    p = p * x + 1.0lf / 120.0lf;
+    p = p * x + 1.0lf / 24.0lf;
+    p = p * x + 1.0lf / 6.0lf;
+    p = p * x + 0.5lf;
+    return x + x * x * p;
+}
+
+// 2 atanh(s) = log((1 + s) / (1 - s)) for |s| <= 0.172, by its odd series to s^17.
+double nx_log_series_for_f32(double s) {
+    double z = s * s;
+    double p = 1.0lf / 17.0lf;
+    p = p * z + 1.0lf / 15.0lf;
+    p = p * z + 1.0lf / 13.0lf;
+    p = p * z + 1.0lf / 11.0lf;
+    p = p * z + 1.0lf / 9.0lf;
+    p = p * z + 1.0lf / 7.0lf;
+    p = p * z + 1.0lf / 5.0lf;
+    p = p * z + 1.0lf / 3.0lf;
+    return 2.0lf * s + 2.0lf * s * z * p;
+}
+
+// log x for a finite x > 0 that is a widened f32 (so a normal f64): x = 2^e m with m in
+// [sqrt(1/2), sqrt(2)), log m by the series.
+double nx_log_for_f32(double x) {
+    uvec2 words = unpackDouble2x32(x);
+    int e = int(words.y >> 20) - 1023;
+    double m = packDouble2x32(uvec2(words.x, (words.y & 0x000FFFFFu) | 0x3FF00000u));
+    if (m > 1.4142135623730951lf) {
+        m *= 0.5lf;
+        e += 1;
+    }
+    return double(e) * 0.6931471805599453lf + nx_log_series_for_f32((m - 1.0lf) / (m + 1.0lf));
+}
+
+// log(1 + x) for x > -1: the series of x / (2 + x) below 1/4, else the log of 1 + x (whose
+// rounding in f64 moves a result of magnitude 0.28 or more by under 2^-51 relative).
+double nx_log1p_for_f32(double x) {
+    if (abs(x) < 0.25lf) return nx_log_series_for_f32(x / (2.0lf + x));
+    return nx_log_for_f32(1.0lf + x);
+}
+
+float nx_sigmoid(float x) {
+    if (isnan(x)) return x;
+    return float(1.0lf / (1.0lf + nx_exp_for_f32(-nx_widen(x))));
+}
+
+float nx_expm1(float x) {
+    if (isnan(x)) return x;
+    return float(nx_expm1_for_f32(nx_widen(x)));
+}
+
+float nx_tanh(float x) {
+    if (isnan(x)) return x;
+    double ax = abs(nx_widen(x));
+    double e = nx_expm1_for_f32(2.0lf * min(ax, 20.0lf));
+    float result = float(e / (e + 2.0lf));
+    return nx_sign_bit(x) ? -result : result;
+}
+
+float nx_sinh(float x) {
+    if (isnan(x)) return x;
+    double ax = abs(nx_widen(x));
+    double result;
+    if (ax < 0.5lf) {
+        double e = nx_expm1_for_f32(ax);
+        result = 0.5lf * (e + e / (e + 1.0lf));
+    } else {
+        double e = nx_exp_for_f32(ax);
+        result = 0.5lf * (e - 1.0lf / e);
+    }
+    return nx_sign_bit(x) ? -float(result) : float(result);
+}
+
+// Special values from the bits, as nx_log's f32 form does: log of a negative subnormal is NaN.
+float nx_log(float x) {
+    uint bits = floatBitsToUint(x);
+    if (bits >= 0x7F800000u && bits <= 0x7FFFFFFFu) return x; // +inf and NaNs
+    if ((bits << 1) == 0u) return -NX_INFINITY;
+    if ((bits >> 31) != 0u) return NX_NAN;
+    return float(nx_log_for_f32(nx_widen(x)));
+}
+
+float nx_log1p(float x) {
+    if (isnan(x) || isinf(x)) return nx_log(x + 1.0);
+    if (x < -1.0) return NX_NAN;
+    if (x == -1.0) return -NX_INFINITY;
+    return float(nx_log1p_for_f32(nx_widen(x)));
+}
+
+// asinh, acosh and atanh by their f64 formulas over the series above (x^2 of an f32 is exact
+// in f64); above 2^26, asinh(x) and acosh(x) are log(2x) to f64 precision.
+float nx_asinh(float x) {
+    if (isnan(x) || isinf(x)) return x;
+    double ax = abs(nx_widen(x));
+    double result = (ax > 67108864.0lf)
+        ? nx_log_for_f32(ax) + 0.6931471805599453lf
+        : nx_log1p_for_f32(ax + ax * ax / (1.0lf + sqrt(1.0lf + ax * ax)));
+    return nx_sign_bit(x) ? -float(result) : float(result);
+}
+
+float nx_acosh(float x) {
+    if (isnan(x)) return x;
+    if (x < 1.0) return NX_NAN;
+    if (isinf(x)) return x;
+    double wide = nx_widen(x);
+    if (wide > 67108864.0lf) return float(nx_log_for_f32(wide) + 0.6931471805599453lf);
+    double t = wide - 1.0lf;
+    return float(nx_log1p_for_f32(t + sqrt(2.0lf * t + t * t)));
+}
+
+float nx_atanh(float x) {
+    if (isnan(x)) return x;
+    double ax = abs(nx_widen(x));
+    if (ax > 1.0lf) return NX_NAN;
+    float result = (ax == 1.0lf) ? NX_INFINITY : float(0.5lf * nx_log1p_for_f32(2.0lf * ax / (1.0lf - ax)));
+    return nx_sign_bit(x) ? -result : result;
+}
+
+float nx_asin(float x) { return float(nx_asin_f64(nx_widen(x))); }
+float nx_acos(float x) { return float(nx_acos_f64(nx_widen(x))); }
+float nx_atan(float x) { return float(nx_atan_f64(nx_widen(x))); }
+float nx_atan2(float y, float x) { return float(nx_atan2_f64(nx_widen(y), nx_widen(x))); }
+float nx_erf(float x) { return float(nx_erf_f64(nx_widen(x))); }
+float nx_erfc(float x) { return float(nx_erfc_f64(nx_widen(x))); }
+float nx_erf_inv(float x) { return float(nx_erf_inv_f64(nx_widen(x))); }
+#endif
+
 #endif
 #endif

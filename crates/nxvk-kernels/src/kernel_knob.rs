@@ -23,6 +23,11 @@ pub(crate) enum KernelKnob {
     /// shared memory (`dot_cooperative.rs`) instead of loading fragments from the operands.
     /// On: it won its race (only devices with f16 cooperative matrices run either kernel).
     CoopmatStaged,
+    /// `NXVK_KNOB_F32_MATH_VIA_F64`: f32 log, tanh, sigmoid, erf and the other refined helpers
+    /// (codegen.rs, `F64_REFINED_HELPERS`) compute in f64 and round once (1 ulp), instead of
+    /// in f32 alone (3 to 7 ulps). On: correctness first (devices without shaderFloat64 take
+    /// the f32 forms whatever it says); a device whose f64 rate is low may race it off.
+    F32MathViaF64,
 }
 
 impl KernelKnob {
@@ -32,6 +37,7 @@ impl KernelKnob {
             KernelKnob::FftRowPass => "fft_row_pass",
             KernelKnob::SortOnesweep => "sort_onesweep",
             KernelKnob::CoopmatStaged => "coopmat_staged",
+            KernelKnob::F32MathViaF64 => "f32_math_via_f64",
         }
     }
 
@@ -46,6 +52,9 @@ impl KernelKnob {
             KernelKnob::SortOnesweep => false,
             // hgemm_8192 on the H200: 36.5 TFLOP/s against 33.1 (sixth session).
             KernelKnob::CoopmatStaged => true,
+            // Not a speed verdict: the accurate forms are the default until a race says a
+            // device class loses too much with them.
+            KernelKnob::F32MathViaF64 => true,
         }
     }
 
@@ -93,6 +102,7 @@ mod tests {
             KernelKnob::FftRowPass,
             KernelKnob::SortOnesweep,
             KernelKnob::CoopmatStaged,
+            KernelKnob::F32MathViaF64,
         ] {
             for kind in [DeviceKind::Discrete, DeviceKind::Cpu] {
                 assert!(knob.is_on_for(Some("on"), kind));
@@ -117,5 +127,6 @@ mod tests {
         assert!(!KernelKnob::FftRowPass.is_on_for(None, DeviceKind::Cpu));
         assert!(!KernelKnob::SortOnesweep.is_on_for(None, DeviceKind::Discrete));
         assert!(KernelKnob::CoopmatStaged.is_on_for(None, DeviceKind::Discrete));
+        assert!(KernelKnob::F32MathViaF64.is_on_for(None, DeviceKind::Cpu));
     }
 }

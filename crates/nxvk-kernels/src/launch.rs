@@ -92,6 +92,7 @@ pub(crate) fn launch(
         to_u32(op, output, usize::MAX)?;
     }
     let device = output.device();
+    let kernel = kernel.for_device(device);
     let strides: Vec<Vec<usize>> = inputs
         .iter()
         .map(|input| input.layout().strides().to_vec())

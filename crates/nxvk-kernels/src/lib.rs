@@ -103,8 +103,8 @@ pub mod window;
 mod window_complex;
 
 pub use catalog::{
-    CatalogKernel, binary_kernel, binary_value_kernel, cast_kernel, dtype_of, elem_of,
-    unary_kernel, unary_value_kernel, value_cast_kernel, value_of,
+    CatalogKernel, F32Math, binary_kernel, binary_value_kernel, cast_kernel, dtype_of, elem_of,
+    f32_math, unary_kernel, unary_value_kernel, value_cast_kernel, value_of,
 };
 pub use codegen::{
     cast_shader, complex_cast_shader, complex_op_shader, iota_kernel_name, iota_shader, op_shader,

@@ -89,7 +89,7 @@ pub fn binary_path(
         capabilities,
         types.compute,
         &[left, right],
-        |value| binary_value_kernel(op, value).is_some(),
+        |value| binary_value_kernel(op, value).is_some_and(|kernel| kernel.runs_on(capabilities)),
     ))
 }
 
@@ -100,7 +100,7 @@ pub fn unary_path(op: UnaryOp, input: DType, capabilities: &Capabilities) -> Res
         capabilities,
         types.compute,
         &[input],
-        |value| unary_value_kernel(op, value).is_some(),
+        |value| unary_value_kernel(op, value).is_some_and(|kernel| kernel.runs_on(capabilities)),
     ))
 }
 
@@ -146,7 +146,7 @@ pub fn binary(op: BinaryOp, left: &Tensor, right: &Tensor) -> Result<Tensor> {
         device.capabilities(),
         compute,
         &[left.dtype(), right.dtype()],
-        |value| kernel(value).is_some(),
+        |value| kernel(value).is_some_and(|kernel| kernel.runs_on(device.capabilities())),
     ) {
         Path::Gpu => {
             let kernel = kernel(value_of(compute).expect("planned")).expect("planned");
@@ -178,7 +178,7 @@ pub fn unary(op: UnaryOp, input: &Tensor) -> Result<Tensor> {
     }
     let kernel = |value| unary_value_kernel(op, value);
     match plan_values(device.capabilities(), compute, &[input.dtype()], |value| {
-        kernel(value).is_some()
+        kernel(value).is_some_and(|kernel| kernel.runs_on(device.capabilities()))
     }) {
         Path::Gpu => {
             let kernel = kernel(value_of(compute).expect("planned")).expect("planned");

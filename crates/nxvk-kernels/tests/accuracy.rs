@@ -8,7 +8,7 @@ mod common;
 use common::device;
 use nxvk_core::{DType, Device, Tensor};
 use nxvk_kernels::accuracy::{MeasuredOp, run, samples, ulp_bound, ulp_distance, worst};
-use nxvk_kernels::{BinaryOp, UnaryOp, binary};
+use nxvk_kernels::{BinaryOp, UnaryOp, binary, f32_math};
 use std::sync::Arc;
 
 /// Samples per op x dtype: enough to reach every edge value and each binade of the domains
@@ -46,7 +46,7 @@ fn every_transcendental_meets_its_ulp_bound_on_f32_and_f64() {
             let inputs = samples(op, dtype, N_SAMPLES, 0x7e57);
             let actual = run(&device, op, dtype, &inputs).unwrap();
             let measurement = worst(op, dtype, &inputs, &actual);
-            if measurement.max_ulps > ulp_bound(op.name(), dtype) {
+            if measurement.max_ulps > ulp_bound(op.name(), dtype, f32_math(&device)) {
                 failures.push(format!("{measurement:?}"));
             }
         }
@@ -75,7 +75,7 @@ fn the_measurement_rejects_a_perturbed_result() {
     let dtype = DType::F64;
     let inputs = samples(op, dtype, 256, 2);
     let actual = run(&device, op, dtype, &inputs).unwrap();
-    let bound = ulp_bound(op.name(), dtype);
+    let bound = ulp_bound(op.name(), dtype, f32_math(&device));
     assert!(worst(op, dtype, &inputs, &actual).max_ulps <= bound);
     let index = inputs
         .iter()

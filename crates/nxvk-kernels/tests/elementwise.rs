@@ -12,6 +12,7 @@ mod common;
 use common::*;
 use nxvk_core::{DType, Tensor};
 use nxvk_kernels::accuracy::ulp_bound;
+use nxvk_kernels::f32_math;
 use nxvk_kernels::reference::{self, Value};
 use nxvk_kernels::types::{OpTypes, binary_types, unary_types};
 use nxvk_kernels::{BinaryOp, UnaryOp, ops};
@@ -33,8 +34,8 @@ fn tolerance(op: &str, exact: bool, compute: DType, result: DType) -> Tolerance 
         (DType::C64 | DType::C128, _) => (complex_ulps(op), complex_absolute(op, compute)),
         (_, DType::F16) => (2, 0.0),
         (_, DType::BF16) => (2, 1.2e-38),
-        (_, DType::F64) => (ulp_bound(op, DType::F64), 0.0),
-        _ => (ulp_bound(op, DType::F32), 1.2e-38),
+        (_, DType::F64) => (ulp_bound(op, DType::F64, f32_math(&device())), 0.0),
+        _ => (ulp_bound(op, DType::F32, f32_math(&device())), 1.2e-38),
     };
     Tolerance::Ulps { ulps, absolute }
 }
