@@ -374,6 +374,87 @@ float nx_atan(float x) {
 layout(constant_id = 7000) const bool NXVK_FUSED_FMA = false;
 #endif
 
+// --- f32 add, subtract and multiply where the driver flushes subnormal operands ---
+// nxvk-core probes whether it does (float_probes.rs) and sets this constant in every kernel
+// that declares it; where it is true, an operation with a subnormal operand takes an exact
+// path below, so neither a normal nor a subnormal result depends on the flush. Elsewhere the
+// check folds away. Declared once per shader, as NXVK_FUSED_FMA is.
+#ifndef NXVK_FLUSHES_F32_DECLARED
+#define NXVK_FLUSHES_F32_DECLARED
+layout(constant_id = 7001) const bool NXVK_FLUSHES_F32 = false;
+#endif
+
+// a + b with a subnormal operand. Against a magnitude of 2^-100 or more a subnormal is under
+// half an ulp, so the sum rounds to the larger operand (an infinity or NaN included).
+// Otherwise both scale by 2^100 exactly to normal values, whose sum rounds as the unscaled
+// one does and is a multiple of 2^-49; it scales back by a multiply where the result is
+// normal (exact), else is built from the bits as the subnormal it exactly is.
+float nx_add_subnormal(float a, float b) {
+    uint a_magnitude = floatBitsToUint(a) & 0x7FFFFFFFu;
+    uint b_magnitude = floatBitsToUint(b) & 0x7FFFFFFFu;
+    if (max(a_magnitude, b_magnitude) >= (27u << 23)) return (a_magnitude >= b_magnitude) ? a : b;
+    precise float scaled = nx_scale_up(a) + nx_scale_up(b);
+    uint scaled_bits = floatBitsToUint(scaled);
+    // 2^-26 scaled back is 2^-126, the smallest normal.
+    if ((scaled_bits & 0x7FFFFFFFu) >= (101u << 23)) {
+        precise float result = scaled * 7.888609052210118e-31;
+        return result;
+    }
+    // In units of 2^-149 (2^49 before scaling back): an integer below 2^23, exactly.
+    uint units = uint(abs(scaled) * 562949953421312.0);
+    return uintBitsToFloat((scaled_bits & 0x80000000u) | units);
+}
+
+float nx_add(float a, float b) {
+    if (NXVK_FLUSHES_F32 && (nx_is_subnormal(a) || nx_is_subnormal(b))) return nx_add_subnormal(a, b);
+    return a + b;
+}
+
+float nx_subtract(float a, float b) {
+    if (NXVK_FLUSHES_F32 && (nx_is_subnormal(a) || nx_is_subnormal(b))) {
+        return nx_add_subnormal(a, uintBitsToFloat(floatBitsToUint(b) ^ 0x80000000u));
+    }
+    return a - b;
+}
+
+// a * b with a subnormal operand: special values from the bits, else the 48-bit product of
+// the 24-bit significands in integers, rounded to nearest even at the result's precision
+// (24 bits, or fewer for a subnormal result).
+float nx_multiply_subnormal(float a, float b) {
+    uint sign = (floatBitsToUint(a) ^ floatBitsToUint(b)) & 0x80000000u;
+    uint a_magnitude = floatBitsToUint(a) & 0x7FFFFFFFu;
+    uint b_magnitude = floatBitsToUint(b) & 0x7FFFFFFFu;
+    const uint infinity = 0x7F800000u;
+    if (a_magnitude > infinity || b_magnitude > infinity) return NX_NAN;
+    // The subnormal operand is finite and not zero, so the other one decides these.
+    if (max(a_magnitude, b_magnitude) == infinity) return uintBitsToFloat(sign | infinity);
+    if (min(a_magnitude, b_magnitude) == 0u) return uintBitsToFloat(sign);
+    int a_exponent;
+    int b_exponent;
+    uint a_significand = (floatBitsToUint(nx_significand(a_magnitude, a_exponent)) & 0x7FFFFFu) | 0x800000u;
+    uint b_significand = (floatBitsToUint(nx_significand(b_magnitude, b_exponent)) & 0x7FFFFFu) | 0x800000u;
+    uint64_t product = uint64_t(a_significand) * uint64_t(b_significand);
+    int top = (product >= (1ul << 47)) ? 47 : 46;
+    int exponent = a_exponent + b_exponent + (top - 46);
+    if (exponent > 127) return uintBitsToFloat(sign | infinity);
+    int shift = top - 23 + max(-126 - exponent, 0);
+    // Below half the smallest subnormal.
+    if (shift > 62) return uintBitsToFloat(sign);
+    uint64_t kept = product >> uint(shift);
+    uint64_t dropped = product & ((1ul << uint(shift)) - 1ul);
+    uint64_t halfway = 1ul << uint(shift - 1);
+    kept += uint64_t(dropped > halfway || (dropped == halfway && (kept & 1ul) == 1ul));
+    // A normal significand carries into the exponent when it rounds up to 2^24, a subnormal
+    // one into the smallest normal, and the largest exponent into infinity.
+    uint bits = (exponent >= -126) ? (uint(exponent + 127) << 23) + uint(kept) - 0x800000u : uint(kept);
+    return uintBitsToFloat(sign | bits);
+}
+
+float nx_multiply(float a, float b) {
+    if (NXVK_FLUSHES_F32 && (nx_is_subnormal(a) || nx_is_subnormal(b))) return nx_multiply_subnormal(a, b);
+    return a * b;
+}
+
 // a - b q, exact when q is within an ulp of a / b and |a| >= 2^-75, |b| >= 2^-100, |q| >=
 // 2^-100 (so no partial product is subnormal): one fma where the driver fuses it, else
 // Dekker's product with 12-bit halves cut from the bits (no overflow, no flush).
