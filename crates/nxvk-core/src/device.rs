@@ -9,7 +9,7 @@ use crate::adapter::Adapter;
 use crate::capabilities::{wanted_extensions, wanted_features};
 use crate::counters::{CounterSnapshot, Counters};
 use crate::dispatch_profile::{self, DispatchProfile, PROFILED_DISPATCHES};
-use crate::float_probes::{FLUSHES_F32_CONSTANT_ID, FUSED_FMA_CONSTANT_ID, FloatBehaviour};
+use crate::fma_probe::FUSED_FMA_CONSTANT_ID;
 use crate::kernel::{Kernel, KernelKey, SpecValue, kernel_key};
 use crate::memory::{BufferPool, MemoryKind, RawBuffer};
 use crate::pipeline_cache_file::{self, PipelineCacheLoad};
@@ -52,8 +52,8 @@ pub struct Device {
     /// Set while `profile_dispatches` runs.
     dispatch_profile: Mutex<Option<dispatch_profile::Recorder>>,
     resident_tables: Mutex<ResidentTables>,
-    /// How the driver's f32 arithmetic behaves (`float_probes`), set when the device opens.
-    float_behaviour: OnceLock<FloatBehaviour>,
+    /// Whether the driver's fma rounds once (`fma_probe`), set when the device opens.
+    fused_fma: OnceLock<bool>,
 }
 
 impl std::fmt::Debug for Device {
@@ -156,10 +156,10 @@ impl Device {
             warned_fallbacks: Mutex::new(HashSet::new()),
             dispatch_profile: Mutex::new(None),
             resident_tables: Mutex::new(ResidentTables::default()),
-            float_behaviour: OnceLock::new(),
+            fused_fma: OnceLock::new(),
         });
-        let behaviour = crate::float_probes::probe(&device)?;
-        let _ = device.float_behaviour.set(behaviour);
+        let fused_fma = crate::fma_probe::probe_fused_fma(&device)?;
+        let _ = device.fused_fma.set(fused_fma);
         Ok(device)
     }
 
@@ -167,18 +167,7 @@ impl Device {
     /// safe answer, while the probe itself runs). Kernels see it as the specialization
     /// constant [`crate::FUSED_FMA_CONSTANT_ID`].
     pub fn fused_fma(&self) -> bool {
-        self.float_behaviour
-            .get()
-            .is_some_and(|behaviour| behaviour.fused_fma)
-    }
-
-    /// Whether the driver flushes subnormal operands of f32 instructions (probed when the
-    /// device opened; false while the probe itself runs). Kernels see it as the
-    /// specialization constant [`crate::FLUSHES_F32_CONSTANT_ID`].
-    pub fn flushes_f32_subnormals(&self) -> bool {
-        self.float_behaviour
-            .get()
-            .is_some_and(|behaviour| behaviour.flushes_f32)
+        self.fused_fma.get().copied().unwrap_or(false)
     }
 
     pub fn capabilities(&self) -> &Capabilities {
@@ -446,17 +435,17 @@ impl Device {
             ShaderModule::new(self.vk_device.clone(), ShaderModuleCreateInfo::new(spirv))
         }
         .map_err(|error| Error::vulkan(OP, error))?;
-        // The device's own constants, in modules that declare them (unless the caller set them).
+        // The device's own constant, in modules that declare it (unless the caller set it).
         let mut specialization = specialization.to_vec();
-        for (id, value) in [
-            (FUSED_FMA_CONSTANT_ID, self.fused_fma()),
-            (FLUSHES_F32_CONSTANT_ID, self.flushes_f32_subnormals()),
-        ] {
-            if module.specialization_constants().contains_key(&id)
-                && !specialization.iter().any(|&(set, _)| set == id)
-            {
-                specialization.push((id, SpecValue::Bool(value)));
-            }
+        let declares_fused_fma = module
+            .specialization_constants()
+            .contains_key(&FUSED_FMA_CONSTANT_ID);
+        if declares_fused_fma
+            && !specialization
+                .iter()
+                .any(|&(id, _)| id == FUSED_FMA_CONSTANT_ID)
+        {
+            specialization.push((FUSED_FMA_CONSTANT_ID, SpecValue::Bool(self.fused_fma())));
         }
         let entry_point = if specialization.is_empty() {
             module.entry_point("main")

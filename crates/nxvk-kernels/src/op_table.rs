@@ -278,20 +278,6 @@ const fn exact(
     spec(name, accepts, result, Some(all), Some(all), Some(all), true)
 }
 
-/// Exact arithmetic on any type whose f16, bf16 and f32 form (`float`) keeps subnormal
-/// operands exact on drivers that flush them (`glsl_helpers.glsl`).
-const fn arithmetic(name: &'static str, all: &'static str, float: &'static str) -> OpSpec {
-    spec(
-        name,
-        Any,
-        ResultRule::Same,
-        Some(all),
-        Some(float),
-        Some(all),
-        true,
-    )
-}
-
 /// A transcendental on floats only (integers are cast to f32 first): f16, bf16 and f32 use
 /// `float`, f64 uses `float64` (`glsl_f64_math.glsl`), both checked to an ulp bound.
 const fn transcendental(
@@ -339,9 +325,9 @@ use Accepts::{Any, Integer, Real};
 use ResultRule::{Floating, Same, U8};
 
 op_enum!(BinaryOp, ALL, spec, {
-    Add => arithmetic("add", "a + b", "nx_add(a, b)").on_complex("a + b"),
-    Subtract => arithmetic("subtract", "a - b", "nx_subtract(a, b)").on_complex("a - b"),
-    Multiply => arithmetic("multiply", "a * b", "nx_multiply(a, b)").on_complex("nx_cmul(a, b)"),
+    Add => exact("add", Any, Same, "a + b").on_complex("a + b"),
+    Subtract => exact("subtract", Any, Same, "a - b").on_complex("a - b"),
+    Multiply => exact("multiply", Any, Same, "a * b").on_complex("nx_cmul(a, b)"),
     Divide => spec("divide", Any, Floating, None, Some("nx_div(a, b)"), Some("a / b"), true).on_complex("nx_cdiv(a, b)"),
     Pow => spec("pow", Any, Same, Some("nx_ipow(a, b)"), Some("nx_pow(a, b)"), Some("nx_pow_f64(a, b)"), false).on_complex("nx_complex_pow(a, b)"),
     Remainder => spec("remainder", Real, Same, Some("nx_irem(a, b)"), Some("nx_fmod(a, b)"), Some("nx_fmod(a, b)"), true),
