@@ -99,8 +99,8 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         name: "f32_math_via_f64",
-        arm_a: "on",
-        arm_b: "off",
+        arm_a: "off",
+        arm_b: "on",
         workloads: &["chain_f32_256M", "small_op_chain_us"],
         about: "f32 log, tanh, sigmoid, erf, ... computed in f64 and rounded once",
     },

@@ -61,7 +61,7 @@ pub enum F32Math {
 }
 
 /// How f32 kernels compute on `device`: in f64 where it has shaderFloat64 and the
-/// `f32_math_via_f64` knob is on (its default).
+/// `f32_math_via_f64` knob is on (it is off by default: `kernel_knob.rs`).
 pub fn f32_math(device: &Device) -> F32Math {
     if device.capabilities().shader_float64 && KernelKnob::F32MathViaF64.is_on(device) {
         F32Math::ViaF64

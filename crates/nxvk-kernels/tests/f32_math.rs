@@ -1,7 +1,8 @@
-//! The two forms of the f32 refined helpers (codegen.rs, `F64_REFINED_HELPERS`): through f64 by
-//! default, and in f32 alone on a device with the `f32_math_via_f64` knob off (as on one
-//! without shaderFloat64), each within its `accuracy::ulp_bound`; and the planning that sends
-//! a device without shaderFloat64 to the f32 twins, or to the host where an op has none.
+//! The two forms of the f32 refined helpers (codegen.rs, `F64_REFINED_HELPERS`): through f64
+//! with the `f32_math_via_f64` knob on, and in f32 alone with it off (the default, and what a
+//! device without shaderFloat64 runs), each within its `accuracy::ulp_bound`; and the planning
+//! that sends a device without shaderFloat64 to the f32 twins, or to the host where an op has
+//! none.
 
 mod common;
 
