@@ -62,6 +62,13 @@ impl Knobs {
     pub fn variant(&self, name: &str) -> Option<&str> {
         self.variants.get(name).map(String::as_str)
     }
+
+    /// These knobs with the kernel variant `name` set to `value`, whatever the environment
+    /// said: for a process that opens a device per arm of a variant (tests comparing them).
+    pub fn with_variant(mut self, name: &str, value: &str) -> Self {
+        self.variants.insert(name.to_owned(), value.to_owned());
+        self
+    }
 }
 
 /// The kernel variants among environment variables: every `NXVK_KNOB_<NAME>` the device layer
@@ -89,6 +96,13 @@ fn env_number(name: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn with_variant_sets_one_variant() {
+        let knobs = Knobs::default().with_variant("fft_row_pass", "off");
+        assert_eq!(knobs.variant("fft_row_pass"), Some("off"));
+        assert_eq!(knobs.variant("sort_onesweep"), None);
+    }
 
     /// Kernel variants are every other `NXVK_KNOB_*`, lowercase and trimmed; the device
     /// layer's own knobs and unrelated variables are not among them (the null arm).

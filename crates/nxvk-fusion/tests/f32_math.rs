@@ -11,12 +11,8 @@ use std::sync::{Arc, OnceLock};
 const CHAIN: [UnaryOp; 3] = [UnaryOp::Tanh, UnaryOp::Log1p, UnaryOp::Sigmoid];
 
 fn context_with_knob(value: &str) -> Context {
-    let mut knobs = Knobs::from_env();
-    knobs
-        .variants
-        .insert("f32_math_via_f64".into(), value.into());
     Context::with_options(ContextOptions {
-        knobs,
+        knobs: Knobs::from_env().with_variant("f32_math_via_f64", value),
         ..ContextOptions::default()
     })
     .expect("a Vulkan device (lavapipe in CI)")

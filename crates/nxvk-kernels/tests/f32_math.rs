@@ -33,12 +33,8 @@ fn refined_ops() -> Vec<MeasuredOp> {
 /// (the fleet runs this binary under both).
 fn context_with_knob(value: &str) -> Context {
     nxvk_kernels::set_output_poison(Some(common::POISON));
-    let mut knobs = Knobs::from_env();
-    knobs
-        .variants
-        .insert("f32_math_via_f64".into(), value.into());
     Context::with_options(ContextOptions {
-        knobs,
+        knobs: Knobs::from_env().with_variant("f32_math_via_f64", value),
         ..ContextOptions::default()
     })
     .expect("a Vulkan device (lavapipe in CI)")
