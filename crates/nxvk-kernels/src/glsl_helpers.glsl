@@ -744,14 +744,14 @@ float nx_cbrt(float x) { return float(nx_cbrt_f64(nx_widen(x))); }
 #endif
 
 #if NX_REFINED_VIA_F64
-// The refined helpers (codegen.rs, F64_REFINED_HELPERS): f32 kernels take these, 1 ulp where
-// the f32 forms above reach 3 to 7 (an f64 value within about 2^-40 of the true one rounds to
-// the f32 nearest it unless that is within about 2^-16 ulp of a halfway point). An f32
-// result needs no more, so the exp and log families are evaluated here by short f64
-// polynomials rather than through the f64 library, whose double-double steps and degree-20
-// series a fused kernel would inline per call (lavapipe built a kernel of 50 library
-// sigmoids in 7.4 s, of 500 in over 120; 0.7 and 6.5 s with these); the others round the
-// library's functions.
+// The refined helpers (codegen.rs, F64_REFINED_HELPERS): f32 kernels take these where the
+// f32_math_via_f64 knob is on (kernel_knob.rs), 1 ulp where the f32 forms above reach 3 to 7
+// (an f64 value within about 2^-40 of the true one rounds to the f32 nearest it unless that
+// is within about 2^-16 ulp of a halfway point). An f32 result needs no more, so the exp and
+// log families are evaluated here by short f64 polynomials rather than through the f64
+// library, whose double-double steps and degree-20 series a fused kernel would inline per
+// call (lavapipe built a kernel of 50 library sigmoids in 7.4 s, of 500 in over 120; 0.7 and
+// 6.5 s with these); the others round the library's functions.
 
 // (e^x - 1 - x) / x^2 by Taylor to x^11 (so e^x and e^x - 1 to x^13), for |x| <= 1/2:
 // truncation below 2^-50 relative.
