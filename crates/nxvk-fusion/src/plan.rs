@@ -40,7 +40,7 @@ use crate::reducer::{ReducerKernel, plan_stage};
 use crate::row_program::{self, NodeFacts, RowProgramKernel, find_groups};
 use nxvk_core::{Capabilities, DType, Device, Kernel, Result};
 use nxvk_kernels::catalog::{device_supports, elem_of};
-use nxvk_kernels::codegen::{F32_ONLY_MATH_DEFINE, F64Math, WORKGROUP_SIZE, f64_math, output_elem};
+use nxvk_kernels::codegen::{F64Math, WORKGROUP_SIZE, f64_math, output_elem};
 use nxvk_kernels::op_table::expression;
 use nxvk_kernels::reduce::{Accumulation, accumulator_elem, result_dtype};
 use nxvk_kernels::types::{binary_types, unary_types};
@@ -604,9 +604,5 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
 pub(crate) fn compile(device: &Device, family: &str, source: &str) -> Result<Arc<Kernel>> {
     let hash = blake3::hash(source.as_bytes()).to_hex();
     let name = format!("{family}_{}", &hash[..16]);
-    if nxvk_kernels::f32_math(device) == nxvk_kernels::F32Math::ViaF64 {
-        device.kernel_from_glsl(&name, source, &[])
-    } else {
-        device.kernel_from_glsl(&name, &format!("{F32_ONLY_MATH_DEFINE}{source}"), &[])
-    }
+    nxvk_kernels::catalog::kernel_for_device(device, &name, source)
 }

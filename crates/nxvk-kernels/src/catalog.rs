@@ -70,6 +70,19 @@ pub fn f32_math(device: &Device) -> F32Math {
     }
 }
 
+/// The kernel of a generated `source` that may call the refined helpers (a fused kernel, a
+/// GEMM epilogue): after `codegen::F32_ONLY_MATH_DEFINE` where [`f32_math`] says
+/// [`F32Math::F32Only`], so that it computes them as this device's catalog kernels do.
+pub fn kernel_for_device(device: &Device, name: &str, source: &str) -> Result<Arc<Kernel>> {
+    match f32_math(device) {
+        F32Math::ViaF64 => device.kernel_from_glsl(name, source, &[]),
+        F32Math::F32Only => {
+            let source = format!("{}{source}", crate::codegen::F32_ONLY_MATH_DEFINE);
+            device.kernel_from_glsl(name, &source, &[])
+        }
+    }
+}
+
 include!(concat!(env!("OUT_DIR"), "/catalog.rs"));
 
 /// The kernel of a binary op on compute type `elem`, if the catalog has one.

@@ -29,7 +29,9 @@
 //! and 8-bit float dtypes, and dtypes the device lacks shader features for, are
 //! `Error::Unsupported` (there is no host fallback for dot yet).
 
-use crate::catalog::{device_supports, device_supports_value, dtype_of, elem_of, value_of};
+use crate::catalog::{
+    device_supports, device_supports_value, dtype_of, elem_of, kernel_for_device, value_of,
+};
 use crate::codegen::storage_bytes;
 use crate::conv_gather::ConvolutionGather;
 use crate::dot_autotune::{TuneKey, candidates, choose, default_config};
@@ -717,7 +719,7 @@ impl Problem {
             ),
             Variant::Cooperative(kernel) => (kernel.name(output_elem), kernel.shader(output_elem)),
         };
-        let kernel = device.kernel_from_glsl(&name, &shader, &[])?;
+        let kernel = kernel_for_device(device, &name, &shader)?;
         let address = |tensor: &Tensor| {
             tensor.device_address().ok_or_else(|| Error::BadOperands {
                 op: OP,
