@@ -75,6 +75,7 @@ fn main() {
         &mut generated,
         &mut all,
     );
+    // One table for both, sorted by generic name for its binary search.
     let mut dense_variants = dense_variants;
     dense_variants.extend(dense_portable_variants);
     dense_variants.sort();
@@ -320,8 +321,8 @@ fn named_ops() -> String {
 }
 
 /// Compiles the dense variant (`dense_codegen.rs`) of every op kernel of `groups` (specs with
-/// their arity) and of every cast; returns (generic kernel name, dense constant) pairs sorted
-/// by name.
+/// their arity) and of every cast; returns (generic kernel name, dense constant) pairs, which
+/// `main` sorts with the portable twins' dense variants.
 fn dense_variants(
     groups: &[(&[OpSpec], usize)],
     out_dir: &Path,
@@ -361,7 +362,6 @@ fn dense_variants(
             }
         }
     }
-    variants.sort();
     variants
 }
 

@@ -36,9 +36,11 @@ impl CatalogKernel {
     /// [`F32Math::F32Only`], the twin built with the f32 forms of the refined helpers
     /// (`codegen::F32_ONLY_MATH_DEFINE`), if it has one.
     pub fn for_device(&self, device: &Device) -> &CatalogKernel {
-        match (self.float64, f32_math(device)) {
-            (true, F32Math::F32Only) => self.portable().unwrap_or(self),
-            _ => self,
+        // Every eager launch asks: the knob is looked up only for kernels that compute in f64.
+        if self.float64 && f32_math(device) == F32Math::F32Only {
+            self.portable().unwrap_or(self)
+        } else {
+            self
         }
     }
 

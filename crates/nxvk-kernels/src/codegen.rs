@@ -103,11 +103,12 @@ pub fn f64_math(function: &str, compute: Elem) -> F64Math {
 
 /// The f64 library as a kernel that needs it `as_needed` includes it (before the helpers).
 pub fn f64_math_include(as_needed: F64Math) -> String {
-    let library = format!("{F64_MATH_PRELUDE}{F64_MATH}");
     match as_needed {
         F64Math::Unused => String::new(),
-        F64Math::Refining => format!("#ifndef NXVK_F32_ONLY_MATH\n{library}#endif\n"),
-        F64Math::Required => library,
+        F64Math::Refining => {
+            format!("#ifndef NXVK_F32_ONLY_MATH\n{F64_MATH_PRELUDE}{F64_MATH}#endif\n")
+        }
+        F64Math::Required => format!("{F64_MATH_PRELUDE}{F64_MATH}"),
     }
 }
 

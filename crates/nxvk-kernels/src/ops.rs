@@ -85,23 +85,33 @@ pub fn binary_path(
     capabilities: &Capabilities,
 ) -> Result<Path> {
     let types = binary_types(op, left, right, &[])?;
-    Ok(plan_values(
-        capabilities,
-        types.compute,
-        &[left, right],
-        |value| binary_value_kernel(op, value).is_some_and(|kernel| kernel.runs_on(capabilities)),
-    ))
+    Ok(plan_binary(op, types.compute, &[left, right], capabilities))
 }
 
 /// Where `op` on an operand of type `input` runs on a device with `capabilities`.
 pub fn unary_path(op: UnaryOp, input: DType, capabilities: &Capabilities) -> Result<Path> {
     let types = unary_types(op, input, &[])?;
-    Ok(plan_values(
-        capabilities,
-        types.compute,
-        &[input],
-        |value| unary_value_kernel(op, value).is_some_and(|kernel| kernel.runs_on(capabilities)),
-    ))
+    Ok(plan_unary(op, types.compute, &[input], capabilities))
+}
+
+/// Where `op` computing in `compute` on operands of types `inputs` runs: on the GPU where the
+/// catalog has its kernel and the device can run it (or its f32 twin).
+fn plan_binary(
+    op: BinaryOp,
+    compute: DType,
+    inputs: &[DType],
+    capabilities: &Capabilities,
+) -> Path {
+    plan_values(capabilities, compute, inputs, |value| {
+        binary_value_kernel(op, value).is_some_and(|kernel| kernel.runs_on(capabilities))
+    })
+}
+
+/// [`plan_binary`] for a unary op.
+fn plan_unary(op: UnaryOp, compute: DType, inputs: &[DType], capabilities: &Capabilities) -> Path {
+    plan_values(capabilities, compute, inputs, |value| {
+        unary_value_kernel(op, value).is_some_and(|kernel| kernel.runs_on(capabilities))
+    })
 }
 
 pub(crate) fn same_device(op: &'static str, left: &Tensor, right: &Tensor) -> Result<()> {
@@ -141,15 +151,15 @@ pub fn binary(op: BinaryOp, left: &Tensor, right: &Tensor) -> Result<Tensor> {
     if shape.iter().product::<usize>() == 0 {
         return Tensor::empty(device, result, &shape);
     }
-    let kernel = |value| binary_value_kernel(op, value);
-    match plan_values(
-        device.capabilities(),
+    match plan_binary(
+        op,
         compute,
         &[left.dtype(), right.dtype()],
-        |value| kernel(value).is_some_and(|kernel| kernel.runs_on(device.capabilities())),
+        device.capabilities(),
     ) {
         Path::Gpu => {
-            let kernel = kernel(value_of(compute).expect("planned")).expect("planned");
+            let kernel =
+                binary_value_kernel(op, value_of(compute).expect("planned")).expect("planned");
             let left = cast_on_gpu(name, left, compute)?.broadcast_to(&shape)?;
             let right = cast_on_gpu(name, right, compute)?.broadcast_to(&shape)?;
             let output = Tensor::empty(device, result, &shape)?;
@@ -176,12 +186,10 @@ pub fn unary(op: UnaryOp, input: &Tensor) -> Result<Tensor> {
     if input.n_elements() == 0 {
         return Tensor::empty(device, result, input.shape());
     }
-    let kernel = |value| unary_value_kernel(op, value);
-    match plan_values(device.capabilities(), compute, &[input.dtype()], |value| {
-        kernel(value).is_some_and(|kernel| kernel.runs_on(device.capabilities()))
-    }) {
+    match plan_unary(op, compute, &[input.dtype()], device.capabilities()) {
         Path::Gpu => {
-            let kernel = kernel(value_of(compute).expect("planned")).expect("planned");
+            let kernel =
+                unary_value_kernel(op, value_of(compute).expect("planned")).expect("planned");
             let operand = cast_on_gpu(name, input, compute)?;
             let output = Tensor::empty(device, result, input.shape())?;
             launch(name, kernel, &[&operand], &output)?;
