@@ -113,8 +113,8 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         name: "shared_divisor",
-        arm_a: "off",
-        arm_b: "on",
+        arm_a: "on",
+        arm_b: "off",
         workloads: &["softmax_f32_8Kx8K", "layer_norm_f32_8Kx8K"],
         about: "row programs divide by a row-shared divisor through its f64 reciprocal",
     },

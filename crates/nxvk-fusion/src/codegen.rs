@@ -35,9 +35,8 @@ use nxvk_core::{DType, Error, Result};
 use nxvk_kernels::ReduceOp;
 use nxvk_kernels::catalog::elem_of;
 use nxvk_kernels::codegen::{
-    BF16_HELPERS, FLOAT_CONTROLS, HELPERS, SHARED_DIVIDE_PRELUDE, WORKGROUP_SIZE, cast_function,
-    compute_type, f64_math, f64_math_include, load, output_elem, storage_bytes, storage_type,
-    store, type_defines,
+    BF16_HELPERS, FLOAT_CONTROLS, HELPERS, WORKGROUP_SIZE, cast_function, compute_type, f64_math,
+    f64_math_include, load, output_elem, storage_bytes, storage_type, store, type_defines,
 };
 use nxvk_kernels::op_table::expression;
 use nxvk_kernels::reduce::{Accumulation, accumulator_elem, fold};
@@ -45,7 +44,7 @@ use nxvk_kernels::types::{binary_types, unary_types};
 use nxvk_kernels::{
     BinaryOp, Elem, PACKET_ELEMENTS, PACKETS_PER_ITERATION, UnaryOp, packet_bytes, packet_type,
 };
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 /// A function a kernel needs inside the helper block of one compute type.
@@ -55,8 +54,26 @@ enum Need {
     Binary(BinaryOp),
     /// A cast from the block's type to this one.
     Cast(Elem),
-    /// f32 division by a divisor the whole row shares (`nx_div_by_shared`).
+    /// f32 division by a divisor the whole row shares through its reciprocal
+    /// (`nx_shared_reciprocal`, `nx_div_by_shared`).
     SharedDivide,
+}
+
+/// A row program's reduction result, which a GLSL variable holds once the program's first
+/// `reductions_done` reductions are folded.
+#[derive(Debug, Clone)]
+pub(crate) struct Register {
+    pub name: String,
+    pub reductions_done: usize,
+}
+
+/// A row program's statement whose value every element of a row shares, computed once per
+/// row into a module variable as soon as the reductions it reads are folded.
+#[derive(Debug)]
+struct UniformStatement {
+    reductions_done: usize,
+    declaration: String,
+    assignment: String,
 }
 
 /// What a fused expression reads: one leaf tensor seen through a view path.
@@ -84,7 +101,7 @@ pub(crate) struct Expression {
     arguments: Vec<String>,
     /// For a row program: nodes whose stored value a GLSL variable holds (a row's reduction
     /// result), read instead of memory.
-    registers: HashMap<NodeId, String>,
+    registers: HashMap<NodeId, Register>,
     /// Each (node, path) read from `registers`, for the planner to check the path.
     pub register_reads: Vec<(NodeId, ViewPath)>,
     /// For a row program: nodes (read along the loop, no view) whose value a caller may pass
@@ -92,12 +109,20 @@ pub(crate) struct Expression {
     /// computed it and kept it in registers.
     held: Vec<NodeId>,
     held_elems: Vec<Elem>,
+    /// For a row program: compute each value every element of a row shares (registers,
+    /// constants and what is computed from them alone) once per row, in `uniform_statements`,
+    /// rather than in `nx_element` (NVIDIA's compiler does not hoist them out of the element
+    /// loop: layer norm's square root and divisions, log_softmax's logarithm).
+    hoists_row_uniform: bool,
     /// Divide f32 values by a divisor every element of a row shares through its f64
-    /// reciprocal (computed once per row): set for row programs on devices with f64.
+    /// reciprocal (one per row, a uniform statement): set for row programs on devices with f64.
     shared_divisors: bool,
-    /// The SSA variables whose value is the same for every element of a row (registers,
-    /// constants and what is computed from them alone).
-    row_uniform: HashSet<String>,
+    /// The SSA variables whose value is the same for every element of a row, with the number
+    /// of reductions they wait for.
+    row_uniform: HashMap<String, usize>,
+    uniform_statements: Vec<UniformStatement>,
+    /// The reciprocal variable of each shared divisor (by its GLSL value).
+    reciprocals: HashMap<String, String>,
 }
 
 fn native(op: &'static str, dtype: DType) -> Result<Elem> {
@@ -285,26 +310,35 @@ impl Expression {
             _ => None,
         };
         let register = self.registers.get(&node).cloned();
-        // Tracked only for the shared-divisor division, its one reader. Decided before the
-        // operands are read; view ops return early below and inherit their input's name, so
-        // only elementwise operands are lifted here.
-        let uniform = self.shared_divisors
-            && match entry.op {
-                _ if argument.is_some() || is_leaf(node) && register.is_none() => false,
-                _ if register.is_some() => true,
-                Op::Constant { .. } => true,
-                ref op if ViewStep::of(op, shape).is_some() => false,
-                _ => entry.op.operands().iter().all(|&id| {
-                    let lifted = lift(&path, &graph.tensor_type(id).shape, shape);
-                    memo.get(&(id, lifted))
-                        .is_some_and(|name| self.row_uniform.contains(name))
-                }),
-            };
+        let held_slot = self.held.iter().position(|&held| held == node);
+        // The reductions a row-uniform value waits for. Decided before the operands are read;
+        // view ops return early below and inherit their input's name, so only elementwise
+        // operands are lifted here.
+        let uniform = match (&entry.op, &register) {
+            _ if !self.hoists_row_uniform || argument.is_some() || held_slot.is_some() => None,
+            (_, Some(register)) => Some(register.reductions_done),
+            _ if is_leaf(node) => None,
+            (Op::Constant { .. }, _) => Some(0),
+            (
+                op @ (Op::Unary { .. }
+                | Op::Binary { .. }
+                | Op::AsType { .. }
+                | Op::Select { .. }
+                | Op::Clip { .. }
+                | Op::Metadata { .. }),
+                _,
+            ) => op.operands().iter().try_fold(0, |done, &id| {
+                let lifted = lift(&path, &graph.tensor_type(id).shape, shape);
+                let name = memo.get(&(id, lifted))?;
+                Some(done.max(*self.row_uniform.get(name)?))
+            }),
+            _ => None,
+        };
         let expression = if let Some(argument) = argument {
             argument
         } else if let Some(register) = register {
             self.register_reads.push((node, path.clone()));
-            load(elem, &register)
+            load(elem, &register.name)
         } else if is_leaf(node) {
             let slot = self.leaves.len();
             self.leaves.push(LeafAccess {
@@ -331,24 +365,30 @@ impl Expression {
                 Op::Binary { op, left, right } => {
                     let (a, a_elem) = operand(self, memo, *left)?;
                     let (b, b_elem) = operand(self, memo, *right)?;
-                    let shared_divisor = self.row_uniform.contains(&b);
+                    let shared_divisor = self.row_uniform.get(&b).copied();
                     let types =
                         binary_types(*op, dtype_of_elem(a_elem), dtype_of_elem(b_elem), &[])?;
                     let compute = native(name_of_op, types.compute)?;
                     let a = self.cast(a, a_elem, compute);
                     let b = self.cast(b, b_elem, compute);
-                    let function = if self.shared_divisors
-                        && shared_divisor
-                        && *op == BinaryOp::Divide
-                        && compute == Elem::F32
-                    {
-                        self.need(compute, Need::SharedDivide);
-                        shared_divide_function(compute)
-                    } else {
-                        self.need(compute, Need::Binary(*op));
-                        binary_function(*op, compute)
-                    };
-                    rounded(elem, &format!("{function}({a}, {b})"))
+                    // A uniform quotient is computed once per row anyway: nx_div.
+                    match shared_divisor {
+                        Some(reductions_done)
+                            if self.shared_divisors
+                                && uniform.is_none()
+                                && *op == BinaryOp::Divide
+                                && compute == Elem::F32 =>
+                        {
+                            let reciprocal = self.shared_reciprocal(&b, reductions_done);
+                            let function = shared_divide_function(compute);
+                            rounded(elem, &format!("{function}({a}, {b}, {reciprocal})"))
+                        }
+                        _ => {
+                            self.need(compute, Need::Binary(*op));
+                            let function = binary_function(*op, compute);
+                            rounded(elem, &format!("{function}({a}, {b})"))
+                        }
+                    }
                 }
                 Op::AsType { input } => {
                     let (value, from) = operand(self, memo, *input)?;
@@ -407,23 +447,54 @@ impl Expression {
         } else {
             format!("nx_opaque({expression})")
         };
-        let held_slot = self.held.iter().position(|&held| held == node);
         let expression = match held_slot {
             Some(slot) if path.is_empty() => {
                 format!("nx_have_held{slot} ? nx_held{slot} : {expression}")
             }
             _ => expression,
         };
-        let _ = writeln!(
-            self.statements,
-            "        precise {} {name} = {expression};",
-            compute_type(elem)
-        );
-        if uniform {
-            self.row_uniform.insert(name.clone());
+        match uniform {
+            Some(reductions_done) => {
+                // Not `precise`: lavapipe fails to build a pipeline with a `precise` module
+                // variable, and the statement has nothing to contract (its arithmetic is in
+                // the op functions, whose own temporaries are `precise`).
+                self.uniform_statements.push(UniformStatement {
+                    reductions_done,
+                    declaration: format!("{} {name};", compute_type(elem)),
+                    assignment: format!("{name} = {expression};"),
+                });
+                self.row_uniform.insert(name.clone(), reductions_done);
+            }
+            None => {
+                let _ = writeln!(
+                    self.statements,
+                    "        precise {} {name} = {expression};",
+                    compute_type(elem)
+                );
+            }
         }
         memo.insert(key, name);
         Ok(())
+    }
+
+    /// The variable holding the f64 reciprocal of the row-uniform f32 `divisor`, computed
+    /// once per row with the divisor.
+    fn shared_reciprocal(&mut self, divisor: &str, reductions_done: usize) -> String {
+        self.need(Elem::F32, Need::SharedDivide);
+        if let Some(reciprocal) = self.reciprocals.get(divisor) {
+            return reciprocal.clone();
+        }
+        let name = format!("row_reciprocal{}", self.reciprocals.len());
+        self.uniform_statements.push(UniformStatement {
+            reductions_done,
+            declaration: format!("double {name};"),
+            assignment: format!(
+                "{name} = {}({divisor});",
+                renamed("nx_shared_reciprocal", Elem::F32)
+            ),
+        });
+        self.reciprocals.insert(divisor.to_owned(), name.clone());
+        name
     }
 
     fn need(&mut self, elem: Elem, need: Need) {
@@ -461,16 +532,17 @@ impl Expression {
         expression.with_roots(graph, graph.outputs(), &is_parameter)
     }
 
-    /// Builds the expression of `roots` where each node of `registers` is read from the named
-    /// GLSL variable (holding its stored value) rather than computed or loaded, and each node
-    /// of `held` (computed, read without a view) may instead come from the caller
-    /// ([`Expression::call_holding`]); with `shared_divisors`, f32 divisions by a row-uniform
-    /// value (a register's, a constant's) use `nx_div_by_shared`, which needs f64.
+    /// Builds the expression of a row program's `roots`: each node of `registers` is read
+    /// from its GLSL variable (holding its stored value) rather than computed or loaded, each
+    /// node of `held` (computed, read without a view) may instead come from the caller
+    /// ([`Expression::call_holding`]), and values every element of a row shares are
+    /// [`Expression::uniform_statements`]; with `shared_divisors`, f32 divisions by a
+    /// row-uniform value (a register's, a constant's) use `nx_div_by_shared`, which needs f64.
     pub(crate) fn build_holding(
         graph: &Graph,
         roots: &[NodeId],
         is_leaf: &dyn Fn(NodeId) -> bool,
-        registers: HashMap<NodeId, String>,
+        registers: HashMap<NodeId, Register>,
         held: Vec<NodeId>,
         shared_divisors: bool,
     ) -> Result<Expression> {
@@ -482,6 +554,7 @@ impl Expression {
             registers,
             held,
             held_elems,
+            hoists_row_uniform: true,
             shared_divisors,
             ..Expression::default()
         };
@@ -587,7 +660,7 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
                         op_function(&op.spec(), 2, *elem, &binary_function(*op, *elem))
                     }
                     Need::SharedDivide => format!(
-                        "float {}(T a, T b) {{ return nx_div_by_shared(a, b); }}",
+                        "float {}(T a, T b, double reciprocal) {{ return nx_div_by_shared(a, b, reciprocal); }}",
                         shared_divide_function(*elem)
                     ),
                     Need::Cast(to) => {
@@ -605,9 +678,6 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
                 &f64_math_include(f64_math(&functions, *elem)),
                 *elem,
             ));
-            if needs.contains(&Need::SharedDivide) {
-                text.push_str(&renamed(SHARED_DIVIDE_PRELUDE, *elem));
-            }
             text.push_str(&renamed(HELPERS, *elem));
             for extra in extras {
                 text.push_str(&renamed(extra, *elem));
@@ -673,9 +743,30 @@ layout(buffer_reference, scalar) readonly buffer Words { uint v[]; };
         text
     }
 
-    /// How many SSA statements compute the roots.
+    /// How many SSA statements compute the roots (row-uniform ones included).
     pub(crate) fn statement_count(&self) -> usize {
-        self.statements.lines().count()
+        self.statements.lines().count() + self.uniform_statements.len()
+    }
+
+    /// The module variables of the row-uniform statements, which `nx_element` reads.
+    pub(crate) fn uniform_declarations(&self) -> String {
+        let mut text = String::new();
+        for statement in &self.uniform_statements {
+            let _ = writeln!(text, "{}", statement.declaration);
+        }
+        text
+    }
+
+    /// The row-uniform statements that can run once the first `reductions_done` reductions
+    /// are folded and not before, in dependency order.
+    pub(crate) fn uniform_statements(&self, reductions_done: usize) -> String {
+        let mut text = String::new();
+        for statement in &self.uniform_statements {
+            if statement.reductions_done == reductions_done {
+                let _ = writeln!(text, "        {}", statement.assignment);
+            }
+        }
+        text
     }
 
     /// `nx_element`: the statements as one function from the leaves' stored values to the

@@ -73,9 +73,9 @@ pub struct PlanOptions {
     /// at 4096 took 67 ms against 3.74 unfused, docs/BENCHMARKS.md).
     pub gemm_epilogues: bool,
     /// In row programs, divide f32 values by a divisor the row shares (a reduction result)
-    /// through its f64 reciprocal (`nx_div_by_shared`) rather than `nx_div`, on devices with
-    /// f64 (`NXVK_KNOB_SHARED_DIVISOR=on|off`, off: on the H200 softmax took 0.436 ms with it
-    /// against 0.281 without, layer norm 1.326 against 0.758, docs/BENCHMARKS.md).
+    /// through its f64 reciprocal, computed once per row (`nx_div_by_shared`), rather than
+    /// `nx_div`, on devices with f64 (`NXVK_KNOB_SHARED_DIVISOR=on|off`, on: on the H200
+    /// softmax took 0.232 ms with it against 0.281 without, docs/BENCHMARKS.md).
     pub shared_divisors: bool,
 }
 
@@ -87,7 +87,7 @@ impl Default for PlanOptions {
             subgroup_row_folds: true,
             row_programs: true,
             gemm_epilogues: false,
-            shared_divisors: false,
+            shared_divisors: true,
         }
     }
 }

@@ -23,6 +23,12 @@
 //!   folds and the output divides) keeps its values in registers when computing them costs
 //!   a transcendental or a division and the registers hold them ([`held_reductions`]); the
 //!   later phases read them instead of computing them again (bit for bit the same values).
+//! - Values every element of a row shares (a reduction's result and what is computed from
+//!   results and constants alone: layer norm's mean, variance and square root, log_softmax's
+//!   log of the sum, a shared divisor's reciprocal) are computed once per row, as soon as the
+//!   reductions they read are folded, into module variables the element function reads
+//!   (`Expression::uniform_statements`): NVIDIA's compiler does not hoist them out of the
+//!   element loop itself.
 //! - Each program has two kernels, one per path: vector loads and stores where the leaves
 //!   meet the packet conditions, element-by-element addressing otherwise. The packet kernel
 //!   (when the options allow it) is compiled when the plan is, the generic one on the first
@@ -40,7 +46,7 @@
 
 mod shader;
 
-use crate::codegen::{Expression, LeafAccess};
+use crate::codegen::{Expression, LeafAccess, Register};
 use crate::executor::{GeneratedLaunch, MAX_REDUCE_GROUPS, empty_outputs, packet_words};
 use crate::graph::{Graph, NodeId, NodeType, Op};
 use crate::plan::{MAX_PACKET_STATEMENTS, PlanOptions, compile, native_on};
@@ -678,7 +684,13 @@ fn group_expression(
     let registers = reductions
         .iter()
         .enumerate()
-        .map(|(k, reduction)| (reduction.node, format!("reduced{k}")))
+        .map(|(k, reduction)| {
+            let register = Register {
+                name: format!("reduced{k}"),
+                reductions_done: k + 1,
+            };
+            (reduction.node, register)
+        })
         .collect();
     let held_nodes = held.iter().map(|&k| reductions[k].input).collect();
     let is_leaf = |node: NodeId| materialised[node.index()] && !group_roots.contains(&node);
@@ -878,27 +890,55 @@ mod tests {
         held_reductions(&graph, &reductions, &[out], &|node| node == x, team)
     }
 
-    #[test]
-    fn a_division_by_the_rows_sum_divides_through_one_reciprocal_where_f64_exists() {
-        let (graph, reductions, out, x) = softmax_parts(DType::F32, 64, false);
+    fn softmax_expression(log: bool, shared_divisors: bool) -> Expression {
+        let (graph, reductions, out, x) = softmax_parts(DType::F32, 64, log);
         let materialised: Vec<bool> = (0..graph.nodes().len())
             .map(|index| NodeId(index as u32) == x)
             .collect();
-        let helpers = |shared_divisors| {
-            group_expression(
-                &graph,
-                &reductions,
-                &[out],
-                &materialised,
-                &[1],
-                shared_divisors,
-            )
-            .unwrap()
-            .helper_blocks()
-        };
-        assert!(helpers(true).contains("nxop_divide_shared_f32"));
-        // Null arm: without f64 the catalog's division stays.
-        assert!(!helpers(false).contains("nxop_divide_shared_f32"));
+        let held: &[usize] = if log { &[] } else { &[1] };
+        group_expression(
+            &graph,
+            &reductions,
+            &[out],
+            &materialised,
+            held,
+            shared_divisors,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_division_by_the_rows_sum_divides_through_one_reciprocal_per_row_where_f64_exists() {
+        let shared = softmax_expression(false, true);
+        let element = shared.element_function();
+        assert!(element.contains("nxop_divide_shared_f32("));
+        // The reciprocal is computed once the sum is folded, not per element.
+        assert!(
+            shared
+                .uniform_statements(2)
+                .contains("nxf32_shared_reciprocal(")
+        );
+        assert!(!element.contains("nxf32_shared_reciprocal("));
+        // Null arm: without f64 the catalog's division stays, per element.
+        let plain = softmax_expression(false, false);
+        assert!(plain.element_function().contains("nxop_divide_f32("));
+        assert!(!plain.helper_blocks().contains("nxop_divide_shared_f32"));
+    }
+
+    #[test]
+    fn values_every_element_of_a_row_shares_are_computed_once_per_row() {
+        let expression = softmax_expression(true, false);
+        let element = expression.element_function();
+        // log_softmax's log(sum) waits for both reductions and leaves the element function.
+        assert!(expression.uniform_statements(2).contains("nxop_log_f32("));
+        assert!(!element.contains("nxop_log_f32("));
+        // The maximum's register is read once it is folded.
+        assert!(expression.uniform_statements(1).contains("reduced0"));
+        // Null arm: x - max reads the leaf, so it stays per element, and so do exp(x - max)
+        // (the sum's input) and the output.
+        assert!(element.contains("nxop_subtract_f32("));
+        assert!(element.contains("nxop_exp_f32("));
+        assert_eq!(expression.uniform_statements(0), "");
     }
 
     #[test]

@@ -33,10 +33,6 @@ pub const F64_MATH: &str = include_str!("glsl_f64_math.glsl");
 /// What a shader defines before [`F64_MATH`] and the helpers, so the helpers use it.
 pub const F64_MATH_PRELUDE: &str = "#define NX_F64_MATH 1\n";
 
-/// What a shader defines before the helpers to get `nx_div_by_shared` (whose per-invocation
-/// cache is a global of type double, so only the kernels that call it declare it).
-pub const SHARED_DIVIDE_PRELUDE: &str = "#define NX_SHARED_DIVIDE 1\n";
-
 /// The f32 helpers of `glsl_helpers.glsl` that compute in f64 (compiled only under
 /// `NX_F64_MATH`).
 const F64_ROUNDED_HELPERS: [&str; 5] = ["nx_pow(", "nx_sin(", "nx_cos(", "nx_tan(", "nx_cbrt("];

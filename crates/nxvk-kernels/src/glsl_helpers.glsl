@@ -475,36 +475,20 @@ float nx_div(float a, float b) {
 }
 
 // a / b where every element of a row shares b (a row program's sum; nxvk-fusion chooses it):
-// a times b's f64 reciprocal, rounded once, is nx_div's correctly rounded quotient wherever
-// that is normal (an inexact quotient of f32s lies at least 2^-49 relative from an f32
-// rounding boundary, the product errs by under 2^-51, and an exact one is an f32, which the
-// product rounds back to; tests/division.rs checks this on the host), and the reciprocal,
-// which depends on b alone, is computed once per row: three operations an element instead
-// of nx_div's twenty or so. Opt-in (nxvk-fusion's `NXVK_KNOB_SHARED_DIVISOR`): on the H200
-// the row programs were slower with it (softmax 0.436 against 0.281 ms with nx_div), though
-// a hand-hoisted reciprocal had measured 0.202. Quotients below the smallest normal have fewer bits and can be exact ties,
-// so there the rounding is decided exactly: the midpoint between two subnormals times b is
-// exact in f64 (25 bits times 24) and compares with a. NaNs are nx_div's, so the results are
-// nx_div's bit for bit whatever the driver flushes. Needs f64.
-// The reciprocal is kept per invocation with the bits of the divisor it belongs to: NVIDIA's
-// compiler does not hoist the f64 division out of a row program's element loop (softmax took
-// 0.815 ms on the H200 with it inside), and an invocation's elements share a row, so the
-// division runs about once per row. A different divisor recomputes it, so the result never
-// depends on what an invocation divided before.
-// Guarded: these globals would otherwise put the Float64 capability into every f32 kernel.
-#ifdef NX_SHARED_DIVIDE
-bool nx_have_shared_reciprocal = false;
-uint nx_shared_divisor_bits = 0u;
-double nx_shared_reciprocal = 0.0lf;
+// a times `reciprocal`, b's f64 reciprocal (`nx_shared_reciprocal`), rounded once, is nx_div's
+// correctly rounded quotient wherever that is normal (an inexact quotient of f32s lies at
+// least 2^-49 relative from an f32 rounding boundary, the product errs by under 2^-51, and an
+// exact one is an f32, which the product rounds back to; tests/division.rs checks this on the
+// host). The reciprocal depends on b alone: a row program computes it once per row, outside
+// its element loop, so an element costs three operations instead of nx_div's twenty or so.
+// Quotients below the smallest normal have fewer bits and can be exact ties, so there the
+// rounding is decided exactly: the midpoint between two subnormals times b is exact in f64
+// (25 bits times 24) and compares with a. NaNs are nx_div's, so the results are nx_div's bit
+// for bit whatever the driver flushes. Needs f64.
+double nx_shared_reciprocal(float b) { return 1.0lf / nx_widen(b); }
 
-float nx_div_by_shared(float a, float b) {
-    uint divisor_bits = floatBitsToUint(b);
-    if (!nx_have_shared_reciprocal || divisor_bits != nx_shared_divisor_bits) {
-        nx_have_shared_reciprocal = true;
-        nx_shared_divisor_bits = divisor_bits;
-        nx_shared_reciprocal = 1.0lf / nx_widen(b);
-    }
-    double quotient = nx_widen(a) * nx_shared_reciprocal;
+float nx_div_by_shared(float a, float b, double reciprocal) {
+    double quotient = nx_widen(a) * reciprocal;
     if (isnan(quotient)) return NX_NAN;
     // 2^-126, f32's smallest normal.
     if (abs(quotient) >= packDouble2x32(uvec2(0u, 0x38100000u))) return float(quotient);
@@ -516,7 +500,6 @@ float nx_div_by_shared(float a, float b) {
     units += uint(magnitude > midpoint || (magnitude == midpoint && (units & 1u) == 1u));
     return uintBitsToFloat(units | (unpackDouble2x32(quotient).y & 0x80000000u));
 }
-#endif
 
 // Vulkan lets f32 square roots be approximate too; computing in f64 and rounding once is
 // exact, since 53 >= 2 * 24 + 2 bits.

@@ -9,7 +9,8 @@
 //! the program from those values and the reductions finished so far (module variables
 //! `reduced<k>`, in their stored type); each phase uses one of its roots and the compiler
 //! drops the rest. A phase folds its reduction over the invocation's elements, then over the
-//! team ([`TEAM_FOLD`]); the output phase stores each root once. The loop over rows is
+//! team ([`TEAM_FOLD`]), then computes the row-uniform values that waited for it (those that
+//! wait for none run once, before the row loop); the output phase stores each root once. The loop over rows is
 //! uniform across the workgroup (teams past the last row fold identities), so barriers inside
 //! the folds are reached by every invocation.
 
@@ -101,6 +102,7 @@ pub(crate) fn row_program_shader(source: &RowProgramSource<'_>) -> String {
     for (k, reduction) in reductions.iter().enumerate() {
         let _ = writeln!(shader, "{} reduced{k};", storage_type(reduction.result));
     }
+    shader.push_str(&expression.uniform_declarations());
     shader.push_str(&common_functions(expression, packet_path));
     let _ = write!(
         shader,
@@ -182,13 +184,14 @@ layout(local_size_x = {WORKGROUP_SIZE}) in;
             V value = nxr{k}_fold(nxr{k}_fold(lanes[0], lanes[1]), nxr{k}_fold(lanes[2], lanes[3]));
             value = nxr{k}_team_fold(value);
             reduced{k} = {stored};
-        }}
+{uniform}        }}
 #undef V
 ",
             value_type = compute_type(reduction.accumulator),
             call = call_in_phase(k),
             element = fold_element(reduction.op, reduction.input_elem, &format!("result{k}")),
             stored = store(reduction.result, "value"),
+            uniform = expression.uniform_statements(k + 1),
         );
     }
     let mut output_arrays = String::new();
@@ -251,7 +254,7 @@ layout(local_size_x = {WORKGROUP_SIZE}) in;
     let _ = write!(
         shader,
         "void main() {{
-{preamble}{packet_preamble}    uint lane = gl_LocalInvocationID.x % NX_TEAM_SIZE;
+{preamble}{packet_preamble}{constant_uniform}    uint lane = gl_LocalInvocationID.x % NX_TEAM_SIZE;
     uint rows_per_group = WORKGROUP_SIZE / NX_TEAM_SIZE;
     for (uint first_row = gl_WorkGroupID.x * rows_per_group; first_row < push.count; first_row += gl_NumWorkGroups.x * rows_per_group) {{
         uint row = first_row + gl_LocalInvocationID.x / NX_TEAM_SIZE;
@@ -276,6 +279,7 @@ layout(local_size_x = {WORKGROUP_SIZE}) in;
         packet_arrays = held_packets,
         output_call = call_in_phase(reductions.len()),
         preamble = expression.preamble(outputs.len()),
+        constant_uniform = expression.uniform_statements(0),
     );
     shader
 }
