@@ -47,6 +47,26 @@ void main() {
 }
 ";
 
+/// The unary f32 ops whose helpers have a form computed in f64 (the kernel knob
+/// `f32_math_via_f64`).
+const REFINED_F32_OPS: [UnaryOp; 15] = [
+    UnaryOp::Log,
+    UnaryOp::Log1p,
+    UnaryOp::Expm1,
+    UnaryOp::Sigmoid,
+    UnaryOp::Tanh,
+    UnaryOp::Sinh,
+    UnaryOp::Asinh,
+    UnaryOp::Acosh,
+    UnaryOp::Atanh,
+    UnaryOp::Asin,
+    UnaryOp::Acos,
+    UnaryOp::Atan,
+    UnaryOp::Erf,
+    UnaryOp::Erfc,
+    UnaryOp::ErfInv,
+];
+
 fn main() {
     let arguments = Arguments::from_command_line();
     let quick = arguments.quick;
@@ -286,6 +306,14 @@ fn main() {
             Box::new(move |b| b.select(half)),
         ),
     ];
+    // The f32 ops with an f64-refined form (`codegen::F64_REFINED_HELPERS`), eager: what the
+    // knob `f32_math_via_f64` costs each one when nothing else hides it.
+    for op in REFINED_F32_OPS {
+        workloads.push((
+            format!("{}_f32_{half_label}", op.name()),
+            Box::new(move |b| b.refined_unary_f32(op, half)),
+        ));
+    }
     // Every tile configuration of the f64 and f32 GEMMs at half the side, forced: the
     // autotuner's race is skipped when one default run exceeds its budget, so these show
     // what each configuration does at full scale.
@@ -441,6 +469,19 @@ impl Bench {
         let time = gpu_median(&self.device, self.quick, || ops::unary(op, &x).map(drop))?;
         let bytes = 2.0 * elements as f64 * dtype.byte_size().unwrap_or(4) as f64;
         Ok(Record::gigabytes_per_second(bytes, time))
+    }
+
+    /// f32 `op` on values in its domain: [0, 1) (random_f32's range) for all but acosh, which
+    /// takes exp of them, [1, e).
+    fn refined_unary_f32(&self, op: UnaryOp, elements: usize) -> Result<Record> {
+        let x = self.tensor(&[elements], DType::F32)?;
+        let x = if op == UnaryOp::Acosh {
+            ops::unary(UnaryOp::Exp, &x)?
+        } else {
+            x
+        };
+        let time = gpu_median(&self.device, self.quick, || ops::unary(op, &x).map(drop))?;
+        Ok(Record::gigabytes_per_second(8.0 * elements as f64, time))
     }
 
     /// f32 pow (computed in f64 and rounded once) on two operands.
