@@ -9,11 +9,12 @@
 //! workloads (and renames them by size) so lavapipe can run them as a regression check.
 
 use nxvk_core::{BufferAccess, DType, Device, Result, Tensor};
+use nxvk_kernels::codegen::{F64Math, f64_math};
 use nxvk_kernels::fft::{self, Transform};
 use nxvk_kernels::sort::{self, Direction};
 use nxvk_kernels::{
-    ConvOptions, TieBreak, TileConfig, UnaryOp, conv, cumulative_sum, dot, dot_autotune, index,
-    movement, ops, reduce, select,
+    ConvOptions, Elem, TieBreak, TileConfig, UnaryOp, conv, cumulative_sum, dot, dot_autotune,
+    index, movement, ops, reduce, select,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,25 +48,20 @@ void main() {
 }
 ";
 
-/// The unary f32 ops whose helpers have a form computed in f64 (the kernel knob
-/// `f32_math_via_f64`).
-const REFINED_F32_OPS: [UnaryOp; 15] = [
-    UnaryOp::Log,
-    UnaryOp::Log1p,
-    UnaryOp::Expm1,
-    UnaryOp::Sigmoid,
-    UnaryOp::Tanh,
-    UnaryOp::Sinh,
-    UnaryOp::Asinh,
-    UnaryOp::Acosh,
-    UnaryOp::Atanh,
-    UnaryOp::Asin,
-    UnaryOp::Acos,
-    UnaryOp::Atan,
-    UnaryOp::Erf,
-    UnaryOp::Erfc,
-    UnaryOp::ErfInv,
-];
+/// The unary ops whose f32 helpers have a form computed in f64 (the kernel knob
+/// `f32_math_via_f64`), as the catalog decides it.
+fn refined_f32_ops() -> Vec<UnaryOp> {
+    UnaryOp::ALL
+        .iter()
+        .filter(|op| {
+            op.spec()
+                .glsl
+                .float
+                .is_some_and(|glsl| f64_math(glsl, Elem::F32) == F64Math::Refining)
+        })
+        .copied()
+        .collect()
+}
 
 fn main() {
     let arguments = Arguments::from_command_line();
@@ -308,7 +304,7 @@ fn main() {
     ];
     // The f32 ops with an f64-refined form (`codegen::F64_REFINED_HELPERS`), eager: what the
     // knob `f32_math_via_f64` costs each one when nothing else hides it.
-    for op in REFINED_F32_OPS {
+    for op in refined_f32_ops() {
         workloads.push((
             format!("{}_f32_{half_label}", op.name()),
             Box::new(move |b| b.refined_unary_f32(op, half)),
