@@ -9,7 +9,7 @@ use crate::adapter::Adapter;
 use crate::capabilities::{wanted_extensions, wanted_features};
 use crate::counters::{CounterSnapshot, Counters};
 use crate::dispatch_profile::{self, DispatchProfile, PROFILED_DISPATCHES};
-use crate::fma_probe::FUSED_FMA_CONSTANT_ID;
+use crate::fma_probe::{FUSED_FMA_CONSTANT_ID, FUSED_FMA_F64_CONSTANT_ID, FusedFma};
 use crate::kernel::{Kernel, KernelKey, SpecValue, kernel_key};
 use crate::memory::{BufferPool, MemoryKind, RawBuffer};
 use crate::pipeline_cache_file::{self, PipelineCacheLoad};
@@ -52,8 +52,8 @@ pub struct Device {
     /// Set while `profile_dispatches` runs.
     dispatch_profile: Mutex<Option<dispatch_profile::Recorder>>,
     resident_tables: Mutex<ResidentTables>,
-    /// Whether the driver's fma rounds once (`fma_probe`), set when the device opens.
-    fused_fma: OnceLock<bool>,
+    /// Which widths of the driver's fma round once (`fma_probe`), set when the device opens.
+    fused_fma: OnceLock<FusedFma>,
 }
 
 impl std::fmt::Debug for Device {
@@ -167,7 +167,13 @@ impl Device {
     /// safe answer, while the probe itself runs). Kernels see it as the specialization
     /// constant [`crate::FUSED_FMA_CONSTANT_ID`].
     pub fn fused_fma(&self) -> bool {
-        self.fused_fma.get().copied().unwrap_or(false)
+        self.fused_fma.get().copied().unwrap_or_default().f32
+    }
+
+    /// Whether the driver's f64 `fma()` rounds once (false without shaderFloat64); kernels see
+    /// it as the specialization constant [`crate::FUSED_FMA_F64_CONSTANT_ID`].
+    pub fn fused_fma_f64(&self) -> bool {
+        self.fused_fma.get().copied().unwrap_or_default().f64
     }
 
     pub fn capabilities(&self) -> &Capabilities {
@@ -435,17 +441,16 @@ impl Device {
             ShaderModule::new(self.vk_device.clone(), ShaderModuleCreateInfo::new(spirv))
         }
         .map_err(|error| Error::vulkan(OP, error))?;
-        // The device's own constant, in modules that declare it (unless the caller set it).
+        // The device's own constants, in modules that declare them (unless the caller set them).
         let mut specialization = specialization.to_vec();
-        let declares_fused_fma = module
-            .specialization_constants()
-            .contains_key(&FUSED_FMA_CONSTANT_ID);
-        if declares_fused_fma
-            && !specialization
-                .iter()
-                .any(|&(id, _)| id == FUSED_FMA_CONSTANT_ID)
-        {
-            specialization.push((FUSED_FMA_CONSTANT_ID, SpecValue::Bool(self.fused_fma())));
+        for (id, value) in [
+            (FUSED_FMA_CONSTANT_ID, self.fused_fma()),
+            (FUSED_FMA_F64_CONSTANT_ID, self.fused_fma_f64()),
+        ] {
+            let declared = module.specialization_constants().contains_key(&id);
+            if declared && !specialization.iter().any(|&(set, _)| set == id) {
+                specialization.push((id, SpecValue::Bool(value)));
+            }
         }
         let entry_point = if specialization.is_empty() {
             module.entry_point("main")

@@ -1,11 +1,12 @@
-//! Whether the driver fuses `fma()`: probed once per device, published to kernels as a
-//! specialization constant.
+//! Whether the driver fuses `fma()`, for f32 and for f64: probed once per device, published
+//! to kernels as specialization constants.
 //!
 //! Vulkan does not promise that GLSL's `fma(a, b, c)` rounds once, even under NoContraction:
 //! NVIDIA's compiler emits a fused multiply-add, lavapipe (Mesa 22) a rounded multiply and a
 //! rounded add. Kernels that need exact products (the catalog's correctly rounded f32
 //! division) declare `layout(constant_id = FUSED_FMA_CONSTANT_ID) const bool NXVK_FUSED_FMA`
-//! and take an fma path or an exact split-product path on it; the device sets the constant in
+//! and take an fma path or an exact split-product path on it (the f64 double-double products
+//! of `glsl_f64_math.glsl` likewise on `NXVK_FUSED_FMA_F64`); the device sets each constant in
 //! every module that declares it. Probing the behaviour, rather than naming drivers, keeps the
 //! rule honest on drivers nobody has tried. Rejected: assuming fused fmas everywhere (wrong
 //! quotients on lavapipe) and the split product everywhere (about four times the work on the
@@ -14,13 +15,25 @@
 use crate::{BufferAccess, Device, Result};
 use std::sync::{Arc, OnceLock};
 
-/// The specialization constant id of `NXVK_FUSED_FMA`.
+/// The specialization constant id of `NXVK_FUSED_FMA` (f32 `fma()`).
 pub const FUSED_FMA_CONSTANT_ID: u32 = 7000;
+
+/// The specialization constant id of `NXVK_FUSED_FMA_F64` (f64 `fma()`; false on devices
+/// without shaderFloat64). Probed apart from f32: nothing promises a driver treats the widths
+/// alike.
+pub const FUSED_FMA_F64_CONSTANT_ID: u32 = 7001;
+
+/// Which widths of the driver's `fma()` round once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FusedFma {
+    pub f32: bool,
+    pub f64: bool,
+}
 
 /// One invocation computes fma(x, x, z) from memory (no constant folding) for x = 1 + 2^-12
 /// and z = -(1 + 2^-11): one rounding leaves the exact 2^-24, a rounded multiply first
-/// leaves 0.
-const PROBE_SHADER: &str = "layout(local_size_x = 1) in;
+/// leaves 0. The f64 form takes x = 1 + 2^-27 and z = -(1 + 2^-26), leaving 2^-54 or 0.
+const PROBE_SHADER_F32: &str = "layout(local_size_x = 1) in;
 layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Values { float v[3]; };
 layout(push_constant, scalar) uniform Push { Values values; } push;
 void main() {
@@ -29,26 +42,53 @@ void main() {
 }
 ";
 
-const PROBE_INPUTS: [f32; 3] = [1.0 + 1.0 / 4096.0, -(1.0 + 1.0 / 2048.0), f32::NAN];
+const PROBE_SHADER_F64: &str = "layout(local_size_x = 1) in;
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Values { double v[3]; };
+layout(push_constant, scalar) uniform Push { Values values; } push;
+void main() {
+    precise double result = fma(push.values.v[0], push.values.v[0], push.values.v[1]);
+    push.values.v[2] = result;
+}
+";
 
-/// True when `device`'s fma rounds once. The probe's module is compiled once per process and
-/// its pipeline built outside the kernel caches, so it shows in no counter and on no disk.
-pub(crate) fn probe_fused_fma(device: &Arc<Device>) -> Result<bool> {
+/// Probes each width `device` can run (f64 only with shaderFloat64).
+pub(crate) fn probe_fused_fma(device: &Arc<Device>) -> Result<FusedFma> {
+    static MODULE_F32: OnceLock<Vec<u32>> = OnceLock::new();
+    static MODULE_F64: OnceLock<Vec<u32>> = OnceLock::new();
+    let x = 1.0 + 1.0 / 4096.0_f32;
+    let f32_bytes = [x, -(1.0 + 1.0 / 2048.0), f32::NAN].map(f32::to_le_bytes);
+    let f32_result = run_probe(device, &MODULE_F32, PROBE_SHADER_F32, &f32_bytes.concat())?;
+    let f32 = f32::from_le_bytes(f32_result[..4].try_into().expect("4 bytes")) == 2f32.powi(-24);
+    let f64 = if device.capabilities().shader_float64 {
+        let x = 1.0 + 2f64.powi(-27);
+        let f64_bytes = [x, -(1.0 + 2f64.powi(-26)), f64::NAN].map(f64::to_le_bytes);
+        let result = run_probe(device, &MODULE_F64, PROBE_SHADER_F64, &f64_bytes.concat())?;
+        f64::from_le_bytes(result[..8].try_into().expect("8 bytes")) == 2f64.powi(-54)
+    } else {
+        false
+    };
+    Ok(FusedFma { f32, f64 })
+}
+
+/// Runs one probe shader over `inputs` (x, z, result slot) and returns the result's bytes.
+/// The module is compiled once per process and its pipeline built outside the kernel caches,
+/// so it shows in no counter and on no disk.
+fn run_probe(
+    device: &Arc<Device>,
+    module: &OnceLock<Vec<u32>>,
+    source: &str,
+    inputs: &[u8],
+) -> Result<Vec<u8>> {
     const OP: &str = "fma probe";
-    static MODULE: OnceLock<Vec<u32>> = OnceLock::new();
-    let words = match MODULE.get() {
+    let words = match module.get() {
         Some(words) => words,
         None => {
-            let (words, _) = nxvk_glsl::compile_compute("fma_probe", PROBE_SHADER)?;
-            MODULE.get_or_init(|| words)
+            let (words, _) = nxvk_glsl::compile_compute("fma_probe", source)?;
+            module.get_or_init(|| words)
         }
     };
-    let bytes: Vec<u8> = PROBE_INPUTS
-        .iter()
-        .flat_map(|value| value.to_le_bytes())
-        .collect();
-    let buffer = device.alloc(OP, bytes.len() as u64)?;
-    device.upload(&buffer, 0, &bytes)?;
+    let buffer = device.alloc(OP, inputs.len() as u64)?;
+    device.upload(&buffer, 0, inputs)?;
     let kernel = device.build_kernel("fma_probe", words, &[], Some([1, 1, 1]))?;
     device.dispatch(
         &kernel,
@@ -56,7 +96,6 @@ pub(crate) fn probe_fused_fma(device: &Arc<Device>) -> Result<bool> {
         &buffer.device_address().to_le_bytes(),
         &[BufferAccess::Write(&buffer)],
     )?;
-    let result = device.download(&buffer, 8, 4)?;
-    let result = f32::from_le_bytes([result[0], result[1], result[2], result[3]]);
-    Ok(result == 1.0 / 16_777_216.0)
+    let width = inputs.len() as u64 / 3;
+    device.download(&buffer, 2 * width, width)
 }

@@ -45,7 +45,7 @@ pub use device::{BufferAccess, Device, DeviceBuffer};
 pub use dispatch_profile::{DispatchProfile, DispatchTime, PROFILED_DISPATCHES};
 pub use dtype::{DType, DTypeClass, Element, UnknownDType};
 pub use error::{Error, Result};
-pub use fma_probe::FUSED_FMA_CONSTANT_ID;
+pub use fma_probe::{FUSED_FMA_CONSTANT_ID, FUSED_FMA_F64_CONSTANT_ID};
 pub use kernel::{Kernel, PORTABLE_PUSH_CONSTANT_BYTES, SpecValue};
 pub use knob::Knobs;
 pub use layout::{Layout, contiguous_strides};

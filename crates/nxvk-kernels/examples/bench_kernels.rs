@@ -274,18 +274,6 @@ fn main() {
             Box::new(move |b| b.download(big)),
         ),
         (
-            format!("exp_f64_{half_label}"),
-            Box::new(move |b| b.unary(UnaryOp::Exp, DType::F64, half)),
-        ),
-        (
-            format!("sin_f64_{half_label}"),
-            Box::new(move |b| b.unary(UnaryOp::Sin, DType::F64, half)),
-        ),
-        (
-            format!("erf_f64_{half_label}"),
-            Box::new(move |b| b.unary(UnaryOp::Erf, DType::F64, half)),
-        ),
-        (
             format!("pow_f32_{half_label}"),
             Box::new(move |b| b.pow_f32(half)),
         ),
@@ -302,6 +290,20 @@ fn main() {
             Box::new(move |b| b.select(half)),
         ),
     ];
+    // f64 transcendentals on [0, 1) (the f64 library, `glsl_f64_math.glsl`).
+    for op in [
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Sin,
+        UnaryOp::Erf,
+        UnaryOp::Erfc,
+        UnaryOp::ErfInv,
+    ] {
+        workloads.push((
+            format!("{}_f64_{half_label}", op.name()),
+            Box::new(move |b| b.unary(op, DType::F64, half)),
+        ));
+    }
     // The f32 ops with an f64-refined form (`codegen::F64_REFINED_HELPERS`), eager: what the
     // knob `f32_math_via_f64` costs each one when nothing else hides it.
     for op in refined_f32_ops() {

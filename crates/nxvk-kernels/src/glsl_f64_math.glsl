@@ -35,9 +35,22 @@ dvec2 nx_split(double a) {
     return dvec2(head, tail);
 }
 
-// Dekker's exact product: head + tail == a * b.
+// Whether the driver fuses f64 fma(): nxvk-core probes it once per device and sets this
+// specialization constant (`nxvk_core::FUSED_FMA_F64_CONSTANT_ID`) in every kernel that
+// declares it. Declared once per shader, like NXVK_FUSED_FMA in glsl_helpers.glsl.
+#ifndef NXVK_FUSED_FMA_F64_DECLARED
+#define NXVK_FUSED_FMA_F64_DECLARED
+layout(constant_id = 7001) const bool NXVK_FUSED_FMA_F64 = false;
+#endif
+
+// The exact product: head + tail == a * b. One fma where the driver fuses it (two operations
+// instead of seventeen), else Dekker's product of Veltkamp halves.
 dvec2 nx_two_prod(double a, double b) {
     precise double product = a * b;
+    if (NXVK_FUSED_FMA_F64) {
+        precise double product_error = fma(a, b, -product);
+        return dvec2(product, product_error);
+    }
     dvec2 x = nx_split(a);
     dvec2 y = nx_split(b);
     precise double error = (((x.x * y.x - product) + x.x * y.y) + x.y * y.x) + x.y * y.y;
@@ -730,8 +743,7 @@ const double NX_ERF_FIT[14] = double[](
 // x erfc(x) e^(x^2) on [2, 28) as polynomials in t = (1/x^2 - centre) / half width: 15
 // coefficients per interval (fits: 2^-53.9 to 2^-56.8 relative, the rounding of the leading
 // coefficient included).
-// Interval i covers [NX_ERFC_EDGES[i], NX_ERFC_EDGES[i + 1]).
-const double NX_ERFC_EDGES[10] = double[](0.5lf, 0.75lf, 1.0lf, 1.5lf, 2.0lf, 3.0lf, 4.5lf, 7.0lf, 12.0lf, 28.0lf);
+// Interval i covers [edge i, edge i + 1) of 0.5, 0.75, 1, 1.5, 2, 3, 4.5, 7, 12, 28.
 
 // The fit of interval `interval` at t as a double-double: the leading coefficient carries
 // its tail (its rounding alone was worth half an ulp). A switch of literal polynomials: an
@@ -763,12 +775,13 @@ double nx_erf_small_f64(double x) {
 // erfc(x) for x >= 1/2: e^(-x^2) (x^2 exact as a double-double) times the interval's fit.
 double nx_erfc_positive_f64(double x) {
     if (x >= 28.0lf) return 0.0lf;
-    int interval = 0;
-    for (int i = 1; i < 9; i++) {
-        if (x >= NX_ERFC_EDGES[i]) interval = i;
-    }
+    // The interval from literal comparisons, not a loop over an edge array, which a driver
+    // may copy into every invocation's private memory.
+    int interval = int(x >= 0.75lf) + int(x >= 1.0lf) + int(x >= 1.5lf) + int(x >= 2.0lf)
+        + int(x >= 3.0lf) + int(x >= 4.5lf) + int(x >= 7.0lf) + int(x >= 12.0lf);
     // Below 2 the variable is x, above it u = 1/x^2 (and the fit is x erfc(x) e^(x^2)).
-    double u = 1.0lf / (x * x);
+    double u = 0.0lf;
+    if (interval >= 4) u = 1.0lf / (x * x);
     double t;
     switch (interval) {
         case 0: t = (x - 0.625lf) * 8.0lf; break;
@@ -815,55 +828,50 @@ double nx_erfc_f64(double x) {
     return 2.0lf - nx_erfc_positive_f64(-x);
 }
 
-// erf_inv: Giles' single-precision approximation ("Approximating the erfinv function", GPU
-// Computing Gems) as the start, then Newton steps. Below 1/2: two Halley steps on erf(x) - y.
-// Above: Newton steps on log(erfc(x) / (1 - y)), where 1 - y is exact and erfc keeps its
-// relative accuracy; the logarithm is nearly linear in x^2, so the steps converge from Giles'
-// start even near y = 1, where it is off by a few percent.
+// erf_inv(y) = y P(y^2) for |y| <= 1/2 (fit: 2^-54.1 relative). Above, x = Q(s) for
+// s = sqrt(-log((1 - y)(1 + y))) (fits: 2^-34 relative or better, on three s intervals up to
+// 6.1, where 1 - y reaches 2^-53), then one Newton step on erfc(x) = 1 - y, where 1 - y is
+// exact and erfc keeps its relative accuracy: from that start the step's own error
+// (x^2 times the start's relative error squared) is below 2^-58.
+const double NX_ERF_INV_CENTRE[14] = double[](
+    0.886226925452758lf, 0.2320136665346592lf, 0.12755617530437996lf, 0.08655212936521021lf,
+    0.06495961121070845lf, 0.051731488178582356lf, 0.042832522404027275lf,
+    0.036523647686109155lf, 0.031139937251495612lf, 0.03162259060010486lf,
+    0.008337072802042557lf, 0.07371159282264247lf, -0.07643864607466185lf,
+    0.11336708726642712lf);
+
+// The start for 1/2 < y < 1 from s (above).
+double nx_erf_inv_tail_start_f64(double s) {
+    double t;
+    if (s < 1.6lf) {
+        t = (s - 1.068180010651326lf) * 1.8803354895040914lf;
+        return 0.958893349791217lf + t * (0.48902239297588174lf + t * (0.008030476394145024lf + t * (0.0007443604511911459lf + t * (-0.00025565097264477663lf + t * (-3.237398954774641e-05lf + t * (4.5689195661079565e-06lf + t * (2.2961334014573748e-06lf + t * (1.2090242390720496e-07lf + t * (-1.0841109740615869e-07lf + t * (-1.9528845423619854e-08lf + t * (2.1419412642994333e-09lf)))))))))));
+    }
+    if (s < 3.2lf) {
+        t = (s - 2.4000000000000004lf) * 1.25lf;
+        return 2.2345739977023937lf + t * (0.791711630128421lf + t * (0.010110361404060561lf + t * (-0.003314404037406635lf + t * (0.00040672698061132206lf + t * (0.00018351219005298045lf + t * (-0.0001059245727059701lf + t * (9.304410656691365e-06lf + t * (1.140234933943531e-05lf + t * (-4.060886649743908e-06lf + t * (-6.544363756246064e-07lf + t * (5.1282022107091e-07lf)))))))))));
+    }
+    t = (s - 4.65lf) * 0.6896551724137933lf;
+    return 4.496294717023924lf + t * (1.4649406342565505lf + t * (0.00032054288690069936lf + t * (-0.0010667244342917046lf + t * (0.0005320144503047564lf + t * (-0.00020604277539682957lf + t * (7.082095805259395e-05lf + t * (-2.250924726864786e-05lf + t * (7.818386806012507e-06lf + t * (-2.6212848722737987e-06lf + t * (-2.6806471099379e-07lf + t * (5.049587118854967e-07lf)))))))))));
+}
+
 double nx_erf_inv_f64(double y) {
     if (isnan(y)) return y;
     double ay = abs(y);
     if (ay > 1.0lf) return nx_nan_f64();
     if (ay == 1.0lf) return nx_sign_bit_f64(y) ? -nx_infinity_f64() : nx_infinity_f64();
-    if (ay == 0.0lf) return y;
-    double w = -nx_log_f64((1.0lf - ay) * (1.0lf + ay));
-    double p;
-    if (w < 5.0lf) {
-        w = w - 2.5lf;
-        p = 2.81022636e-08lf;
-        p = 3.43273939e-07lf + p * w;
-        p = -3.5233877e-06lf + p * w;
-        p = -4.39150654e-06lf + p * w;
-        p = 0.00021858087lf + p * w;
-        p = -0.00125372503lf + p * w;
-        p = -0.00417768164lf + p * w;
-        p = 0.246640727lf + p * w;
-        p = 1.50140941lf + p * w;
-    } else {
-        w = sqrt(w) - 3.0lf;
-        p = -0.000200214257lf;
-        p = 0.000100950558lf + p * w;
-        p = 0.00134934322lf + p * w;
-        p = -0.00367342844lf + p * w;
-        p = 0.00573950773lf + p * w;
-        p = -0.0076224613lf + p * w;
-        p = 0.00943887047lf + p * w;
-        p = 1.00167406lf + p * w;
-        p = 2.83297682lf + p * w;
-    }
-    double x = p * ay;
+    double x;
     if (ay <= 0.5lf) {
-        for (int step = 0; step < 2; step++) {
-            double newton = (nx_erf_f64(x) - ay) / (NX_TWO_OVER_SQRT_PI * nx_exp_f64(-x * x));
-            x -= newton / (1.0lf + x * newton);
-        }
+        double z = ay * ay;
+        double p = NX_ERF_INV_CENTRE[13];
+        for (int n = 12; n >= 1; n--) p = p * z + NX_ERF_INV_CENTRE[n];
+        // The leading coefficient is sqrt(pi)/2 rounded; its tail joins the small terms
+        // (alone, its rounding cost an ulp next to 0).
+        x = ay * NX_ERF_INV_CENTRE[0] + ay * (z * p - 3.8332932499128993e-17lf);
     } else {
         double complement = 1.0lf - ay;
-        for (int step = 0; step < 4; step++) {
-            double erfc_x = nx_erfc_f64(x);
-            double slope = NX_TWO_OVER_SQRT_PI * nx_exp_f64(-x * x) / erfc_x;
-            x += nx_log_f64(erfc_x / complement) / slope;
-        }
+        x = nx_erf_inv_tail_start_f64(sqrt(-nx_log_f64(complement * (1.0lf + ay))));
+        x += (nx_erfc_f64(x) - complement) / (NX_TWO_OVER_SQRT_PI * nx_exp_f64(-x * x));
     }
     return nx_sign_bit_f64(y) ? -x : x;
 }

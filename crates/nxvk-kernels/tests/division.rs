@@ -410,18 +410,33 @@ fn gpu_pairs() -> Vec<(f64, f64)> {
 }
 
 #[test]
-fn the_helpers_declare_the_devices_fused_fma_constant() {
-    let declaration = format!(
-        "layout(constant_id = {}) const bool NXVK_FUSED_FMA",
-        nxvk_core::FUSED_FMA_CONSTANT_ID
-    );
-    assert!(nxvk_kernels::codegen::HELPERS.contains(&declaration));
+fn the_helpers_declare_the_devices_fused_fma_constants() {
+    use nxvk_kernels::codegen::{F64_MATH, HELPERS};
+    for (source, id, name) in [
+        (
+            HELPERS,
+            nxvk_core::FUSED_FMA_CONSTANT_ID,
+            "NXVK_FUSED_FMA = ",
+        ),
+        (
+            F64_MATH,
+            nxvk_core::FUSED_FMA_F64_CONSTANT_ID,
+            "NXVK_FUSED_FMA_F64 = ",
+        ),
+    ] {
+        let declaration = format!("layout(constant_id = {id}) const bool {name}");
+        assert!(source.contains(&declaration), "{declaration}");
+    }
 }
 
 #[test]
 fn gpu_f32_division_is_correctly_rounded() {
     // Which remainder path the device's kernels take (lavapipe: split, NVIDIA: fused).
-    eprintln!("fused fma: {}", device().fused_fma());
+    eprintln!(
+        "fused fma: f32 {}, f64 {}",
+        device().fused_fma(),
+        device().fused_fma_f64()
+    );
     let checked = check_gpu(DType::F32, &gpu_pairs());
     assert!(checked > 1 << 18, "{checked} pairs");
 }

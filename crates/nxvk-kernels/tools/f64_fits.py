@@ -78,7 +78,7 @@ def horner_text(coefficients):
     return text
 
 
-print("const double NX_ERFC_EDGES[10] = double[](" + ", ".join(f"{a!r}lf" for a, _, _ in params) + ", 28.0lf);")
+print("// erfc interval edges: " + ", ".join(f"{a!r}" for a, _, _ in params) + ", 28")
 for i, (a, m, ih) in enumerate(params):
     print(f"        case {i}: t = ({'x' if i < 4 else 'u'} - {m!r}lf) * {ih!r}lf; break;")
 # The leading coefficient as a double-double: its tail is added before the rest.
@@ -89,6 +89,21 @@ R = lambda z: mp.erf(mp.sqrt(z)) / mp.sqrt(z) - 1
 c = fit(R, mp.mpf("1e-30"), mp.mpf(1), 13, weight=lambda z: 1 / (1 + R(z)))
 report("erf", check(c, None, mp.mpf("1e-30"), mp.mpf(1), total=lambda c, z: abs(horner(c, z) - R(z)) / (1 + R(z))))
 print("NX_ERF_FIT:", literal(c))
+# erf_inv: y P(y^2) for |y| <= 1/2, and for |y| > 1/2 a start for one Newton step: x as
+# polynomials in t = (s - centre) / half width, s = sqrt(-log((1 - y)(1 + y))), on three
+# s intervals up to 6.1 (1 - y >= 2^-53).
+Y = lambda z: mp.erfinv(mp.sqrt(z)) / mp.sqrt(z) if z > 0 else mp.sqrt(mp.pi) / 2
+c = fit(Y, mp.mpf(0), mp.mpf(0.25), 13)
+report("erf_inv centre", check(c, Y, mp.mpf("1e-30"), mp.mpf(0.25), n=400))
+print("NX_ERF_INV_CENTRE:", literal(c))
+S = lambda s: mp.erfinv(mp.sqrt(1 - mp.exp(-s * s)))
+s_start = float(mp.sqrt(-mp.log(mp.mpf(0.75))))
+for a, b in [(s_start, 1.6), (1.6, 3.2), (3.2, 6.1)]:
+    m, h = (a + b) / 2, (b - a) / 2
+    g = lambda t: S(mp.mpf(m) + mp.mpf(h) * t)
+    c = fit(g, -1, 1, 11, nodes=200)
+    report(f"erf_inv s[{a:.4f},{b}]", check(c, g, -1, 1, n=400))
+    print(f"        t = (s - {m!r}lf) * {1 / h!r}lf; x = {horner_text(c)};")
 zmax = (mp.mpf(7) / 16) ** 2
 atan_tail = lambda z: (mp.atan(mp.sqrt(z)) - mp.sqrt(z)) / (mp.sqrt(z) * z)
 print("NX_ATAN_FIT:", literal(fit(atan_tail, mp.mpf("1e-30"), zmax, 11)))
