@@ -30,26 +30,22 @@ pub(crate) struct FusedFma {
     pub f64: bool,
 }
 
-/// One invocation computes fma(x, x, z) from memory (no constant folding) for x = 1 + 2^-12
-/// and z = -(1 + 2^-11): one rounding leaves the exact 2^-24, a rounded multiply first
-/// leaves 0. The f64 form takes x = 1 + 2^-27 and z = -(1 + 2^-26), leaving 2^-54 or 0.
-const PROBE_SHADER_F32: &str = "layout(local_size_x = 1) in;
-layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Values { float v[3]; };
-layout(push_constant, scalar) uniform Push { Values values; } push;
-void main() {
-    precise float result = fma(push.values.v[0], push.values.v[0], push.values.v[1]);
+/// One invocation computes fma(x, x, z) from memory (no constant folding) in `scalar`
+/// (`float` or `double`, `bytes` wide). For f32, x = 1 + 2^-12 and z = -(1 + 2^-11): one
+/// rounding leaves the exact 2^-24, a rounded multiply first leaves 0; for f64, x = 1 + 2^-27
+/// and z = -(1 + 2^-26) leave 2^-54 or 0.
+fn probe_shader(scalar: &str, bytes: usize) -> String {
+    format!(
+        "layout(local_size_x = 1) in;
+layout(buffer_reference, scalar, buffer_reference_align = {bytes}) buffer Values {{ {scalar} v[3]; }};
+layout(push_constant, scalar) uniform Push {{ Values values; }} push;
+void main() {{
+    precise {scalar} result = fma(push.values.v[0], push.values.v[0], push.values.v[1]);
     push.values.v[2] = result;
+}}
+"
+    )
 }
-";
-
-const PROBE_SHADER_F64: &str = "layout(local_size_x = 1) in;
-layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Values { double v[3]; };
-layout(push_constant, scalar) uniform Push { Values values; } push;
-void main() {
-    precise double result = fma(push.values.v[0], push.values.v[0], push.values.v[1]);
-    push.values.v[2] = result;
-}
-";
 
 /// Probes each width `device` can run (f64 only with shaderFloat64).
 pub(crate) fn probe_fused_fma(device: &Arc<Device>) -> Result<FusedFma> {
@@ -57,12 +53,22 @@ pub(crate) fn probe_fused_fma(device: &Arc<Device>) -> Result<FusedFma> {
     static MODULE_F64: OnceLock<Vec<u32>> = OnceLock::new();
     let x = 1.0 + 1.0 / 4096.0_f32;
     let f32_bytes = [x, -(1.0 + 1.0 / 2048.0), f32::NAN].map(f32::to_le_bytes);
-    let f32_result = run_probe(device, &MODULE_F32, PROBE_SHADER_F32, &f32_bytes.concat())?;
+    let f32_result = run_probe(
+        device,
+        &MODULE_F32,
+        &probe_shader("float", 4),
+        &f32_bytes.concat(),
+    )?;
     let f32 = f32::from_le_bytes(f32_result[..4].try_into().expect("4 bytes")) == 2f32.powi(-24);
     let f64 = if device.capabilities().shader_float64 {
         let x = 1.0 + 2f64.powi(-27);
         let f64_bytes = [x, -(1.0 + 2f64.powi(-26)), f64::NAN].map(f64::to_le_bytes);
-        let result = run_probe(device, &MODULE_F64, PROBE_SHADER_F64, &f64_bytes.concat())?;
+        let result = run_probe(
+            device,
+            &MODULE_F64,
+            &probe_shader("double", 8),
+            &f64_bytes.concat(),
+        )?;
         f64::from_le_bytes(result[..8].try_into().expect("8 bytes")) == 2f64.powi(-54)
     } else {
         false

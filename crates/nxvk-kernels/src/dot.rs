@@ -653,7 +653,7 @@ impl Problem {
     fn tuned_config(&self) -> TileConfig {
         let device = self.a.tensor.device();
         let order = self.order();
-        let default = default_config(self.batches, self.m, self.n, gemm_accumulator(self.elem));
+        let default = default_config(self.batches, self.m, self.n);
         let multiply_adds =
             (self.batches as u64) * (self.m as u64) * (self.n as u64) * (self.k as u64);
         let key = TuneKey::of(self.elem, self.batches, self.m, self.n, self.k)

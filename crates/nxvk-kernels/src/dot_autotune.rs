@@ -11,7 +11,7 @@
 //! driver never reads them) as a small text file:
 //!
 //! ```text
-//! nxvk-gemm-tune 2 checksum=<16 hex digits: FNV-1a 64 of the lines below>
+//! nxvk-gemm-tune 3 checksum=<16 hex digits: FNV-1a 64 of the lines below>
 //! f32 m=13 n=13 k=13 batched=0 conv=0 128x128x8/8x8
 //! ```
 //!
@@ -40,7 +40,10 @@ pub const RACE_RUN_BUDGET: Duration = Duration::from_millis(250);
 /// The environment variable that turns racing off (`NXVK_AUTOTUNE=off`).
 pub const AUTOTUNE_ENV: &str = "NXVK_AUTOTUNE";
 
-const HEADER: &str = "nxvk-gemm-tune 2";
+/// The tuning file's first word and version. The version changes with the tiled template
+/// (3: the written-out block of 8-byte accumulators, `dot_registers.rs`), so choices raced with another
+/// template are raced again.
+const HEADER: &str = "nxvk-gemm-tune 3";
 
 /// What a tuning decision is remembered by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -226,15 +229,13 @@ pub fn candidates(input: Elem, capabilities: &Capabilities) -> Vec<TileConfig> {
 }
 
 /// The configuration used without a race: bigger tiles for bigger outputs, so that small
-/// outputs still spread over many workgroups. With 8-byte accumulators (f64, 64-bit
-/// integers) the register block stays at 4x4: on the H200, dgemm at 4096 ran 14.9 TFLOP/s
-/// with 64x64 tiles of 4x4 blocks and 1.0-1.1 TFLOP/s with any block of 32 or 64 doubles
-/// (register spills), and a run that slow exceeds the race budget, so the default is what
-/// large f64 problems get.
-pub fn default_config(batches: usize, m: usize, n: usize, accumulator: Elem) -> TileConfig {
+/// outputs still spread over many workgroups. (8-byte accumulators were held to 4x4 blocks
+/// while looped blocks of 32 or more doubles spilled, 1.0-1.1 TFLOP/s for dgemm 4096 on the
+/// H200; written out (`dot_registers.rs`) the 128x128/8x8 tile runs 17.5 against the 4x4
+/// block's 14.9.)
+pub fn default_config(batches: usize, m: usize, n: usize) -> TileConfig {
     let outputs = batches.saturating_mul(m).saturating_mul(n);
-    let wide_accumulator = storage_bytes(accumulator) >= 8;
-    if outputs >= 1 << 20 && !wide_accumulator {
+    if outputs >= 1 << 20 {
         ALL_CONFIGS[4]
     } else if outputs >= 1 << 16 {
         ALL_CONFIGS[1]

@@ -12,7 +12,8 @@
 //! shared reads per `k` (register blocking). The grid is interleaved across the tile (its
 //! rows `tile_m / thread_m` apart, its columns `tile_n / thread_n` apart), so neighbouring
 //! invocations read neighbouring shared words (no bank conflicts) and store neighbouring
-//! outputs (coalesced). Staging is split in two: each invocation loads its share of the next
+//! outputs (coalesced). For 8-byte accumulators the block is written out statement by
+//! statement (`dot_registers.rs`), since looped blocks of 32 or more doubles spilled. Staging is split in two: each invocation loads its share of the next
 //! step's slices into registers before computing the current step (so global loads overlap
 //! the arithmetic) and writes them to shared memory after the step's closing barrier. The staging loads walk whichever axis of the
 //! operand is contiguous in memory (`a_k_contiguous`, `b_n_contiguous`), so neighbouring
@@ -36,6 +37,7 @@ use crate::codegen::{
     BF16_HELPERS, FLOAT_CONTROLS, compute_type, load, storage_bytes, storage_type, store,
 };
 use crate::conv_gather::ConvolutionGather;
+use crate::dot_registers::RegisterBlock;
 use crate::op_table::Elem;
 
 /// Bytes of the GEMM kernels' push constants: three addresses and twelve words.
@@ -270,20 +272,45 @@ pub fn gemm_shader(
     let stored_elem = epilogue.map_or(output, |epilogue| epilogue.output);
     let stored = match epilogue {
         Some(_) => format!(
-            "nx_gemm_epilogue({}, batch, row, column)",
-            store(output, "sums[i][j]")
+            "nx_gemm_epilogue({}, batch, row, COLUMN)",
+            store(output, "SUM")
         ),
-        None => store(output, "sums[i][j]"),
+        None => store(output, "SUM"),
     };
     let (row_part, column_part) = if convolution.is_some() {
         (
             "convolution_output_row(task, batch, row)",
-            "convolution_output_column(tile_n0 + block_n + j * (TILE_N / THREAD_N))",
+            "convolution_output_column(COLUMN)",
         )
     } else {
         (
             "(uint64_t(task) * uint64_t(push.m) + uint64_t(row)) * uint64_t(push.n)",
-            "uint64_t(tile_n0 + block_n + j * (TILE_N / THREAD_N))",
+            "uint64_t(COLUMN)",
+        )
+    };
+    let output_bytes = storage_bytes(stored_elem);
+    let (accumulators, product_step, store_outputs) = if storage_bytes(accumulator) >= 8 {
+        let block = RegisterBlock::new(config, accumulator_type);
+        (
+            block.zero_accumulators(),
+            block.product_step(multiply_add),
+            block.store(row_part, column_part, &stored, output_bytes),
+        )
+    } else {
+        let column = "tile_n0 + block_n + j * (TILE_N / THREAD_N)";
+        (
+            LOOP_ACCUMULATORS.to_string(),
+            LOOP_PRODUCT_STEP.replace("MULTIPLY_ADD", multiply_add),
+            LOOP_STORE
+                .replace("COLUMN_PART", &column_part.replace("COLUMN", column))
+                .replace("ROW_PART", row_part)
+                .replace("OUTPUT_BYTES", &output_bytes.to_string())
+                .replace(
+                    "STORED",
+                    &stored
+                        .replace("SUM", "sums[i][j]")
+                        .replace("COLUMN", "column"),
+                ),
         )
     };
     format!(
@@ -323,13 +350,7 @@ void main() {{
         uint k_end = min(k_begin + push.k_per_split, push.k);
         uint64_t a_base = push.a + uint64_t(batch) * uint64_t(push.a_batch_stride) * {input_bytes}ul;
         uint64_t b_base = push.b + uint64_t(batch) * uint64_t(push.b_batch_stride) * {input_bytes}ul;
-        ACC sums[THREAD_M][THREAD_N];
-        for (uint i = 0u; i < THREAD_M; i++) {{
-            for (uint j = 0u; j < THREAD_N; j++) {{
-                sums[i][j] = ACC(0);
-            }}
-        }}
-{declare}
+{accumulators}{declare}
 {first_load}
         for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {{
 {store_staged}
@@ -338,42 +359,11 @@ void main() {{
 {next_load}
             }}
             for (uint kk = 0u; kk < TILE_K; kk++) {{
-                ACC a_block[THREAD_M];
-                ACC b_block[THREAD_N];
-                for (uint i = 0u; i < THREAD_M; i++) {{
-                    a_block[i] = a_tile[kk][block_m + i * (TILE_M / THREAD_M)];
-                }}
-                for (uint j = 0u; j < THREAD_N; j++) {{
-                    b_block[j] = b_tile[kk][block_n + j * (TILE_N / THREAD_N)];
-                }}
-                for (uint i = 0u; i < THREAD_M; i++) {{
-                    for (uint j = 0u; j < THREAD_N; j++) {{
-                        ACC a_value = a_block[i];
-                        ACC b_value = b_block[j];
-                        ACC sum = sums[i][j];
-                        sums[i][j] = {multiply_add};
-                    }}
-                }}
-            }}
+{product_step}            }}
             barrier();
         }}
-        // C's element (row, column) is at row_part(row) + column_part(column) from push.c;
-        // the column parts are computed once per column.
-        uint64_t column_parts[THREAD_N];
-        for (uint j = 0u; j < THREAD_N; j++) {{
-            column_parts[j] = {column_part};
-        }}
-        for (uint i = 0u; i < THREAD_M; i++) {{
-            uint row = tile_m0 + block_m + i * (TILE_M / THREAD_M);
-            if (row >= push.m) break;
-            uint64_t row_part = {row_part};
-            for (uint j = 0u; j < THREAD_N; j++) {{
-                uint column = tile_n0 + block_n + j * (TILE_N / THREAD_N);
-                if (column >= push.n) break;
-                Output(push.c + (row_part + column_parts[j]) * {output_bytes}ul).v = {stored};
-            }}
-        }}
-    }}
+        // C's element (row, column) is at row_part(row) + column_part(column) from push.c.
+{store_outputs}    }}
 }}
 ",
         tile_m = config.tile_m,
@@ -385,13 +375,59 @@ void main() {{
         input_bytes = storage_bytes(input),
         input_storage = storage_type(input),
         vector_align = storage_bytes(input) * 4,
-        output_bytes = storage_bytes(stored_elem),
         output_storage = storage_type(stored_elem),
         loaded = load(input, "Element(address).v"),
         push_block = gemm_push_block(epilogue.is_some()),
         epilogue_functions = epilogue.map_or("", |epilogue| &epilogue.functions),
     )
 }
+
+/// The register block of 4-byte accumulators as loops over arrays (the form f32 ran fastest
+/// in on the H200; 8-byte accumulators take `dot_registers.rs`'s written-out block).
+const LOOP_ACCUMULATORS: &str = "        ACC sums[THREAD_M][THREAD_N];
+        for (uint i = 0u; i < THREAD_M; i++) {
+            for (uint j = 0u; j < THREAD_N; j++) {
+                sums[i][j] = ACC(0);
+            }
+        }
+";
+
+/// One K index `kk` of the looped block's product.
+const LOOP_PRODUCT_STEP: &str = "                ACC a_block[THREAD_M];
+                ACC b_block[THREAD_N];
+                for (uint i = 0u; i < THREAD_M; i++) {
+                    a_block[i] = a_tile[kk][block_m + i * (TILE_M / THREAD_M)];
+                }
+                for (uint j = 0u; j < THREAD_N; j++) {
+                    b_block[j] = b_tile[kk][block_n + j * (TILE_N / THREAD_N)];
+                }
+                for (uint i = 0u; i < THREAD_M; i++) {
+                    for (uint j = 0u; j < THREAD_N; j++) {
+                        ACC a_value = a_block[i];
+                        ACC b_value = b_block[j];
+                        ACC sum = sums[i][j];
+                        sums[i][j] = MULTIPLY_ADD;
+                    }
+                }
+";
+
+/// The looped block's store of every output in range.
+const LOOP_STORE: &str = "        // the column parts are computed once per column.
+        uint64_t column_parts[THREAD_N];
+        for (uint j = 0u; j < THREAD_N; j++) {
+            column_parts[j] = COLUMN_PART;
+        }
+        for (uint i = 0u; i < THREAD_M; i++) {
+            uint row = tile_m0 + block_m + i * (TILE_M / THREAD_M);
+            if (row >= push.m) break;
+            uint64_t row_part = ROW_PART;
+            for (uint j = 0u; j < THREAD_N; j++) {
+                uint column = tile_n0 + block_n + j * (TILE_N / THREAD_N);
+                if (column >= push.n) break;
+                Output(push.c + (row_part + column_parts[j]) * OUTPUT_BYTESul).v = STORED;
+            }
+        }
+";
 
 /// How one operand's slice is staged: `slots` elements of `value_type` (one element or four)
 /// per step, split over the workgroup; each invocation first loads its share into registers

@@ -62,6 +62,7 @@ pub mod dot_autotune;
 pub mod dot_codegen;
 mod dot_complex;
 pub mod dot_cooperative;
+mod dot_registers;
 pub mod f8;
 mod fallback;
 pub mod fft;

@@ -352,20 +352,23 @@ fn perturbed_results_are_rejected() {
 }
 
 /// Every tile configuration the device can run, on odd sizes (partial tiles on every edge),
-/// transposed operands and the four-wide loading path: f32 on each, and one other dtype per
-/// configuration in turn (every configuration compiles a pipeline per dtype and layout, which
-/// lavapipe takes a while over).
+/// transposed operands and the four-wide loading path: f32 and f64 on each (the looped and the
+/// written-out register block, `dot_registers.rs`), and one other dtype per configuration in
+/// turn (every configuration compiles a pipeline per dtype and layout, which lavapipe takes a
+/// while over).
 #[test]
 fn every_tile_configuration_matches() {
     let mut rng = SplitMix(11);
     let dev = device();
-    let others: Vec<DType> = [DType::F16, DType::BF16, DType::F64, DType::S8, DType::U64]
+    let others: Vec<DType> = [DType::F16, DType::BF16, DType::S8, DType::U64]
         .into_iter()
         .filter(|dtype| gpu_dtypes().contains(dtype))
         .collect();
     let configs = candidates(nxvk_kernels::Elem::F32, dev.capabilities());
     for (index, config) in configs.into_iter().enumerate() {
-        for dtype in [DType::F32, others[index % others.len()]] {
+        let f64 = gpu_dtypes().contains(&DType::F64).then_some(DType::F64);
+        let dtypes = [Some(DType::F32), f64, Some(others[index % others.len()])];
+        for dtype in dtypes.into_iter().flatten() {
             if !candidates(elem_of(dtype).unwrap(), dev.capabilities()).contains(&config) {
                 continue;
             }
