@@ -59,7 +59,8 @@ pub(crate) fn probe_fused_fma(device: &Arc<Device>) -> Result<FusedFma> {
         &probe_shader("float", 4),
         &f32_bytes.concat(),
     )?;
-    let f32 = f32::from_le_bytes(f32_result[..4].try_into().expect("4 bytes")) == 2f32.powi(-24);
+    let f32 = f32_result.get(..4).and_then(|bytes| bytes.try_into().ok())
+        == Some(2f32.powi(-24).to_le_bytes());
     let f64 = if device.capabilities().shader_float64 {
         let x = 1.0 + 2f64.powi(-27);
         let f64_bytes = [x, -(1.0 + 2f64.powi(-26)), f64::NAN].map(f64::to_le_bytes);
@@ -69,7 +70,8 @@ pub(crate) fn probe_fused_fma(device: &Arc<Device>) -> Result<FusedFma> {
             &probe_shader("double", 8),
             &f64_bytes.concat(),
         )?;
-        f64::from_le_bytes(result[..8].try_into().expect("8 bytes")) == 2f64.powi(-54)
+        result.get(..8).and_then(|bytes| bytes.try_into().ok())
+            == Some(2f64.powi(-54).to_le_bytes())
     } else {
         false
     };
