@@ -58,6 +58,13 @@ struct Step {
     requires_file: Option<&'static str>,
 }
 
+/// The GPU wait limit the suite runs under unless the caller set one. lavapipe builds a
+/// shader's machine code at its first dispatch, inside the wait, and a wait of
+/// `gradients_match_finite_differences` (large fused f64 gradient kernels) ran past the
+/// 120 s default on the 2-core CI machine (tenth session). A hang still ends as an error.
+const TIMEOUT_VARIABLE: &str = "NXVK_TIMEOUT_MS";
+const TEST_TIMEOUT_MS: &str = "600000";
+
 const LOOPBACK_FLEET: &str = "crates/nxvk-fleet/src/loopback.rs";
 
 const STEPS: &[Step] = &[
@@ -157,6 +164,9 @@ pub fn run(args: &TestArgs) -> Result<()> {
             Err(reason) => Outcome::Skipped(reason),
             Ok(mut command) => {
                 command.env(TEST_ICDS_VARIABLE, &test_icds);
+                if std::env::var_os(TIMEOUT_VARIABLE).is_none() {
+                    command.env(TIMEOUT_VARIABLE, TEST_TIMEOUT_MS);
+                }
                 match process::status(&mut command) {
                     Ok(exit_status) if exit_status.success() => Outcome::Passed,
                     Ok(exit_status) => Outcome::Failed(exit_status.to_string()),
