@@ -52,46 +52,46 @@ pub(crate) fn probe_fused_fma(device: &Arc<Device>) -> Result<FusedFma> {
     static MODULE_F32: OnceLock<Vec<u32>> = OnceLock::new();
     static MODULE_F64: OnceLock<Vec<u32>> = OnceLock::new();
     let x = 1.0 + 1.0 / 4096.0_f32;
-    let f32_bytes = [x, -(1.0 + 1.0 / 2048.0), f32::NAN].map(f32::to_le_bytes);
-    let f32_result = run_probe(
+    let f32_inputs = [x, -(1.0 + 1.0 / 2048.0), f32::NAN].map(f32::to_le_bytes);
+    let f32 = run_probe(
         device,
         &MODULE_F32,
-        &probe_shader("float", 4),
-        &f32_bytes.concat(),
+        "float",
+        &f32_inputs.concat(),
+        &2f32.powi(-24).to_le_bytes(),
     )?;
-    let f32 = f32_result.get(..4).and_then(|bytes| bytes.try_into().ok())
-        == Some(2f32.powi(-24).to_le_bytes());
     let f64 = if device.capabilities().shader_float64 {
         let x = 1.0 + 2f64.powi(-27);
-        let f64_bytes = [x, -(1.0 + 2f64.powi(-26)), f64::NAN].map(f64::to_le_bytes);
-        let result = run_probe(
+        let f64_inputs = [x, -(1.0 + 2f64.powi(-26)), f64::NAN].map(f64::to_le_bytes);
+        run_probe(
             device,
             &MODULE_F64,
-            &probe_shader("double", 8),
-            &f64_bytes.concat(),
-        )?;
-        result.get(..8).and_then(|bytes| bytes.try_into().ok())
-            == Some(2f64.powi(-54).to_le_bytes())
+            "double",
+            &f64_inputs.concat(),
+            &2f64.powi(-54).to_le_bytes(),
+        )?
     } else {
         false
     };
     Ok(FusedFma { f32, f64 })
 }
 
-/// Runs one probe shader over `inputs` (x, z, result slot) and returns the result's bytes.
-/// The module is compiled once per process and its pipeline built outside the kernel caches,
-/// so it shows in no counter and on no disk.
+/// Runs the probe in `scalar` over `inputs` (x, z, result slot): whether the result's bytes
+/// are `fused`, the once-rounded value. The module is compiled once per process and its
+/// pipeline built outside the kernel caches, so it shows in no counter and on no disk.
 fn run_probe(
     device: &Arc<Device>,
     module: &OnceLock<Vec<u32>>,
-    source: &str,
+    scalar: &str,
     inputs: &[u8],
-) -> Result<Vec<u8>> {
+    fused: &[u8],
+) -> Result<bool> {
     const OP: &str = "fma probe";
     let words = match module.get() {
         Some(words) => words,
         None => {
-            let (words, _) = nxvk_glsl::compile_compute("fma_probe", source)?;
+            let source = probe_shader(scalar, fused.len());
+            let (words, _) = nxvk_glsl::compile_compute("fma_probe", &source)?;
             module.get_or_init(|| words)
         }
     };
@@ -104,6 +104,6 @@ fn run_probe(
         &buffer.device_address().to_le_bytes(),
         &[BufferAccess::Write(&buffer)],
     )?;
-    let width = inputs.len() as u64 / 3;
-    device.download(&buffer, 2 * width, width)
+    let width = fused.len() as u64;
+    Ok(device.download(&buffer, 2 * width, width)? == fused)
 }
