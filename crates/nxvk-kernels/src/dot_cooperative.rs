@@ -12,16 +12,25 @@
 //!   conflicts), and the fragments load from there; the next step's global loads are issued
 //!   into registers before this step's products, so they overlap.
 //!
+//! Both are written out here: every fragment a named variable (`c<i>_<j>`, `a<i>`, `b<j>`),
+//! the loops over fragments, over the K steps inside a staged tile and over each thread's
+//! staged vectors unrolled in Rust, so that no driver has to unroll a loop to keep an array
+//! of fragments in registers (the 8-byte GEMM block spilled for want of exactly that:
+//! `dot_registers.rs`). On the H200 this took hgemm_8192 from 36.6 TFLOP/s (the same kernels
+//! with loops over fragment arrays) to 288 (docs/BENCHMARKS.md, eleventh session); K steps of
+//! 64 (225) and 2x4 subgroups (277) measured slower than the 128x128x32 tile kept here.
+//!
 //! The push constants are the tiled template's, so dispatch, split-K and batching are shared
 //! with it. Only problems whose M, N and K are multiples of the kernel's tile and whose
 //! operands are dense along one axis with 16-byte aligned rows take this path (`dot.rs`
-//! checks); anything else runs the tiled template. bf16 needs VK_KHR_shader_bfloat16 enabled by nxvk-core (not yet), so bf16 runs
-//! the tiled template.
+//! checks); anything else runs the tiled template. bf16 needs VK_KHR_shader_bfloat16 enabled
+//! by nxvk-core (not yet), so bf16 runs the tiled template.
 
 use crate::codegen::{storage_bytes, storage_type};
 use crate::dot_codegen::gemm_push_block;
 use crate::op_table::Elem;
 use nxvk_core::Capabilities;
+use std::fmt::Write as _;
 
 /// Subgroups per workgroup along M and N (both kernels).
 const SUBGROUPS_M: u32 = 2;
@@ -89,33 +98,24 @@ impl CooperativeKernel {
     }
 
     /// The shader: f16 A and B, C written as `output` (f16, or f32 for split-K partial sums).
+    /// Every fragment is a named variable and every loop over fragments, K steps within a
+    /// shared tile and staged loads is unrolled here (see the module comment for why).
     pub fn shader(self, output: Elem) -> String {
-        let a_layout = matrix_layout(self.a_k_contiguous);
-        let b_layout = matrix_layout(self.b_n_contiguous);
-        let store = if output == Elem::F32 {
-            "coopMatStore(sums[i][j], Outputs(address).v, 0u, push.n, gl_CooperativeMatrixLayoutRowMajor);"
-                .to_owned()
-        } else {
-            format!(
-                "coopmat<{0}, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> narrowed =
-                    coopmat<{0}, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(sums[i][j]);
-                coopMatStore(narrowed, Outputs(address).v, 0u, push.n, gl_CooperativeMatrixLayoutRowMajor);",
-                storage_type(output)
-            )
-        };
         let (fragments_m, fragments_n) = self.fragments();
         let (tile_m, tile_n, tile_k) = self.tile();
         let invocations = self.subgroup_size * SUBGROUPS_M * SUBGROUPS_N;
+        let block = FragmentBlock {
+            fragments_m,
+            fragments_n,
+        };
         let (declarations, k_loop) = if self.staged {
-            self.staged_k_loop(tile_m, tile_n, invocations)
+            self.staged_k_loop(block, tile_m, tile_n, invocations)
         } else {
-            (String::new(), self.direct_k_loop())
+            (String::new(), self.direct_k_loop(block))
         };
         format!(
             "#extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
-#define FRAGMENTS_M {fragments_m}u
-#define FRAGMENTS_N {fragments_n}u
 #define SUBGROUPS_N {SUBGROUPS_N}u
 #define TILE_M {tile_m}u
 #define TILE_N {tile_n}u
@@ -123,6 +123,10 @@ impl CooperativeKernel {
 #define INVOCATIONS {invocations}u
 #define A_LAYOUT {a_layout}
 #define B_LAYOUT {b_layout}
+#define ACCUMULATOR coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+#define A_FRAGMENT coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
+#define B_FRAGMENT coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
+#define OUTPUT_FRAGMENT coopmat<{output_storage}, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 layout(local_size_x = INVOCATIONS) in;
 layout(buffer_reference, scalar, buffer_reference_align = 16) readonly buffer Halves {{ float16_t v[]; }};
 layout(buffer_reference, scalar, buffer_reference_align = 16) readonly buffer Vectors {{ uvec4 v[]; }};
@@ -134,8 +138,8 @@ void main() {{
     uint subgroup_n = gl_SubgroupID % SUBGROUPS_N;
     uint block_row0 = gl_WorkGroupID.y * TILE_M;
     uint block_column0 = gl_WorkGroupID.x * TILE_N;
-    uint local_row0 = subgroup_m * FRAGMENTS_M * 16u;
-    uint local_column0 = subgroup_n * FRAGMENTS_N * 16u;
+    uint local_row0 = subgroup_m * {subgroup_rows}u;
+    uint local_column0 = subgroup_n * {subgroup_columns}u;
     uint row0 = block_row0 + local_row0;
     uint column0 = block_column0 + local_column0;
     uint tasks = push.batches * push.splits;
@@ -145,32 +149,25 @@ void main() {{
         uint k_end = min(k_begin + push.k_per_split, push.k);
         uint64_t a_base = push.a + uint64_t(batch) * uint64_t(push.a_batch_stride) * 2ul;
         uint64_t b_base = push.b + uint64_t(batch) * uint64_t(push.b_batch_stride) * 2ul;
-        coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> sums[FRAGMENTS_M][FRAGMENTS_N];
-        for (uint i = 0u; i < FRAGMENTS_M; i++) {{
-            for (uint j = 0u; j < FRAGMENTS_N; j++) {{
-                sums[i][j] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
-            }}
-        }}
-{k_loop}
-        uint64_t c_base = push.c + uint64_t(task) * uint64_t(push.m) * uint64_t(push.n) * {output_bytes}ul;
-        for (uint i = 0u; i < FRAGMENTS_M; i++) {{
-            for (uint j = 0u; j < FRAGMENTS_N; j++) {{
-                uint64_t address = c_base
-                    + (uint64_t(row0 + i * 16u) * uint64_t(push.n) + uint64_t(column0 + j * 16u)) * {output_bytes}ul;
-                {store}
-            }}
-        }}
-    }}
+{zero}{k_loop}        uint64_t c_base = push.c + uint64_t(task) * uint64_t(push.m) * uint64_t(push.n) * {output_bytes}ul
+            + (uint64_t(row0) * uint64_t(push.n) + uint64_t(column0)) * {output_bytes}ul;
+{stores}    }}
 }}
 ",
+            a_layout = matrix_layout(self.a_k_contiguous),
+            b_layout = matrix_layout(self.b_n_contiguous),
             output_storage = storage_type(output),
             output_bytes = storage_bytes(output),
             push_block = gemm_push_block(false),
+            subgroup_rows = fragments_m * FRAGMENT,
+            subgroup_columns = fragments_n * FRAGMENT,
+            zero = block.zero_accumulators(),
+            stores = block.stores(output, storage_bytes(output)),
         )
     }
 
     /// The direct kernel's K loop: fragments load from the operands.
-    fn direct_k_loop(self) -> String {
+    fn direct_k_loop(self, block: FragmentBlock) -> String {
         let a_stride = if self.a_k_contiguous {
             "push.a_m_stride"
         } else {
@@ -181,29 +178,36 @@ void main() {{
         } else {
             "push.b_n_stride"
         };
+        let a_load = |i: u32| {
+            format!(
+                "coopMatLoad(a{i}, Halves(a_base + (uint64_t(row0 + {}u) * uint64_t(push.a_m_stride) + uint64_t(k0) * uint64_t(push.a_k_stride)) * 2ul).v, 0u, {a_stride}, A_LAYOUT);",
+                i * FRAGMENT
+            )
+        };
+        let b_load = |j: u32| {
+            format!(
+                "coopMatLoad(b{j}, Halves(b_base + (uint64_t(k0) * uint64_t(push.b_k_stride) + uint64_t(column0 + {}u) * uint64_t(push.b_n_stride)) * 2ul).v, 0u, {b_stride}, B_LAYOUT);",
+                j * FRAGMENT
+            )
+        };
         format!(
             "        for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {{
-            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a_fragments[FRAGMENTS_M];
-            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> b_fragments[FRAGMENTS_N];
-            for (uint i = 0u; i < FRAGMENTS_M; i++) {{
-                uint64_t offset = uint64_t(row0 + i * 16u) * uint64_t(push.a_m_stride)
-                    + uint64_t(k0) * uint64_t(push.a_k_stride);
-                coopMatLoad(a_fragments[i], Halves(a_base + offset * 2ul).v, 0u, {a_stride}, A_LAYOUT);
-            }}
-            for (uint j = 0u; j < FRAGMENTS_N; j++) {{
-                uint64_t offset = uint64_t(k0) * uint64_t(push.b_k_stride)
-                    + uint64_t(column0 + j * 16u) * uint64_t(push.b_n_stride);
-                coopMatLoad(b_fragments[j], Halves(b_base + offset * 2ul).v, 0u, {b_stride}, B_LAYOUT);
-            }}
-{MULTIPLY_ADD}        }}
-"
+{step}        }}
+",
+            step = block.product_step(a_load, b_load),
         )
     }
 
     /// The staged kernel's shared tiles and K loop. Each tile is stored as rows of 16-byte
     /// vectors along the operand's dense axis (A: rows of M when K is dense, rows of K when M
     /// is; B likewise), one vector of padding per row.
-    fn staged_k_loop(self, tile_m: u32, tile_n: u32, invocations: u32) -> (String, String) {
+    fn staged_k_loop(
+        self,
+        block: FragmentBlock,
+        tile_m: u32,
+        tile_n: u32,
+        invocations: u32,
+    ) -> (String, String) {
         let tile_k = STAGED_TILE_K;
         let a = StagedOperand {
             name: "a",
@@ -218,6 +222,8 @@ void main() {{
                 "push.a_k_stride"
             },
             origin: "uint64_t(block_row0) * uint64_t(push.a_m_stride) + uint64_t(K0) * uint64_t(push.a_k_stride)",
+            subgroup_first: "local_row0",
+            fragments_along_rows: self.a_k_contiguous,
             invocations,
         };
         let b = StagedOperand {
@@ -233,26 +239,34 @@ void main() {{
                 "push.b_n_stride"
             },
             origin: "uint64_t(K0) * uint64_t(push.b_k_stride) + uint64_t(block_column0) * uint64_t(push.b_n_stride)",
+            subgroup_first: "local_column0",
+            fragments_along_rows: !self.b_n_contiguous,
             invocations,
         };
-        // Fragment offsets in vectors: (first, second) is (row, column) in the stored rows.
-        let a_offset = if self.a_k_contiguous {
-            "(local_row0 + i * 16u) * A_STRIDE + kk / 8u"
-        } else {
-            "kk * A_STRIDE + (local_row0 + i * 16u) / 8u"
-        };
-        let b_offset = if self.b_n_contiguous {
-            "kk * B_STRIDE + (local_column0 + j * 16u) / 8u"
-        } else {
-            "(local_column0 + j * 16u) * B_STRIDE + kk / 8u"
-        };
+        let mut steps = String::new();
+        for kk in (0..tile_k).step_by(FRAGMENT as usize) {
+            steps += &block.product_step(
+                |i| {
+                    format!(
+                        "coopMatLoad(a{i}, a_tile, a_origin + {}u, A_STRIDE, A_LAYOUT);",
+                        a.fragment_offset(i, kk)
+                    )
+                },
+                |j| {
+                    format!(
+                        "coopMatLoad(b{j}, b_tile, b_origin + {}u, B_STRIDE, B_LAYOUT);",
+                        b.fragment_offset(j, kk)
+                    )
+                },
+            );
+        }
         let declarations = format!("{}{}", a.declarations(), b.declarations());
         let fetch = |k0: &str| format!("{}{}", a.fetch(k0), b.fetch(k0));
         let k_loop = format!(
-            "        uint steps = (k_end - k_begin) / TILE_K;
-        uvec4 a_staged[A_LOADS];
-        uvec4 b_staged[B_LOADS];
-        if (steps > 0u) {{
+            "        uint a_origin = {a_origin};
+        uint b_origin = {b_origin};
+        uint steps = (k_end - k_begin) / TILE_K;
+{a_registers}{b_registers}        if (steps > 0u) {{
 {first_fetch}        }}
         for (uint step = 0u; step < steps; step++) {{
             barrier();
@@ -260,18 +274,12 @@ void main() {{
             if (step + 1u < steps) {{
                 uint k_next = k_begin + (step + 1u) * TILE_K;
 {next_fetch}            }}
-            for (uint kk = 0u; kk < TILE_K; kk += 16u) {{
-                coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a_fragments[FRAGMENTS_M];
-                coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> b_fragments[FRAGMENTS_N];
-                for (uint i = 0u; i < FRAGMENTS_M; i++) {{
-                    coopMatLoad(a_fragments[i], a_tile, {a_offset}, A_STRIDE, A_LAYOUT);
-                }}
-                for (uint j = 0u; j < FRAGMENTS_N; j++) {{
-                    coopMatLoad(b_fragments[j], b_tile, {b_offset}, B_STRIDE, B_LAYOUT);
-                }}
-{MULTIPLY_ADD}            }}
-        }}
+{steps}        }}
 ",
+            a_origin = a.subgroup_origin(),
+            b_origin = b.subgroup_origin(),
+            a_registers = a.registers(),
+            b_registers = b.registers(),
             first_fetch = fetch("k_begin"),
             next_fetch = fetch("k_next"),
             a_store = a.store(),
@@ -281,13 +289,80 @@ void main() {{
     }
 }
 
-/// The products of one K step of 16 (both kernels).
-const MULTIPLY_ADD: &str = "            for (uint i = 0u; i < FRAGMENTS_M; i++) {
-                for (uint j = 0u; j < FRAGMENTS_N; j++) {
-                    sums[i][j] = coopMatMulAdd(a_fragments[i], b_fragments[j], sums[i][j]);
-                }
+/// A subgroup's fragments, written out: accumulators `c<i>_<j>`, A fragments `a<i>`, B
+/// fragments `b<j>`.
+#[derive(Debug, Clone, Copy)]
+struct FragmentBlock {
+    fragments_m: u32,
+    fragments_n: u32,
+}
+
+impl FragmentBlock {
+    fn zero_accumulators(self) -> String {
+        let mut text = String::new();
+        for i in 0..self.fragments_m {
+            for j in 0..self.fragments_n {
+                let _ = writeln!(text, "        ACCUMULATOR c{i}_{j} = ACCUMULATOR(0.0);");
             }
-";
+        }
+        text
+    }
+
+    /// One K step of 16: the fragments loaded by the statements `a_load(i)` and `b_load(j)`,
+    /// then every accumulator's product.
+    fn product_step(
+        self,
+        a_load: impl Fn(u32) -> String,
+        b_load: impl Fn(u32) -> String,
+    ) -> String {
+        let mut text = String::from("            {\n");
+        for i in 0..self.fragments_m {
+            let _ = writeln!(
+                text,
+                "                A_FRAGMENT a{i};\n                {}",
+                a_load(i)
+            );
+        }
+        for j in 0..self.fragments_n {
+            let _ = writeln!(
+                text,
+                "                B_FRAGMENT b{j};\n                {}",
+                b_load(j)
+            );
+        }
+        for i in 0..self.fragments_m {
+            for j in 0..self.fragments_n {
+                let _ = writeln!(
+                    text,
+                    "                c{i}_{j} = coopMatMulAdd(a{i}, b{j}, c{i}_{j});"
+                );
+            }
+        }
+        text + "            }\n"
+    }
+
+    /// Stores every accumulator at `c_base` (the subgroup's first element of C), converted
+    /// to `output` unless it is f32.
+    fn stores(self, output: Elem, output_bytes: u32) -> String {
+        let mut text = String::new();
+        for i in 0..self.fragments_m {
+            for j in 0..self.fragments_n {
+                let fragment = if output == Elem::F32 {
+                    format!("c{i}_{j}")
+                } else {
+                    format!("OUTPUT_FRAGMENT(c{i}_{j})")
+                };
+                let _ = writeln!(
+                    text,
+                    "        coopMatStore({fragment}, Outputs(c_base + (uint64_t({row}u) * uint64_t(push.n) + {column}ul) * {output_bytes}ul).v, 0u, push.n, gl_CooperativeMatrixLayoutRowMajor);",
+                    row = i * FRAGMENT,
+                    column = j * FRAGMENT,
+                );
+            }
+        }
+        text
+    }
+}
 
 /// Row-major when the operand's second axis (A's K, B's N) is the dense one.
 fn matrix_layout(second_contiguous: bool) -> &'static str {
@@ -299,7 +374,8 @@ fn matrix_layout(second_contiguous: bool) -> &'static str {
 }
 
 /// One operand's shared tile in the staged kernel: `rows` rows of `row_vectors` 16-byte
-/// vectors, each thread copying `LOADS` of them per step through registers.
+/// vectors, each thread copying `loads()` of them per step through the registers
+/// `<name>_staged<l>`.
 struct StagedOperand {
     name: &'static str,
     rows_and_row_vectors: (u32, u32),
@@ -307,6 +383,11 @@ struct StagedOperand {
     row_stride: &'static str,
     /// The tile's first element, with `K0` standing for the step's first K.
     origin: &'static str,
+    /// The subgroup's first row of A (`local_row0`) or column of B (`local_column0`).
+    subgroup_first: &'static str,
+    /// Whether the subgroup's fragments follow each other along the stored rows (A's M or
+    /// B's N is the stored rows' axis: K is the dense one) or along the vectors of a row.
+    fragments_along_rows: bool,
     invocations: u32,
 }
 
@@ -315,56 +396,100 @@ impl StagedOperand {
         self.name.to_uppercase()
     }
 
+    fn vectors(&self) -> u32 {
+        self.rows_and_row_vectors.0 * self.rows_and_row_vectors.1
+    }
+
+    /// Vectors per stored row, padding included.
+    fn stride(&self) -> u32 {
+        self.rows_and_row_vectors.1 + 1
+    }
+
+    /// The subgroup's first vector in the tile (set once per invocation).
+    fn subgroup_origin(&self) -> String {
+        if self.fragments_along_rows {
+            format!("{} * {}_STRIDE", self.subgroup_first, self.upper())
+        } else {
+            format!("{} / 8u", self.subgroup_first)
+        }
+    }
+
+    /// Fragment `index`'s first vector at the tile's K step `kk`, past the subgroup origin:
+    /// 16 rows or 2 vectors per fragment, and 2 vectors or 16 rows per K step of 16.
+    fn fragment_offset(&self, index: u32, kk: u32) -> u32 {
+        let rows = FRAGMENT * self.stride();
+        let vectors = FRAGMENT / 8;
+        let (per_fragment, per_step) = if self.fragments_along_rows {
+            (rows, vectors)
+        } else {
+            (vectors, rows)
+        };
+        index * per_fragment + kk / FRAGMENT * per_step
+    }
+
+    fn loads(&self) -> u32 {
+        self.vectors().div_ceil(self.invocations)
+    }
+
     fn declarations(&self) -> String {
         let (rows, row_vectors) = self.rows_and_row_vectors;
-        let vectors = rows * row_vectors;
         format!(
             "#define {n}_ROW_VECTORS {row_vectors}u
 #define {n}_STRIDE {stride}u
-#define {n}_VECTORS {vectors}u
-#define {n}_LOADS {loads}u
 shared uvec4 {name}_tile[{rows}u * {n}_STRIDE];
 ",
             n = self.upper(),
             name = self.name,
-            stride = row_vectors + 1,
-            loads = vectors.div_ceil(self.invocations),
+            stride = self.stride(),
         )
+    }
+
+    fn registers(&self) -> String {
+        (0..self.loads())
+            .map(|load| format!("        uvec4 {}_staged{load};\n", self.name))
+            .collect()
+    }
+
+    /// Runs `statement(load, vector)` for each of this thread's vectors (`vector` a GLSL
+    /// expression), guarded where the last round of loads is partial.
+    fn each_vector(&self, statement: impl Fn(u32, &str) -> String) -> String {
+        let mut text = String::new();
+        for load in 0..self.loads() {
+            let vector = format!("(gl_LocalInvocationIndex + {}u)", load * self.invocations);
+            let body = statement(load, &vector);
+            if (load + 1) * self.invocations > self.vectors() {
+                let _ = writeln!(
+                    text,
+                    "            if ({vector} < {}u) {{ {body} }}",
+                    self.vectors()
+                );
+            } else {
+                let _ = writeln!(text, "            {body}");
+            }
+        }
+        text
     }
 
     /// Loads this thread's vectors of the step starting at K = `k0` into registers.
     fn fetch(&self, k0: &str) -> String {
-        format!(
-            "            for (uint load = 0u; load < {n}_LOADS; load++) {{
-                uint vector = gl_LocalInvocationIndex + load * INVOCATIONS;
-                if (vector < {n}_VECTORS) {{
-                    uint64_t element = {origin}
-                        + uint64_t(vector / {n}_ROW_VECTORS) * uint64_t({row_stride})
-                        + uint64_t((vector % {n}_ROW_VECTORS) * 8u);
-                    {name}_staged[load] = Vectors({name}_base + element * 2ul).v[0];
-                }}
-            }}
-",
-            n = self.upper(),
-            name = self.name,
-            origin = self.origin.replace("K0", k0),
-            row_stride = self.row_stride,
-        )
+        let (n, name) = (self.upper(), self.name);
+        let origin = self.origin.replace("K0", k0);
+        self.each_vector(|load, vector| {
+            format!(
+                "{name}_staged{load} = Vectors({name}_base + ({origin} + uint64_t({vector} / {n}_ROW_VECTORS) * uint64_t({row_stride}) + uint64_t(({vector} % {n}_ROW_VECTORS) * 8u)) * 2ul).v[0];",
+                row_stride = self.row_stride,
+            )
+        })
     }
 
     /// Stores this thread's registers into the shared tile.
     fn store(&self) -> String {
-        format!(
-            "            for (uint load = 0u; load < {n}_LOADS; load++) {{
-                uint vector = gl_LocalInvocationIndex + load * INVOCATIONS;
-                if (vector < {n}_VECTORS) {{
-                    {name}_tile[(vector / {n}_ROW_VECTORS) * {n}_STRIDE + vector % {n}_ROW_VECTORS] = {name}_staged[load];
-                }}
-            }}
-",
-            n = self.upper(),
-            name = self.name,
-        )
+        let (n, name) = (self.upper(), self.name);
+        self.each_vector(|load, vector| {
+            format!(
+                "{name}_tile[({vector} / {n}_ROW_VECTORS) * {n}_STRIDE + {vector} % {n}_ROW_VECTORS] = {name}_staged{load};"
+            )
+        })
     }
 }
 
