@@ -6,6 +6,9 @@
 // regenerates them and prints each fit's error). The measured ulp bounds against the CPU's
 // libm are in docs/CAPABILITIES.md (`cargo run -p nxvk-kernels --example ulp`).
 //
+// Polynomials are written out as one statement per coefficient, never a loop over a constant
+// array: some drivers copy such an array into every invocation's private memory.
+//
 // `precise` keeps error-free transformations (two_sum, two_prod) from being fused into FMAs
 // or regrouped, which would silently drop their error terms. Included (with NX_F64_MATH
 // defined) only in the kernels that call it: f64 transcendentals and the f32 helpers that
@@ -122,19 +125,29 @@ double nx_scale_f64(double value, int exponent) {
 
 // --- exp, expm1 ---
 
-const double NX_INVERSE_FACTORIALS[21] = double[](
-    1.0lf / 1.0lf, 1.0lf / 1.0lf, 1.0lf / 2.0lf, 1.0lf / 6.0lf, 1.0lf / 24.0lf, 1.0lf / 120.0lf,
-    1.0lf / 720.0lf, 1.0lf / 5040.0lf, 1.0lf / 40320.0lf, 1.0lf / 362880.0lf,
-    1.0lf / 3628800.0lf, 1.0lf / 39916800.0lf, 1.0lf / 479001600.0lf, 1.0lf / 6227020800.0lf,
-    1.0lf / 87178291200.0lf, 1.0lf / 1307674368000.0lf, 1.0lf / 20922789888000.0lf,
-    1.0lf / 355687428096000.0lf, 1.0lf / 6402373705728000.0lf, 1.0lf / 121645100408832000.0lf,
-    1.0lf / 2432902008176640000.0lf);
 
 // e^r - 1 - r by its Taylor series to r^20: the error of e^r - 1 is below 2^-60 relative for
 // |r| <= 0.7. Keeping r apart lets callers add it exactly.
 double nx_expm1_taylor_tail_f64(double r) {
-    double p = NX_INVERSE_FACTORIALS[20];
-    for (int n = 19; n >= 2; n--) p = p * r + NX_INVERSE_FACTORIALS[n];
+    double p = 1.0lf / 2432902008176640000.0lf;
+    p = p * r + 1.0lf / 121645100408832000.0lf;
+    p = p * r + 1.0lf / 6402373705728000.0lf;
+    p = p * r + 1.0lf / 355687428096000.0lf;
+    p = p * r + 1.0lf / 20922789888000.0lf;
+    p = p * r + 1.0lf / 1307674368000.0lf;
+    p = p * r + 1.0lf / 87178291200.0lf;
+    p = p * r + 1.0lf / 6227020800.0lf;
+    p = p * r + 1.0lf / 479001600.0lf;
+    p = p * r + 1.0lf / 39916800.0lf;
+    p = p * r + 1.0lf / 3628800.0lf;
+    p = p * r + 1.0lf / 362880.0lf;
+    p = p * r + 1.0lf / 40320.0lf;
+    p = p * r + 1.0lf / 5040.0lf;
+    p = p * r + 1.0lf / 720.0lf;
+    p = p * r + 1.0lf / 120.0lf;
+    p = p * r + 1.0lf / 24.0lf;
+    p = p * r + 1.0lf / 6.0lf;
+    p = p * r + 1.0lf / 2.0lf;
     return r * r * p;
 }
 
@@ -212,11 +225,6 @@ double nx_sigmoid_f64(double x) { return 1.0lf / (1.0lf + nx_exp_f64(-x)); }
 
 // --- log, log1p ---
 
-// 2 atanh(s) = 2s + 2s^3/3 + s^5 (2/5 + 2s^2/7 + ...): the coefficients of the last series.
-const double NX_LOG_SERIES[11] = double[](
-    2.0lf / 5.0lf, 2.0lf / 7.0lf, 2.0lf / 9.0lf, 2.0lf / 11.0lf, 2.0lf / 13.0lf, 2.0lf / 15.0lf,
-    2.0lf / 17.0lf, 2.0lf / 19.0lf, 2.0lf / 21.0lf, 2.0lf / 23.0lf, 2.0lf / 25.0lf);
-
 // log(x) as a double-double for finite x > 0: x = 2^e m with m in [sqrt(1/2), sqrt(2)), and
 // log m = 2 atanh(s), s = (m - 1) / (m + 1), with s and its first two terms in double-double
 // (about 2^-100 relative), which is what pow needs.
@@ -242,8 +250,18 @@ dvec2 nx_log_dd_f64(double x) {
     dvec2 s_squared = nx_dd_mul(s, s);
     dvec2 s_cubed = nx_dd_mul(s_squared, s);
     double z = s_squared.x;
-    double series = NX_LOG_SERIES[10];
-    for (int n = 9; n >= 0; n--) series = series * z + NX_LOG_SERIES[n];
+    // 2 atanh(s) = 2s + 2s^3/3 + s^5 (2/5 + 2s^2/7 + ...): the last series.
+    double series = 2.0lf / 25.0lf;
+    series = series * z + 2.0lf / 23.0lf;
+    series = series * z + 2.0lf / 21.0lf;
+    series = series * z + 2.0lf / 19.0lf;
+    series = series * z + 2.0lf / 17.0lf;
+    series = series * z + 2.0lf / 15.0lf;
+    series = series * z + 2.0lf / 13.0lf;
+    series = series * z + 2.0lf / 11.0lf;
+    series = series * z + 2.0lf / 9.0lf;
+    series = series * z + 2.0lf / 7.0lf;
+    series = series * z + 2.0lf / 5.0lf;
     dvec2 log_m = nx_dd_add(2.0lf * s, nx_dd_mul(s_cubed, NX_TWO_THIRDS_DD));
     log_m = nx_dd_add(log_m, dvec2(s_cubed.x * z * series, 0.0lf));
     double e = double(exponent);
@@ -308,14 +326,6 @@ double nx_pow_f64(double x, double y) {
 
 // --- sin, cos, tan ---
 
-const double NX_SIN_SERIES[9] = double[](
-    -1.0lf / 6.0lf, 1.0lf / 120.0lf, -1.0lf / 5040.0lf, 1.0lf / 362880.0lf,
-    -1.0lf / 39916800.0lf, 1.0lf / 6227020800.0lf, -1.0lf / 1307674368000.0lf,
-    1.0lf / 355687428096000.0lf, -1.0lf / 121645100408832000.0lf);
-const double NX_COS_SERIES[9] = double[](
-    1.0lf / 24.0lf, -1.0lf / 720.0lf, 1.0lf / 40320.0lf, -1.0lf / 3628800.0lf,
-    1.0lf / 479001600.0lf, -1.0lf / 87178291200.0lf, 1.0lf / 20922789888000.0lf,
-    -1.0lf / 6402373705728000.0lf, 1.0lf / 2432902008176640000.0lf);
 // 2/pi in 32-bit words after the binary point, for Payne-Hanek reduction up to |x| = 2^1024
 // (a switch, not an array: an array indexed at run time is copied into every invocation's
 // private memory by some drivers, even on paths that never reach it).
@@ -451,8 +461,15 @@ dvec2 nx_reduce_half_pi_f64(double x, out int quadrant) {
 // sin(r.x + r.y) as an unevaluated sum (head, small tail), |r| <= pi/4.
 dvec2 nx_sin_kernel_f64(dvec2 r) {
     double z = r.x * r.x;
-    double p = NX_SIN_SERIES[8];
-    for (int n = 7; n >= 0; n--) p = p * z + NX_SIN_SERIES[n];
+    double p = -1.0lf / 121645100408832000.0lf;
+    p = p * z + 1.0lf / 355687428096000.0lf;
+    p = p * z - 1.0lf / 1307674368000.0lf;
+    p = p * z + 1.0lf / 6227020800.0lf;
+    p = p * z - 1.0lf / 39916800.0lf;
+    p = p * z + 1.0lf / 362880.0lf;
+    p = p * z - 1.0lf / 5040.0lf;
+    p = p * z + 1.0lf / 120.0lf;
+    p = p * z - 1.0lf / 6.0lf;
     precise double tail = r.x * z * p + r.y * (1.0lf - 0.5lf * z);
     return dvec2(r.x, tail);
 }
@@ -462,8 +479,15 @@ dvec2 nx_cos_kernel_f64(dvec2 r) {
     dvec2 z = nx_two_prod(r.x, r.x);
     double half_z = 0.5lf * z.x;
     precise double head = 1.0lf - half_z;
-    double p = NX_COS_SERIES[8];
-    for (int n = 7; n >= 0; n--) p = p * z.x + NX_COS_SERIES[n];
+    double p = 1.0lf / 2432902008176640000.0lf;
+    p = p * z.x - 1.0lf / 6402373705728000.0lf;
+    p = p * z.x + 1.0lf / 20922789888000.0lf;
+    p = p * z.x - 1.0lf / 87178291200.0lf;
+    p = p * z.x + 1.0lf / 479001600.0lf;
+    p = p * z.x - 1.0lf / 3628800.0lf;
+    p = p * z.x + 1.0lf / 40320.0lf;
+    p = p * z.x - 1.0lf / 720.0lf;
+    p = p * z.x + 1.0lf / 24.0lf;
     precise double tail = ((1.0lf - head) - half_z) + (z.x * z.x * p - (0.5lf * z.y + r.x * r.y));
     return dvec2(head, tail);
 }
@@ -500,16 +524,20 @@ double nx_tan_f64(double x) {
 // --- atan, atan2, asin, acos ---
 
 // atan(u) = u + u^3 P(u^2) for |u| <= 7/16 (fit: 2^-57.8 relative).
-const double NX_ATAN_FIT[12] = double[](
-    -0.3333333333333333lf, 0.19999999999999404lf, -0.14285714285565562lf, 0.11111111096544377lf,
-    -0.0909090835142111lf, 0.0769228545347931lf, -0.06666240389180404lf, 0.058769315438208604lf,
-    -0.05216586580546373lf, 0.04491897813192446lf, -0.033120205412416844lf,
-    0.014765672579295772lf);
-
 double nx_atan_tail_f64(double u) {
     double z = u * u;
-    double p = NX_ATAN_FIT[11];
-    for (int n = 10; n >= 0; n--) p = p * z + NX_ATAN_FIT[n];
+    double p = 0.014765672579295772lf;
+    p = p * z - 0.033120205412416844lf;
+    p = p * z + 0.04491897813192446lf;
+    p = p * z - 0.05216586580546373lf;
+    p = p * z + 0.058769315438208604lf;
+    p = p * z - 0.06666240389180404lf;
+    p = p * z + 0.0769228545347931lf;
+    p = p * z - 0.0909090835142111lf;
+    p = p * z + 0.11111111096544377lf;
+    p = p * z - 0.14285714285565562lf;
+    p = p * z + 0.19999999999999404lf;
+    p = p * z - 0.3333333333333333lf;
     return u * z * p;
 }
 
@@ -564,17 +592,22 @@ double nx_atan2_f64(double y, double x) {
 }
 
 // asin(w) = w + w^3 P(w^2) for |w| <= 1/2 (fit: 2^-58.5 relative).
-const double NX_ASIN_FIT[14] = double[](
-    0.16666666666666666lf, 0.07500000000000118lf, 0.044642857142551236lf, 0.030381944475591983lf,
-    0.022372157440717466lf, 0.017352816617756082lf, 0.013963778636220892lf,
-    0.011566475960553163lf, 0.00962171028406244lf, 0.009320298817537808lf,
-    0.003042112803367317lf, 0.019561197368064193lf, -0.019251063609761476lf,
-    0.02961784360278849lf);
-
 double nx_asin_tail_f64(double w) {
     double z = w * w;
-    double p = NX_ASIN_FIT[13];
-    for (int n = 12; n >= 0; n--) p = p * z + NX_ASIN_FIT[n];
+    double p = 0.02961784360278849lf;
+    p = p * z - 0.019251063609761476lf;
+    p = p * z + 0.019561197368064193lf;
+    p = p * z + 0.003042112803367317lf;
+    p = p * z + 0.009320298817537808lf;
+    p = p * z + 0.00962171028406244lf;
+    p = p * z + 0.011566475960553163lf;
+    p = p * z + 0.013963778636220892lf;
+    p = p * z + 0.017352816617756082lf;
+    p = p * z + 0.022372157440717466lf;
+    p = p * z + 0.030381944475591983lf;
+    p = p * z + 0.044642857142551236lf;
+    p = p * z + 0.07500000000000118lf;
+    p = p * z + 0.16666666666666666lf;
     return w * z * p;
 }
 
@@ -731,14 +764,6 @@ double nx_atanh_f64(double x) {
 
 // --- erf, erfc, erf_inv ---
 
-// erf(x) = x + x R(x^2) for |x| < 1 (fit: 2^-56.3 relative).
-const double NX_ERF_FIT[14] = double[](
-    0.1283791670955126lf, -0.37612638903183754lf, 0.11283791670955119lf, -0.02686617064512972lf,
-    0.005223977625421919lf, -0.0008548327021842004lf, 0.0001205533289887479lf,
-    -1.4925647451134325e-05lf, 1.6462043130594368e-06lf, -1.6364610647085907e-07lf,
-    1.4792111042608197e-08lf, -1.2162835925503698e-09lf, 8.703077678003092e-11lf,
-    -4.2218066361920665e-12lf);
-
 // erfc(x) e^(x^2) on [1/2, 2) as polynomials in t = (x - centre) / half width, and
 // x erfc(x) e^(x^2) on [2, 28) as polynomials in t = (1/x^2 - centre) / half width: 15
 // coefficients per interval (fits: 2^-53.9 to 2^-56.8 relative, the rounding of the leading
@@ -764,11 +789,23 @@ dvec2 nx_erfc_fit_f64(int interval, double t) {
     return dvec2(0.0lf);
 }
 
-
+// erf(x) = x + x R(x^2) for |x| < 1 (fit: 2^-56.3 relative).
 double nx_erf_small_f64(double x) {
     double z = x * x;
-    double p = NX_ERF_FIT[13];
-    for (int n = 12; n >= 0; n--) p = p * z + NX_ERF_FIT[n];
+    double p = -4.2218066361920665e-12lf;
+    p = p * z + 8.703077678003092e-11lf;
+    p = p * z - 1.2162835925503698e-09lf;
+    p = p * z + 1.4792111042608197e-08lf;
+    p = p * z - 1.6364610647085907e-07lf;
+    p = p * z + 1.6462043130594368e-06lf;
+    p = p * z - 1.4925647451134325e-05lf;
+    p = p * z + 0.0001205533289887479lf;
+    p = p * z - 0.0008548327021842004lf;
+    p = p * z + 0.005223977625421919lf;
+    p = p * z - 0.02686617064512972lf;
+    p = p * z + 0.11283791670955119lf;
+    p = p * z - 0.37612638903183754lf;
+    p = p * z + 0.1283791670955126lf;
     return x + x * p;
 }
 
@@ -833,12 +870,6 @@ double nx_erfc_f64(double x) {
 // 6.1, where 1 - y reaches 2^-53), then one Newton step on erfc(x) = 1 - y, where 1 - y is
 // exact and erfc keeps its relative accuracy: from that start the step's own error
 // (x^2 times the start's relative error squared) is below 2^-58.
-const double NX_ERF_INV_CENTRE[14] = double[](
-    0.886226925452758lf, 0.2320136665346592lf, 0.12755617530437996lf, 0.08655212936521021lf,
-    0.06495961121070845lf, 0.051731488178582356lf, 0.042832522404027275lf,
-    0.036523647686109155lf, 0.031139937251495612lf, 0.03162259060010486lf,
-    0.008337072802042557lf, 0.07371159282264247lf, -0.07643864607466185lf,
-    0.11336708726642712lf);
 
 // The start for 1/2 < y < 1 from s (above).
 double nx_erf_inv_tail_start_f64(double s) {
@@ -863,11 +894,22 @@ double nx_erf_inv_f64(double y) {
     double x;
     if (ay <= 0.5lf) {
         double z = ay * ay;
-        double p = NX_ERF_INV_CENTRE[13];
-        for (int n = 12; n >= 1; n--) p = p * z + NX_ERF_INV_CENTRE[n];
+        double p = 0.11336708726642712lf;
+        p = p * z - 0.07643864607466185lf;
+        p = p * z + 0.07371159282264247lf;
+        p = p * z + 0.008337072802042557lf;
+        p = p * z + 0.03162259060010486lf;
+        p = p * z + 0.031139937251495612lf;
+        p = p * z + 0.036523647686109155lf;
+        p = p * z + 0.042832522404027275lf;
+        p = p * z + 0.051731488178582356lf;
+        p = p * z + 0.06495961121070845lf;
+        p = p * z + 0.08655212936521021lf;
+        p = p * z + 0.12755617530437996lf;
+        p = p * z + 0.2320136665346592lf;
         // The leading coefficient is sqrt(pi)/2 rounded; its tail joins the small terms
         // (alone, its rounding cost an ulp next to 0).
-        x = ay * NX_ERF_INV_CENTRE[0] + ay * (z * p - 3.8332932499128993e-17lf);
+        x = ay * 0.886226925452758lf + ay * (z * p - 3.8332932499128993e-17lf);
     } else {
         double complement = 1.0lf - ay;
         x = nx_erf_inv_tail_start_f64(sqrt(-nx_log_f64(complement * (1.0lf + ay))));

@@ -45,8 +45,14 @@ def report(name, err):
     print(f"{name}: {err:.3g} (2^{float(mp.log(err, 2)):.1f})", file=sys.stderr)
 
 
-def literal(values):
-    return ", ".join(repr(v) + "lf" for v in values)
+def statements(name, values, variable="z"):
+    """Horner's rule as one GLSL statement per coefficient (never a loop over an array)."""
+    top, *rest = reversed(values)
+    lines = [f"double p = {top!r}lf;"]
+    for v in rest:
+        sign = "-" if v < 0 else "+"
+        lines.append(f"p = p * {variable} {sign} {abs(v)!r}lf;")
+    return f"// {name}\n" + "\n".join(lines)
 
 
 # erfc(x) e^(x^2) on x intervals (t = (x - centre) / half width); x erfc(x) e^(x^2) as a
@@ -88,14 +94,15 @@ for i, (r, tail) in enumerate(rows):
 R = lambda z: mp.erf(mp.sqrt(z)) / mp.sqrt(z) - 1
 c = fit(R, mp.mpf("1e-30"), mp.mpf(1), 13, weight=lambda z: 1 / (1 + R(z)))
 report("erf", check(c, None, mp.mpf("1e-30"), mp.mpf(1), total=lambda c, z: abs(horner(c, z) - R(z)) / (1 + R(z))))
-print("NX_ERF_FIT:", literal(c))
+print(statements("erf", c))
 # erf_inv: y P(y^2) for |y| <= 1/2, and for |y| > 1/2 a start for one Newton step: x as
 # polynomials in t = (s - centre) / half width, s = sqrt(-log((1 - y)(1 + y))), on three
 # s intervals up to 6.1 (1 - y >= 2^-53).
 Y = lambda z: mp.erfinv(mp.sqrt(z)) / mp.sqrt(z) if z > 0 else mp.sqrt(mp.pi) / 2
 c = fit(Y, mp.mpf(0), mp.mpf(0.25), 13)
 report("erf_inv centre", check(c, Y, mp.mpf("1e-30"), mp.mpf(0.25), n=400))
-print("NX_ERF_INV_CENTRE:", literal(c))
+print(statements("erf_inv centre (the leading coefficient apart)", c[1:]))
+print(f"leading: {c[0]!r}lf")
 S = lambda s: mp.erfinv(mp.sqrt(1 - mp.exp(-s * s)))
 s_start = float(mp.sqrt(-mp.log(mp.mpf(0.75))))
 for a, b in [(s_start, 1.6), (1.6, 3.2), (3.2, 6.1)]:
@@ -106,9 +113,9 @@ for a, b in [(s_start, 1.6), (1.6, 3.2), (3.2, 6.1)]:
     print(f"        t = (s - {m!r}lf) * {1 / h!r}lf; x = {horner_text(c)};")
 zmax = (mp.mpf(7) / 16) ** 2
 atan_tail = lambda z: (mp.atan(mp.sqrt(z)) - mp.sqrt(z)) / (mp.sqrt(z) * z)
-print("NX_ATAN_FIT:", literal(fit(atan_tail, mp.mpf("1e-30"), zmax, 11)))
+print(statements("atan", fit(atan_tail, mp.mpf("1e-30"), zmax, 11)))
 asin_tail = lambda z: (mp.asin(mp.sqrt(z)) - mp.sqrt(z)) / (mp.sqrt(z) * z)
-print("NX_ASIN_FIT:", literal(fit(asin_tail, mp.mpf("1e-30"), mp.mpf(0.25), 13)))
+print(statements("asin", fit(asin_tail, mp.mpf("1e-30"), mp.mpf(0.25), 13)))
 
 # Double-double constants (head, tail).
 mp.mp.dps = 80
