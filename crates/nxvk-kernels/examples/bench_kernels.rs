@@ -178,6 +178,10 @@ fn main() {
             Box::new(move |b| b.add_vec4(big)),
         ),
         (
+            format!("uniform_f32_{big_label}"),
+            Box::new(move |b| b.uniform_f32(big)),
+        ),
+        (
             format!("sum_f32_{big_label}"),
             Box::new(move |b| b.sum(DType::F32, big)),
         ),
@@ -467,6 +471,15 @@ impl Bench {
         let time = gpu_median(&self.device, self.quick, || ops::unary(op, &x).map(drop))?;
         let bytes = 2.0 * elements as f64 * dtype.byte_size().unwrap_or(4) as f64;
         Ok(Record::gigabytes_per_second(bytes, time))
+    }
+
+    /// Nx.Random's uniform f32 draws (threefry2x32), as bytes written per second.
+    fn uniform_f32(&self, elements: usize) -> Result<Record> {
+        let key = nxvk_kernels::random::key(&self.device, 42)?;
+        let time = gpu_median(&self.device, self.quick, || {
+            nxvk_kernels::random::uniform(&key, &[elements], (0.0, 1.0), DType::F32).map(drop)
+        })?;
+        Ok(Record::gigabytes_per_second(4.0 * elements as f64, time))
     }
 
     /// f32 `op` on values in its domain: [0, 1) (random_f32's range) for all but acosh, which

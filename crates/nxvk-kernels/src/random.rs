@@ -13,8 +13,7 @@
 //! times `max - min` (computed in the type), plus `min`, at least `min`; each operation is
 //! rounded to the type (`precise` keeps the driver from fusing multiply and add). `normal` is
 //! `sqrt(2) * erf_inv(u) * standard_deviation + mean` with `u` uniform in
-//! `(-1, 1)`, run through the catalog's eager ops (f64's `erf_inv` is a counted host
-//! fallback today, as in the rest of the catalog).
+//! `(-1, 1)`, run through the catalog's eager ops.
 //!
 //! For fusion: threefry itself needs only u32 `add`, `bitwise_xor`, `left_shift`,
 //! `right_shift` and `bitwise_or`, all in the op table; Nx.Random's graph also uses `iota`,
@@ -37,6 +36,32 @@ enum Output {
     Bits,
     /// Uniform floats of a dtype (f16, bf16, f32, f64).
     Uniform(DType),
+}
+
+/// threefry2x32's rotation distances, four per round group (Nx.Random's constants).
+const ROTATIONS: [u32; 8] = [13, 15, 26, 6, 17, 29, 16, 24];
+
+/// threefry's 20 rounds and 5 key injections as straight-line GLSL on `x` and the key
+/// schedule `ks0..ks2`: a loop indexing a constant rotation array is kept in private memory
+/// by some drivers. Injection `s` adds the schedule's words `(s - 1) mod 3` and `s mod 3`
+/// (the schedule rotates by one word per injection).
+fn threefry_rounds() -> String {
+    let mut text = String::new();
+    for injection in 1..=5u32 {
+        let group = if injection % 2 == 1 { 0 } else { 4 };
+        for rotation in &ROTATIONS[group..group + 4] {
+            let _ = writeln!(
+                text,
+                "    x.x += x.y;\n    x.y = rotate_left(x.y, {rotation}u) ^ x.x;"
+            );
+        }
+        let (first, second) = ((injection - 1) % 3, injection % 3);
+        let _ = writeln!(
+            text,
+            "    x.x += ks{first};\n    x.y += ks{second} + {injection}u;"
+        );
+    }
+    text
 }
 
 /// The GLSL of the threefry kernel for `output`.
@@ -75,25 +100,11 @@ uint rotate_left(uint value, uint distance) {{ return (value << distance) | (val
 
 // threefry2x32 with 20 rounds, in Nx.Random's formulation.
 uvec2 threefry(uint key1, uint key2, uvec2 counter) {{
-    const uint rotations[8] = uint[8](13u, 15u, 26u, 6u, 17u, 29u, 16u, 24u);
     uint ks0 = key2;
     uint ks1 = key1 ^ key2 ^ 0x1BD11BDAu;
     uint ks2 = key1;
     uvec2 x = counter + uvec2(key1, key2);
-    for (uint step = 1u; step <= 5u; step++) {{
-        uint first = ((step & 1u) == 1u) ? 0u : 4u;
-        for (uint round = 0u; round < 4u; round++) {{
-            x.x += x.y;
-            x.y = rotate_left(x.y, rotations[first + round]) ^ x.x;
-        }}
-        x.x += ks0;
-        x.y += ks1 + step;
-        uint rotated = ks0;
-        ks0 = ks1;
-        ks1 = ks2;
-        ks2 = rotated;
-    }}
-    return x;
+{rounds}    return x;
 }}
 
 float uniform_f32(uint bits) {{
@@ -162,6 +173,7 @@ void main() {{
         }}"
             )
         },
+        rounds = threefry_rounds(),
     );
     shader
 }
