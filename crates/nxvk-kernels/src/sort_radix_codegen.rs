@@ -299,8 +299,12 @@ fn prelude(shape: RadixShape) -> String {
     } else {
         ""
     };
+    // Loops over an invocation's items, digits or subgroups are marked for unrolling
+    // (GL_EXT_control_flow_attributes): their arrays then stay in registers. On the H200 this
+    // took sort_f32_16M from 1.805 to 1.702 ms (docs/BENCHMARKS.md, eleventh session).
     format!(
-        "{extension}
+        "#extension GL_EXT_control_flow_attributes : require
+{extension}
 layout(local_size_x = {workgroup_size}) in;
 const uint WORKGROUP = {workgroup_size}u;
 const uint SUBGROUP = {subgroup_size}u;
@@ -337,7 +341,7 @@ uint workgroup_exclusive_add(uint value, out uint total) {{
     barrier();
     uint before = 0u;
     total = 0u;
-    for (uint subgroup = 0u; subgroup < SUBGROUPS; subgroup++) {{
+    [[unroll]] for (uint subgroup = 0u; subgroup < SUBGROUPS; subgroup++) {{
         uint sum = subgroup_sums[subgroup];
         before += subgroup < gl_SubgroupID ? sum : 0u;
         total += sum;
@@ -439,11 +443,11 @@ fn tile_histogram_glsl(histogram: &str, tile: &str) -> String {
         "        {{
         uint first = {tile} * TILE;
         uint digits[PER_INVOCATION];
-        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+        [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
             uint position = first + round * WORKGROUP + invocation;
             digits[round] = position < push.row_length ? digit_of_key(load_key(row, position)) : 0u;
         }}
-        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+        [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
             bool valid = first + round * WORKGROUP + invocation < push.row_length;
             uint digit = digits[round];
             uvec4 peers = digit_peers(digit, valid);
@@ -501,13 +505,13 @@ void main() {{
             uint first = chunk + invocation * PER_INVOCATION;
             uint values[PER_INVOCATION];
             uint sum = 0u;
-            for (uint i = 0u; i < PER_INVOCATION; i++) {{
+            [[unroll]] for (uint i = 0u; i < PER_INVOCATION; i++) {{
                 values[i] = first + i < end ? Words(push.counts + uint64_t(first + i) * 4ul).v : 0u;
                 sum += values[i];
             }}
             uint chunk_total;
             uint running = carry + workgroup_exclusive_add(sum, chunk_total);
-            for (uint i = 0u; i < PER_INVOCATION; i++) {{
+            [[unroll]] for (uint i = 0u; i < PER_INVOCATION; i++) {{
                 if (first + i < end) Words(push.counts + uint64_t(first + i) * 4ul).v = running;
                 running += values[i];
             }}
@@ -570,7 +574,7 @@ fn look_back_glsl() -> String {
     format!(
         "        uint earlier[DIGITS_PER_INVOCATION];
         bool found[DIGITS_PER_INVOCATION];
-        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+        [[unroll]] for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
             earlier[j] = 0u;
             found[j] = tile_in_row == 0u;
         }}
@@ -580,7 +584,7 @@ fn look_back_glsl() -> String {
             uint absent_total = 0u;
             for (uint poll = 0u; poll < POLLS; poll++) {{
                 uint absent = 0u;
-                for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+                [[unroll]] for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
                     uint digit = invocation * DIGITS_PER_INVOCATION + j;
                     statuses[j] = found[j] ? FLAG_PREFIX : atomicAdd(Words(status_address(row, before_tile, digit)).v, 0u);
                     absent += (statuses[j] & FLAG_MASK) == 0u ? 1u : 0u;
@@ -593,7 +597,7 @@ fn look_back_glsl() -> String {
                 for (uint digit = invocation; digit < BINS; digit += WORKGROUP) fallback_histogram[digit] = 0u;
                 barrier();
 {counting}                barrier();
-                for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+                [[unroll]] for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
                     if ((statuses[j] & FLAG_MASK) == 0u) {{
                         statuses[j] = FLAG_AGGREGATE | fallback_histogram[invocation * DIGITS_PER_INVOCATION + j];
                     }}
@@ -601,7 +605,7 @@ fn look_back_glsl() -> String {
                 barrier();
             }}
             uint open = 0u;
-            for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+            [[unroll]] for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
                 if (!found[j]) {{
                     earlier[j] += statuses[j] & ~FLAG_MASK;
                     found[j] = (statuses[j] & FLAG_MASK) == FLAG_PREFIX;
@@ -639,10 +643,10 @@ pub(crate) fn scatter_shader(
             "        // This invocation's digits' places (the scanned counts), loaded first so that
         // their latency overlaps the items'.
         uint scanned[DIGITS_PER_INVOCATION];
-        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+        [[unroll]] for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
             scanned[j] = Words(count_address(row, invocation * DIGITS_PER_INVOCATION + j, tile_in_row)).v;
         }",
-            "        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+            "        [[unroll]] for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
             // Unsigned wrap-around cancels when a slot of this digit is added back.
             digit_places[invocation * DIGITS_PER_INVOCATION + j] = scanned[j] - local_starts[j];
         }"
@@ -658,7 +662,7 @@ pub(crate) fn scatter_shader(
             "        // This invocation's digits' totals in the row (for their starts).
         uint digit_totals[DIGITS_PER_INVOCATION];
         uint row_sum = 0u;
-        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+        [[unroll]] for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
             uint digit = invocation * DIGITS_PER_INVOCATION + j;
             digit_totals[j] = Words(push.totals + ((uint64_t(row) * uint64_t(push.passes) + uint64_t(push.pass)) * BINS + uint64_t(digit)) * 4ul).v;
             row_sum += digit_totals[j];
@@ -666,11 +670,11 @@ pub(crate) fn scatter_shader(
             "        uint unused;
         uint digit_start = workgroup_exclusive_add(row_sum, unused);
         // Publish this tile's counts (a first tile's are its prefix), then look back.
-        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+        [[unroll]] for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
             uint flag = tile_in_row == 0u ? FLAG_PREFIX : FLAG_AGGREGATE;
             atomicExchange(Words(status_address(row, tile_in_row, invocation * DIGITS_PER_INVOCATION + j)).v, flag | tile_counts[j]);
         }
-{look_back_walk}        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
+{look_back_walk}        [[unroll]] for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {
             uint digit = invocation * DIGITS_PER_INVOCATION + j;
             if (tile_in_row != 0u) atomicExchange(Words(status_address(row, tile_in_row, digit)).v, FLAG_PREFIX | (earlier[j] + tile_counts[j]));
             // Unsigned wrap-around cancels when a slot of this digit is added back.
@@ -712,12 +716,12 @@ void main() {{
         // All of the tile's loads are issued before the ranking, whose subgroup barriers would
         // otherwise expose one load latency per round.
         ITEM items[PER_INVOCATION];
-        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+        [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
             uint position = run + round * SUBGROUP + lane;
             items[round] = position < push.row_length ? load_item(row, position) : ITEM(0ul);
         }}
         uint ranks[PER_INVOCATION];
-        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+        [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
             bool valid = run + round * SUBGROUP + lane < push.row_length;
             uint digit = digit_of(items[round]);
             uvec4 peers = digit_peers(digit, valid);
@@ -735,21 +739,21 @@ void main() {{
         // This invocation's digits: their counts in the tile.
         uint tile_counts[DIGITS_PER_INVOCATION];
         uint tile_sum = 0u;
-        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+        [[unroll]] for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
             uint digit = invocation * DIGITS_PER_INVOCATION + j;
             uint count = 0u;
-            for (uint subgroup = 0u; subgroup < SUBGROUPS; subgroup++) count += subgroup_counts[subgroup * BINS + digit];
+            [[unroll]] for (uint subgroup = 0u; subgroup < SUBGROUPS; subgroup++) count += subgroup_counts[subgroup * BINS + digit];
             tile_counts[j] = count;
             tile_sum += count;
         }}
         uint ignored;
         uint local_start = workgroup_exclusive_add(tile_sum, ignored);
         uint local_starts[DIGITS_PER_INVOCATION];
-        for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
+        [[unroll]] for (uint j = 0u; j < DIGITS_PER_INVOCATION; j++) {{
             uint digit = invocation * DIGITS_PER_INVOCATION + j;
             local_starts[j] = local_start;
             uint running = local_start;
-            for (uint subgroup = 0u; subgroup < SUBGROUPS; subgroup++) {{
+            [[unroll]] for (uint subgroup = 0u; subgroup < SUBGROUPS; subgroup++) {{
                 uint count = subgroup_counts[subgroup * BINS + digit];
                 subgroup_counts[subgroup * BINS + digit] = running;
                 running += count;
@@ -758,7 +762,7 @@ void main() {{
         }}
 {digit_places}
         barrier();
-        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+        [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
             if (ranks[round] != NO_RANK) {{
                 exchange[subgroup_counts[counters + digit_of(items[round])] + ranks[round]] = items[round];
             }}
@@ -766,7 +770,7 @@ void main() {{
         barrier();
         uint tile_items = min(TILE, push.row_length - first);
         uint64_t row_gap = uint64_t(row) * uint64_t(push.destination_row_stride - push.row_length);
-        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+        [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
             uint slot = round * WORKGROUP + invocation;
             if (slot < tile_items) {{
                 ITEM item = exchange[slot];
@@ -807,12 +811,12 @@ void main() {{
         barrier();
         uint first = tile_in_row * TILE;
         KEY keys[PER_INVOCATION];
-        for (uint round = 0u; round < PER_INVOCATION; round++) {{
+        [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
             uint position = first + round * WORKGROUP + invocation;
             keys[round] = position < push.row_length ? load_key(row, position) : KEY(0);
         }}
-        for (uint pass = 0u; pass < PASSES; pass++) {{
-            for (uint round = 0u; round < PER_INVOCATION; round++) {{
+        [[unroll]] for (uint pass = 0u; pass < PASSES; pass++) {{
+            [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
                 bool valid = first + round * WORKGROUP + invocation < push.row_length;
                 uint digit = uint(keys[round] >> (pass * {RADIX_BITS}u)) & (BINS - 1u);
                 uvec4 peers = digit_peers(digit, valid);
