@@ -18,7 +18,8 @@
 //! of fragments in registers (the 8-byte GEMM block spilled for want of exactly that:
 //! `dot_registers.rs`). On the H200 this took hgemm_8192 from 36.6 TFLOP/s (the same kernels
 //! with loops over fragment arrays) to 288 (docs/BENCHMARKS.md, eleventh session); K steps of
-//! 64 (225) and 2x4 subgroups (277) measured slower than the 128x128x32 tile kept here.
+//! 64 (225), 2x4 or 4x2 subgroups of 4x4 fragments (277, 255) and more subgroups of fewer
+//! fragments (152-172) measured slower than the 128x128x32 tile kept here.
 //!
 //! The push constants are the tiled template's, so dispatch, split-K and batching are shared
 //! with it. Only problems whose M, N and K are multiples of the kernel's tile and whose
