@@ -38,32 +38,6 @@ enum Output {
     Uniform(DType),
 }
 
-/// threefry2x32's rotation distances, four per round group (Nx.Random's constants).
-const ROTATIONS: [u32; 8] = [13, 15, 26, 6, 17, 29, 16, 24];
-
-/// threefry's 20 rounds and 5 key injections as straight-line GLSL on `x` and the key
-/// schedule `ks0..ks2`: a loop indexing a constant rotation array is kept in private memory
-/// by some drivers. Injection `s` adds the schedule's words `(s - 1) mod 3` and `s mod 3`
-/// (the schedule rotates by one word per injection).
-fn threefry_rounds() -> String {
-    let mut text = String::new();
-    for injection in 1..=5u32 {
-        let group = if injection % 2 == 1 { 0 } else { 4 };
-        for rotation in &ROTATIONS[group..group + 4] {
-            let _ = writeln!(
-                text,
-                "    x.x += x.y;\n    x.y = rotate_left(x.y, {rotation}u) ^ x.x;"
-            );
-        }
-        let (first, second) = ((injection - 1) % 3, injection % 3);
-        let _ = writeln!(
-            text,
-            "    x.x += ks{first};\n    x.y += ks{second} + {injection}u;"
-        );
-    }
-    text
-}
-
 /// The GLSL of the threefry kernel for `output`.
 fn threefry_shader(output: Output) -> String {
     // Per output dtype: the storage type, and how a 32-bit (or 64-bit) draw becomes a value.
@@ -100,11 +74,25 @@ uint rotate_left(uint value, uint distance) {{ return (value << distance) | (val
 
 // threefry2x32 with 20 rounds, in Nx.Random's formulation.
 uvec2 threefry(uint key1, uint key2, uvec2 counter) {{
+    const uint rotations[8] = uint[8](13u, 15u, 26u, 6u, 17u, 29u, 16u, 24u);
     uint ks0 = key2;
     uint ks1 = key1 ^ key2 ^ 0x1BD11BDAu;
     uint ks2 = key1;
     uvec2 x = counter + uvec2(key1, key2);
-{rounds}    return x;
+    for (uint step = 1u; step <= 5u; step++) {{
+        uint first = ((step & 1u) == 1u) ? 0u : 4u;
+        for (uint round = 0u; round < 4u; round++) {{
+            x.x += x.y;
+            x.y = rotate_left(x.y, rotations[first + round]) ^ x.x;
+        }}
+        x.x += ks0;
+        x.y += ks1 + step;
+        uint rotated = ks0;
+        ks0 = ks1;
+        ks1 = ks2;
+        ks2 = rotated;
+    }}
+    return x;
 }}
 
 float uniform_f32(uint bits) {{
@@ -173,7 +161,6 @@ void main() {{
         }}"
             )
         },
-        rounds = threefry_rounds(),
     );
     shader
 }
