@@ -289,18 +289,18 @@ pub fn gemm_shader(
         )
     };
     let output_bytes = storage_bytes(stored_elem);
-    let (accumulators, product_step, store_outputs) = if storage_bytes(accumulator) >= 8 {
+    let (accumulators, product_steps, store_outputs) = if storage_bytes(accumulator) >= 8 {
         let block = RegisterBlock::new(config, accumulator_type);
         (
             block.zero_accumulators(),
-            block.product_step(multiply_add),
+            unrolled_k_steps(&block.product_step(multiply_add), config.tile_k),
             block.store(row_part, column_part, &stored, output_bytes),
         )
     } else {
         let column = "tile_n0 + block_n + j * (TILE_N / THREAD_N)";
         (
             LOOP_ACCUMULATORS.to_string(),
-            LOOP_PRODUCT_STEP.replace("MULTIPLY_ADD", multiply_add),
+            looped_k_steps(&LOOP_PRODUCT_STEP.replace("MULTIPLY_ADD", multiply_add)),
             LOOP_STORE
                 .replace("COLUMN_PART", &column_part.replace("COLUMN", column))
                 .replace("ROW_PART", row_part)
@@ -365,7 +365,6 @@ void main() {{
 {store_outputs}    }}
 }}
 ",
-        product_steps = unrolled_k_steps(&product_step, config.tile_k),
         tile_m = config.tile_m,
         tile_n = config.tile_n,
         tile_k = config.tile_k,
@@ -382,14 +381,21 @@ void main() {{
     )
 }
 
-/// The product over one staged slice: `product_step` once per K index `kk` of the slice,
-/// unrolled here with `kk` a constant (on the H200 this took dgemm_8192 from 18.1 to 20.1
-/// TFLOP/s and sgemm from 37.9 to 38.1 against the driver's own unrolling of the loop:
+/// The product over one staged slice for 8-byte accumulators: `product_step` once per K
+/// index `kk` of the slice, unrolled here with `kk` a constant (on the H200 this took
+/// dgemm_8192 from 18.1 to 20.1 TFLOP/s against the driver's own unrolling of the loop:
 /// docs/BENCHMARKS.md, eleventh session).
 fn unrolled_k_steps(product_step: &str, tile_k: u32) -> String {
     (0..tile_k)
         .map(|kk| format!("            {{\n                const uint kk = {kk}u;\n{product_step}            }}\n"))
         .collect()
+}
+
+/// The product over one staged slice for 4-byte accumulators, as a loop over `kk`: unrolled
+/// in Rust, f32 gained only 0.6 % on the H200 (sgemm_8192 37.9 -> 38.1 TFLOP/s) while
+/// lavapipe's compile time of every f32 GEMM nearly doubled, which the CI run could not bear.
+fn looped_k_steps(product_step: &str) -> String {
+    format!("            for (uint kk = 0u; kk < TILE_K; kk++) {{\n{product_step}            }}\n")
 }
 
 /// The register block of 4-byte accumulators as loops over arrays (the form f32 ran fastest
