@@ -18,7 +18,9 @@
 //!   folds each reduction from the registers (subgroup butterflies, then shared memory across
 //!   the team's subgroups: one barrier pair per reduction), and writes each output once.
 //!   Teams are a power of two no wider than the workgroup; short rows put several teams in a
-//!   workgroup, as the fused row folds do.
+//!   workgroup, as the fused row folds do. A team filling the workgroup whose invocations
+//!   each hold more than [`WIDE_TEAM_LEAF_BYTES`] of leaves doubles, in a workgroup of its own
+//!   (layer norm's three leaves).
 //! - A phase whose reduction input a later phase reads again (softmax's exp, which the sum
 //!   folds and the output divides) keeps its values in registers when computing them costs
 //!   a transcendental or a division and the registers hold them ([`held_reductions`]); the
@@ -68,6 +70,14 @@ pub(crate) const MAX_PACKETS_PER_LANE: usize = 8;
 /// kept reduction inputs ([`held_reductions`]) count against it too.
 /// A first guess, not raced yet.
 const MAX_CACHED_BYTES: usize = 384;
+
+/// Leaf bytes per invocation above which a team that fills the workgroup doubles its width,
+/// into a workgroup of its own twice as wide. On the H200 layer norm's three f32 leaves of
+/// 8192 (384 bytes per invocation in a team of 256) ran 11 % faster in a team of 512 (0.269
+/// -> 0.239 ms), while softmax and log_softmax (128 bytes) ran as fast or slower there, and
+/// teams of 1024, or of 512 sharing a 1024-wide workgroup, were slower for all three
+/// (docs/BENCHMARKS.md, twelfth session).
+const WIDE_TEAM_LEAF_BYTES: usize = 256;
 
 /// One reduction a row program computes.
 #[derive(Debug, Clone, Copy)]
@@ -120,18 +130,23 @@ pub(crate) struct TeamShape {
     pub packets_per_lane: usize,
     /// Fold by subgroup shuffles (else by a shared-memory tree over the whole workgroup).
     pub subgroup_fold: bool,
+    /// Invocations per workgroup: [`WORKGROUP_SIZE`], or the team where it is wider.
+    pub workgroup: usize,
 }
 
 /// The team for rows of `row_length` elements whose leaves take `leaf_bytes` per element: the
 /// narrowest power of two, from a subgroup (or the row's packets, if fewer: short rows are not
 /// folded serially), whose invocations each hold their share of the row within the register
 /// limits; the whole workgroup when the team folds without subgroup shuffles
-/// (`subgroup_fold` false). `None` when the row does not fit.
+/// (`subgroup_fold` false). A team filling the workgroup whose invocations hold more than
+/// [`WIDE_TEAM_LEAF_BYTES`] doubles, within `max_workgroup` invocations. `None` when the row
+/// does not fit.
 fn team_shape(
     subgroup_fold: bool,
     subgroup_size: u32,
     row_length: usize,
     leaf_bytes: usize,
+    max_workgroup: usize,
 ) -> Option<TeamShape> {
     let packets = row_length.div_ceil(PACKET_ELEMENTS as usize);
     let workgroup = WORKGROUP_SIZE as usize;
@@ -141,18 +156,23 @@ fn team_shape(
     } else {
         workgroup
     };
+    let lane_bytes = |size: usize| packets.div_ceil(size) * PACKET_ELEMENTS as usize * leaf_bytes;
     let fits = |size: usize| {
-        let packets_per_lane = packets.div_ceil(size);
-        packets_per_lane <= MAX_PACKETS_PER_LANE
-            && packets_per_lane * PACKET_ELEMENTS as usize * leaf_bytes <= MAX_CACHED_BYTES
+        packets.div_ceil(size) <= MAX_PACKETS_PER_LANE && lane_bytes(size) <= MAX_CACHED_BYTES
     };
     let size = std::iter::successors(Some(narrowest), |&size| Some(size * 2))
         .take_while(|&size| size <= workgroup)
         .find(|&size| fits(size))?;
+    let widened = subgroup_fold
+        && size == workgroup
+        && lane_bytes(size) > WIDE_TEAM_LEAF_BYTES
+        && 2 * size <= max_workgroup.min(packets);
+    let size = if widened { 2 * size } else { size };
     Some(TeamShape {
         size,
         packets_per_lane: packets.div_ceil(size),
         subgroup_fold,
+        workgroup: size.max(workgroup),
     })
 }
 
@@ -481,25 +501,35 @@ impl Finder<'_> {
             .iter()
             .map(|&elem| storage_bytes(elem) as usize)
             .sum();
-        let shared_bytes: usize = reductions
+        let shared_bytes_per_invocation: usize = reductions
             .iter()
             .map(|reduction| storage_bytes(reduction.accumulator) as usize)
-            .sum::<usize>()
-            * WORKGROUP_SIZE as usize;
+            .sum();
         let natively_stored = roots.iter().all(|&root| {
             native_on(self.capabilities, self.graph.tensor_type(root).dtype).is_some()
         });
         let row_length = loop_shape.last().copied().unwrap_or(1);
         let fits = rows_aligned
             && natively_stored
-            && expression.statement_count() <= MAX_PACKET_STATEMENTS
-            && shared_bytes <= self.capabilities.max_shared_memory_bytes as usize;
+            && expression.statement_count() <= MAX_PACKET_STATEMENTS;
         let operations = self.capabilities.subgroup_operations;
         let subgroup_fold =
             operations.basic && operations.shuffle && self.options.subgroup_row_folds;
         let subgroup_size = self.capabilities.subgroup_size;
-        fits.then(|| team_shape(subgroup_fold, subgroup_size, row_length, leaf_bytes))
-            .flatten()
+        let max_workgroup = self.capabilities.max_workgroup_invocations as usize;
+        let team = fits
+            .then(|| {
+                team_shape(
+                    subgroup_fold,
+                    subgroup_size,
+                    row_length,
+                    leaf_bytes,
+                    max_workgroup,
+                )
+            })
+            .flatten()?;
+        let shared_bytes = shared_bytes_per_invocation * team.workgroup;
+        (shared_bytes <= self.capabilities.max_shared_memory_bytes as usize).then_some(team)
     }
 }
 
@@ -787,7 +817,7 @@ pub(crate) fn plan_stage(
         loop_shape: group.loop_shape.clone(),
         leaves: expression.leaves,
         roots: group.roots.clone(),
-        rows_per_workgroup: WORKGROUP_SIZE as usize / group.team.size,
+        rows_per_workgroup: group.team.workgroup / group.team.size,
     })
 }
 
@@ -886,6 +916,7 @@ mod tests {
             size: 256,
             packets_per_lane: 8,
             subgroup_fold: true,
+            workgroup: 256,
         };
         held_reductions(&graph, &reductions, &[out], &|node| node == x, team)
     }
@@ -958,7 +989,7 @@ mod tests {
         row: usize,
         bytes: usize,
     ) -> Option<(usize, usize)> {
-        team_shape(subgroup_fold, subgroup_size, row, bytes)
+        team_shape(subgroup_fold, subgroup_size, row, bytes, 1024)
             .map(|team| (team.size, team.packets_per_lane))
     }
 
@@ -968,9 +999,17 @@ mod tests {
         assert_eq!(team(true, 32, 8192, 4), Some((256, 8)));
         // Null arm: one element more does not fit.
         assert_eq!(team(true, 32, 8193, 4), None);
-        // Layer norm's three f32 leaves fill the 384 bytes; a fourth leaf does not fit.
-        assert_eq!(team(true, 32, 8192, 12), Some((256, 8)));
+        // Layer norm's three f32 leaves fill the 384 bytes in a team of 256, past the 256
+        // that widens it: a team of 512 in a workgroup of its own. A fourth leaf does not fit.
+        assert_eq!(team(true, 32, 8192, 12), Some((512, 4)));
         assert_eq!(team(true, 32, 8192, 16), None);
+        // Null arms: no wider workgroup on the device, or a team narrower than the workgroup
+        // (a row of 2048 with three leaves), keep the team.
+        let narrow = team_shape(true, 32, 8192, 12, 256).unwrap();
+        assert_eq!((narrow.size, narrow.workgroup), (256, 256));
+        assert_eq!(team(true, 32, 2048, 12), Some((64, 8)));
+        let wide = team_shape(true, 32, 8192, 12, 1024).unwrap();
+        assert_eq!(wide.workgroup, 512);
         // Short rows: a team narrower than a subgroup, several rows per workgroup.
         assert_eq!(team(true, 32, 64, 4), Some((16, 1)));
         assert_eq!(team(true, 32, 1, 8), Some((1, 1)));

@@ -277,6 +277,20 @@ fn softmax_log_softmax_and_layer_norm_in_every_float_dtype() {
     }
 }
 
+/// f32 layer norm over rows of 8192: three leaves of 384 bytes per invocation in a team of
+/// 256, so the team doubles into a workgroup of 512 (`WIDE_TEAM_LEAF_BYTES`). One dispatch,
+/// equal to eager.
+#[test]
+fn a_widened_team_agrees_with_eager() {
+    let _serial = serial();
+    let graph = layer_norm(DType::F32, 3, 8192);
+    let inputs = inputs_for(&graph, 8192);
+    let inputs: Vec<&Tensor> = inputs.iter().collect();
+    let (results, used, _, _) = run_counted(&graph, &inputs, PlanOptions::default());
+    assert_eq!(used, 1);
+    assert_agrees(&graph, &inputs, &results, sum_tolerance(DType::F32));
+}
+
 /// Softmax and log_softmax as two outputs share one stage; without subgroup shuffles (the
 /// shared-memory tree) the program agrees too.
 #[test]

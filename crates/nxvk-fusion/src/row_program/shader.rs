@@ -18,7 +18,7 @@ use super::{RowReduction, TeamShape};
 use crate::codegen::{
     Expression, RowTeam, common_functions, fold_element, shuffle_function, team_fold,
 };
-use nxvk_kernels::codegen::{WORKGROUP_SIZE, compute_type, storage_bytes, storage_type, store};
+use nxvk_kernels::codegen::{compute_type, storage_bytes, storage_type, store};
 use nxvk_kernels::reduce::fold;
 use nxvk_kernels::{Elem, PACKET_ELEMENTS, packet_type};
 use std::collections::BTreeSet;
@@ -106,12 +106,13 @@ pub(crate) fn row_program_shader(source: &RowProgramSource<'_>) -> String {
     shader.push_str(&common_functions(expression, packet_path));
     let _ = write!(
         shader,
-        "#define WORKGROUP_SIZE {WORKGROUP_SIZE}u
+        "#define WORKGROUP_SIZE {workgroup}u
 #define NX_TEAM_SIZE {team_size}u
 #define NX_ROW_LENGTH {row_length}u
 #define NX_PACKETS_PER_LANE {packets_per_lane}u
-layout(local_size_x = {WORKGROUP_SIZE}) in;
+layout(local_size_x = {workgroup}) in;
 ",
+        workgroup = team.workgroup,
         team_size = team.size,
         packets_per_lane = team.packets_per_lane,
     );
