@@ -286,15 +286,21 @@ float nx_exp(float x) {
 }
 
 #if !NX_REFINED_VIA_F64
-// 2 atanh(s) = log((1 + s) / (1 - s)) for |s| <= 0.172, by its odd series.
-float nx_log_series(float s) {
-    float s2 = s * s;
-    return 2.0 * s * (1.0 + s2 * (1.0 / 3.0 + s2 * (0.2 + s2 * (1.0 / 7.0 + s2 * (1.0 / 9.0
-        + s2 * (1.0 / 11.0 + s2 / 13.0))))));
+// log(1 + f) for |f| <= sqrt(2) - 1 by the atanh series: with s = f / (2 + f),
+// log(1 + f) = 2 atanh(s) = 2s + s R(s^2), R(z) = 2z/3 + 2z^2/5 + ..., and 2s = f - h + s h
+// for h = f^2 / 2, so log(1 + f) = f - (h - s (h + R)). The leading f is exact; the division's
+// and the series' rounding errors reach only the correction, at most a twentieth of the result.
+float nx_log1p_reduced(float f) {
+    float s = f / (2.0 + f);
+    float z = s * s;
+    float series = z * (2.0 / 3.0 + z * (0.4 + z * (2.0 / 7.0 + z * (2.0 / 9.0 + z * (2.0 / 11.0)))));
+    float h = 0.5 * f * f;
+    return f - (h - s * (h + series));
 }
 
-// log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log m by the atanh series (accurate near 1,
-// where drivers' log has an absolute error bound only).
+// log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log x = e ln2 + log(1 + (m - 1)), where
+// m - 1 is exact and ln2 is split so that e times its head is exact (accurate near 1, where
+// drivers' log has an absolute error bound only).
 // Classified from the bits: log of a negative subnormal is NaN, of a positive one finite.
 float nx_log(float x) {
     uint bits = floatBitsToUint(x);
@@ -307,8 +313,8 @@ float nx_log(float x) {
         m *= 0.5;
         e += 1;
     }
-    float series = nx_log_series((m - 1.0) / (m + 1.0));
-    return float(e) * 0.693359375 + (series - float(e) * 2.12194440e-4);
+    float k = float(e);
+    return k * 0.693359375 + (nx_log1p_reduced(m - 1.0) - k * 2.12194440e-4);
 }
 
 float nx_expm1(float x) {
@@ -328,9 +334,12 @@ float nx_log1p(float x) {
     // Below 2^-24 log1p(x) rounds to x; the series' x / (2 + x) would be subnormal (and
     // flushed) for x near the smallest normal.
     if (abs(x) < 5.9604645e-8) return x;
-    if (abs(x) < 0.25) return nx_log_series(x / (2.0 + x));
-    float u = 1.0 + x;
-    return nx_log(u) - ((u - 1.0) - x) / u;
+    if (abs(x) < 0.25) return nx_log1p_reduced(x);
+    // u's rounding error, (u - 1) - x exactly, divided by u corrects log(u) to first order;
+    // precise, since lavapipe's compiler otherwise folds ((1 + x) - 1) - x to 0.
+    precise float u = 1.0 + x;
+    precise float rounding = (u - 1.0) - x;
+    return nx_log(u) - rounding / u;
 }
 
 // atan on [0, inf] by Cephes' reduction (tan(pi/8), tan(3pi/8)) and polynomial.
