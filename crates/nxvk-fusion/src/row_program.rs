@@ -509,25 +509,20 @@ impl Finder<'_> {
             native_on(self.capabilities, self.graph.tensor_type(root).dtype).is_some()
         });
         let row_length = loop_shape.last().copied().unwrap_or(1);
-        let fits = rows_aligned
-            && natively_stored
-            && expression.statement_count() <= MAX_PACKET_STATEMENTS;
+        if !rows_aligned || !natively_stored || expression.statement_count() > MAX_PACKET_STATEMENTS
+        {
+            return None;
+        }
         let operations = self.capabilities.subgroup_operations;
         let subgroup_fold =
             operations.basic && operations.shuffle && self.options.subgroup_row_folds;
-        let subgroup_size = self.capabilities.subgroup_size;
-        let max_workgroup = self.capabilities.max_workgroup_invocations as usize;
-        let team = fits
-            .then(|| {
-                team_shape(
-                    subgroup_fold,
-                    subgroup_size,
-                    row_length,
-                    leaf_bytes,
-                    max_workgroup,
-                )
-            })
-            .flatten()?;
+        let team = team_shape(
+            subgroup_fold,
+            self.capabilities.subgroup_size,
+            row_length,
+            leaf_bytes,
+            self.capabilities.max_workgroup_invocations as usize,
+        )?;
         let shared_bytes = shared_bytes_per_invocation * team.workgroup;
         (shared_bytes <= self.capabilities.max_shared_memory_bytes as usize).then_some(team)
     }
