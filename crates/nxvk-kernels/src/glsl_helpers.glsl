@@ -269,18 +269,24 @@ const float NX_PI = 3.14159265358979324;
 // ulp (as Vulkan allows). k is rounded by adding 1.5 * 2^23, whose sum is the integer k
 // in its low bits: no floor and no float-to-int conversion, which NVIDIA issues at an
 // eighth of the fma rate. Both steps are precise: lavapipe's compiler otherwise folds
-// (y + c) - c into y.
+// (y + c) - c into y. nx_exp_reduced returns q and e with e^x = 2^e (1 + q), for finite
+// |x| <= 103.98, to callers that add the 1 where it costs no accuracy.
+float nx_exp_reduced(float x, out int e) {
+    precise float shifted = x * 1.44269504088896341 + 12582912.0;
+    precise float k = shifted - 12582912.0;
+    float r = (x - k * 0.693359375) + k * 2.12194440e-4;
+    e = floatBitsToInt(shifted) - 0x4B400000;
+    return r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0
+        + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+}
+
 float nx_exp(float x) {
     if (isnan(x)) return x;
     if (x > 88.72284) return NX_INFINITY;
     if (x < -103.97208) return 0.0;
-    precise float shifted = x * 1.44269504088896341 + 12582912.0;
-    precise float k = shifted - 12582912.0;
-    float r = (x - k * 0.693359375) + k * 2.12194440e-4;
-    float p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0
-        + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+    int e;
+    float p = 1.0 + nx_exp_reduced(x, e);
     // 2^e in two normal factors, since e runs from -150 to 128.
-    int e = floatBitsToInt(shifted) - 0x4B400000;
     int first = e >> 1;
     return p * uintBitsToFloat(uint(first + 127) << 23) * uintBitsToFloat(uint(e - first + 127) << 23);
 }
@@ -342,25 +348,52 @@ float nx_log1p(float x) {
     return nx_log(u) - rounding / u;
 }
 
-// atan on [0, inf] by Cephes' reduction (tan(pi/8), tan(3pi/8)) and polynomial.
-float nx_atan_positive(float x) {
-    float offset = 0.0;
+// Odd functions near 0 are x + c(x) with the correction c(x) = x z P(z), z = x^2 (P's
+// coefficients c0 first): the leading x is exact, so the fit's and the evaluation's rounding
+// errors reach only the correction.
+float nx_odd_correction5(float x, float z, float c0, float c1, float c2, float c3, float c4) {
+    return x * z * (c0 + z * (c1 + z * (c2 + z * (c3 + z * c4))));
+}
+
+float nx_odd_correction6(float x, float z, float c0, float c1, float c2, float c3, float c4, float c5) {
+    return x * z * (c0 + z * (c1 + z * (c2 + z * (c3 + z * (c4 + z * c5)))));
+}
+
+// base + sign atan(x) for x >= 0, where base (0, pi/2 or pi, as a head and a tail) is at
+// least every reduction offset. x is reduced around 0, 1/2, 1, 3/2 or infinity to |t| <= 7/16,
+// atan(x) = offset + atan(t), the offset in a head and a tail, atan(t) by a fit to 2^-27; the
+// heads are summed exactly (Fast2Sum), so the result rounds about once (within an ulp).
+float nx_atan_sum(float x, float base_hi, float base_lo, float sign) {
+    float hi = 0.0;
+    float lo = 0.0;
     float t = x;
-    if (x > 2.414213562373095) {
-        offset = 0.5 * NX_PI;
+    if (x >= 2.4375) {
+        hi = 1.57079637;
+        lo = -4.37113883e-8;
         t = -1.0 / x;
-    } else if (x > 0.4142135623730950) {
-        offset = 0.25 * NX_PI;
+    } else if (x >= 1.1875) {
+        hi = 0.982793748;
+        lo = -2.51314241e-8;
+        t = (x - 1.5) / (1.0 + 1.5 * x);
+    } else if (x >= 0.6875) {
+        hi = 0.785398185;
+        lo = -2.18556941e-8;
         t = (x - 1.0) / (x + 1.0);
+    } else if (x >= 0.4375) {
+        hi = 0.463647604;
+        lo = 5.01215869e-9;
+        t = (2.0 * x - 1.0) / (2.0 + x);
     }
     float z = t * t;
-    return offset + ((((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z
-        - 3.33329491539e-1) * z * t + t);
+    float atan_t = t + nx_odd_correction5(t, z, -0.333333313, 0.199993089, -0.142564103, 0.106670231, -0.0621227957);
+    precise float head = base_hi + sign * hi;
+    precise float head_error = (base_hi - head) + sign * hi;
+    return head + (head_error + base_lo + sign * (lo + atan_t));
 }
 
 float nx_atan(float x) {
     if (isnan(x)) return x;
-    float result = nx_atan_positive(abs(x));
+    float result = nx_atan_sum(abs(x), 0.0, 0.0, 1.0);
     return nx_sign_bit(x) ? -result : result;
 }
 #endif
@@ -529,10 +562,14 @@ float nx_tanh(float x) {
     float ax = abs(x);
     // tanh(x) rounds to x below 2^-13 (subnormals included, whatever the driver does).
     if (ax < 1.2207031e-4) return x;
+    // Below 0.625 a fit to 2^-27; above, 1 - 2 / (e^2|x| + 1) is at least 1/2, so the
+    // quotient's rounding error counts at most half; from 9.01 it rounds to 1.
     float result = 1.0;
-    if (ax < 10.0) {
-        float e = nx_expm1(2.0 * ax);
-        result = e / (e + 2.0);
+    if (ax < 0.625) {
+        result = ax + nx_odd_correction6(ax, ax * ax, -0.333333343, 0.133333027, -0.0539591163,
+            0.0217678975, -0.00834098738, 0.00228973804);
+    } else if (ax < 9.01) {
+        result = 1.0 - 2.0 / (nx_exp(2.0 * ax) + 1.0);
     }
     return nx_sign_bit(x) ? -result : result;
 }
@@ -552,11 +589,15 @@ float nx_sinh(float x) {
     if (ax < 2.4414062e-4) return x;
     float result;
     if (ax < 1.0) {
-        float e = nx_expm1(ax);
-        result = 0.5 * (e + e / (e + 1.0));
+        // A fit to 2^-27 (expm1's error would count twice here).
+        result = ax + nx_odd_correction5(ax, ax * ax, 0.166666672, 0.00833333377, 0.000198412818,
+            2.755379e-06, 2.54557389e-08);
     } else if (ax < 88.0) {
-        float e = nx_exp(ax);
-        result = 0.5 * (e - 1.0 / e);
+        // e^|x| = 2^e (1 + q) with 2^e exact: 2^e + (2^e q - e^-|x|) rounds about once.
+        int e;
+        float q = nx_exp_reduced(ax, e);
+        float scale = uintBitsToFloat(uint(e + 127) << 23);
+        result = 0.5 * (scale + (scale * q - 1.0 / (scale + scale * q)));
     } else {
         result = nx_exp_half_large(ax);
     }
@@ -599,7 +640,9 @@ float nx_atanh(float x) {
     if (ax > 1.0) return NX_NAN;
     // atanh(x) rounds to x below 2^-13 (subnormals included).
     if (ax < 1.2207031e-4) return x;
-    float result = (ax == 1.0) ? NX_INFINITY : 0.5 * nx_log1p(2.0 * ax / (1.0 - ax));
+    // nx_div, not `/`: NVIDIA's quotient may be an ulp off (atanh measured 3 ulps on the
+    // H200, 2 on lavapipe).
+    float result = (ax == 1.0) ? NX_INFINITY : 0.5 * nx_log1p(nx_div(2.0 * ax, 1.0 - ax));
     return nx_sign_bit(x) ? -result : result;
 }
 
@@ -630,22 +673,51 @@ float nx_atan2(float y, float x) {
         float ay = abs(y);
         // nx_div, not `/`: NVIDIA divides through a reciprocal, which for a divisor above
         // 2^126 is subnormal and flushed (atan2(FLT_MAX, FLT_MAX) gave 0 on the H200).
-        float base = (ay > ax)
-            ? 0.5 * NX_PI - nx_atan_positive(nx_div(ax, ay))
-            : nx_atan_positive(nx_div(ay, ax));
-        result = nx_sign_bit(x) ? NX_PI - base : base;
+        // atan of the ratio below 1, then pi/2 - atan for ay > ax and pi - atan for x < 0.
+        bool steep = ay > ax;
+        float ratio = steep ? nx_div(ax, ay) : nx_div(ay, ax);
+        bool negative_x = nx_sign_bit(x);
+        float base_hi = steep ? 1.57079637 : (negative_x ? 3.14159274 : 0.0);
+        float base_lo = steep ? -4.37113883e-8 : (negative_x ? -8.74227766e-8 : 0.0);
+        result = nx_atan_sum(ratio, base_hi, base_lo, (steep == negative_x) ? 1.0 : -1.0);
     }
     return nx_sign_bit(y) ? -result : result;
 }
 
+// asin(t) - t for |t| <= 1/2, a fit to 2^-28.
+float nx_asin_correction(float t, float z) {
+    return nx_odd_correction6(t, z, 0.166666657, 0.0750009418, 0.0445994735, 0.0310998391,
+        0.0171530005, 0.0336848311);
+}
+
+// Above 1/2, asin(x) = pi/2 - 2 asin(w) and acos(x) = 2 asin(w) for w = sqrt((1 - x) / 2),
+// where (1 - x) / 2 is exact; pi/2 and pi are a head and a tail. Up to x = 0.923, pi/4 - 2w
+// is exact (Sterbenz) and pi/2 - 2w is summed as pi/4 + (pi/4 - 2w), which halves what the
+// sqrt's rounding costs near x = 1/2.
 float nx_asin(float x) {
     if (isnan(x) || abs(x) > 1.0) return NX_NAN;
-    return nx_atan2(x, sqrt((1.0 - x) * (1.0 + x)));
+    float ax = abs(x);
+    float result;
+    if (ax < 0.5) {
+        result = ax + nx_asin_correction(ax, ax * ax);
+    } else {
+        float z = (1.0 - ax) * 0.5;
+        float w = sqrt(z);
+        float correction = nx_asin_correction(w, z);
+        // precise: lavapipe's compiler otherwise regroups the sums.
+        precise float near_half = 0.785398185 + ((0.785398185 - 2.0 * w) + (-4.37113883e-8 - 2.0 * correction));
+        result = (ax < 0.923) ? near_half : 1.57079637 - (2.0 * (w + correction) + 4.37113883e-8);
+    }
+    return nx_sign_bit(x) ? -result : result;
 }
 
 float nx_acos(float x) {
     if (isnan(x) || abs(x) > 1.0) return NX_NAN;
-    return nx_atan2(sqrt((1.0 - x) * (1.0 + x)), x);
+    if (abs(x) < 0.5) return 1.57079637 - (x - (-4.37113883e-8 - nx_asin_correction(x, x * x)));
+    float z = (1.0 - abs(x)) * 0.5;
+    float w = sqrt(z);
+    float twice_asin_w = 2.0 * (w + nx_asin_correction(w, z));
+    return nx_sign_bit(x) ? 3.14159274 - (twice_asin_w + 8.74227766e-8) : twice_asin_w;
 }
 #endif
 

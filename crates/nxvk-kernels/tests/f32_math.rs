@@ -54,11 +54,12 @@ fn f32_only_device() -> Arc<Device> {
     context.device().expect("device")
 }
 
-/// The largest error of `op` on f32 over the shared samples, on `device`.
-fn max_ulps(device: &Arc<Device>, op: MeasuredOp) -> u64 {
+/// `op`'s f32 results on the shared samples on `device`, and their largest error.
+fn results_and_max_ulps(device: &Arc<Device>, op: MeasuredOp) -> (Vec<f64>, u64) {
     let inputs = samples(op, DType::F32, N_SAMPLES, 0xf32);
     let actual = run(device, op, DType::F32, &inputs).unwrap();
-    worst(op, DType::F32, &inputs, &actual).max_ulps
+    let max_ulps = worst(op, DType::F32, &inputs, &actual).max_ulps;
+    (actual, max_ulps)
 }
 
 #[test]
@@ -74,10 +75,10 @@ fn both_forms_meet_their_bounds() {
     let ops = refined_ops();
     assert_eq!(ops.len(), 16, "{ops:?}");
     let mut failures = Vec::new();
-    let mut f32_only_above_one = 0;
+    let mut forms_differ = 0;
     for op in ops {
-        let via_f64 = max_ulps(&accurate, op);
-        let f32_only = max_ulps(&portable, op);
+        let (via_f64_results, via_f64) = results_and_max_ulps(&accurate, op);
+        let (f32_only_results, f32_only) = results_and_max_ulps(&portable, op);
         if via_f64 > ulp_bound(op.name(), DType::F32, F32Math::ViaF64)
             || f32_only > ulp_bound(op.name(), DType::F32, F32Math::F32Only)
         {
@@ -86,14 +87,20 @@ fn both_forms_meet_their_bounds() {
                 op.name()
             ));
         }
-        f32_only_above_one += usize::from(f32_only > 1);
+        let same_bits = |a: &f64, b: &f64| (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits();
+        forms_differ += usize::from(
+            !via_f64_results
+                .iter()
+                .zip(&f32_only_results)
+                .all(|(a, b)| same_bits(a, b)),
+        );
     }
     assert!(failures.is_empty(), "{failures:#?}");
-    // Null arm: the knob really switches forms. The f32 forms miss 1 ulp on most of these
-    // samples, which the f64 ones never do.
+    // Null arm: the knob really switches forms. The f64 forms round once, the f32 ones
+    // (within 1 or 2 ulps) differ from them somewhere on the samples of nearly every op.
     assert!(
-        f32_only_above_one >= 8,
-        "{f32_only_above_one} ops above 1 ulp in f32"
+        forms_differ >= 14,
+        "{forms_differ} of 16 ops differ between the forms"
     );
 }
 
