@@ -555,7 +555,16 @@ float nx_sqrt(float x) { return float(sqrt(nx_widen(x))); }
 float nx_rsqrt(float x) { return float(1.0lf / sqrt(nx_widen(x))); }
 
 #if !NX_REFINED_VIA_F64
-float nx_sigmoid(float x) { return 1.0 / (1.0 + nx_exp(-x)); }
+// The driver's reciprocal refined by one Newton step where fma is fused (the H200's quotient
+// made sigmoid 3 ulps, against 2 on lavapipe); the denominator is kept finite so that the
+// step never meets infinity times zero.
+float nx_sigmoid(float x) {
+    if (isnan(x)) return x;
+    float denominator = min(1.0 + nx_exp(-x), 3.40282347e38);
+    float reciprocal = 1.0 / denominator;
+    if (NXVK_FUSED_FMA) reciprocal = fma(reciprocal, fma(-denominator, reciprocal, 1.0), reciprocal);
+    return reciprocal;
+}
 
 float nx_tanh(float x) {
     if (isnan(x)) return x;
@@ -722,16 +731,132 @@ float nx_acos(float x) {
 #endif
 
 #if !NX_REFINED_VIA_F64
-// erfc by Numerical Recipes' Chebyshev fit (fractional error below 1.2e-7).
-float nx_erfc_positive(float z) {
-    if (z >= 10.1) return 0.0; // erfc(10.1) is below the smallest f32 subnormal
-    float t = 1.0 / (1.0 + 0.5 * z);
-    float rest = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418
-        + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587
-        + t * (-0.82215223 + t * 0.17087277))))))));
-    // exp(-z^2) as exp(-h^2) exp((h - z)(h + z)) with h = z to 12 bits, so h^2 is exact.
+// erf(x) = x + x q(x^2) for |x| < 0.875 (q small, so its rounding errors are damped).
+float nx_erf_small(float x) {
+    float s = x * x;
+    float q;
+    q = 7.8602905e-05;
+    q = q * s + -0.00080253603;
+    q = q * s + 0.0051908954;
+    q = q * s + -0.026855359;
+    q = q * s + 0.11283623;
+    q = q * s + -0.3761263;
+    q = q * s + 0.12837917;
+    return x * q + x;
+}
+
+// For z in [0.5, 10.06): erfc(z) = result * 2^n and exp(-z^2) ~= e * 2^n. erfc(z) exp(z^2)
+// is a polynomial in u = z - c on six intervals; c makes z - c exact and leaves the constant
+// term c0 within 2^-35 (relative) of its true value. The sum c0 + u s is kept as ghi + glo, and
+// exp(-z^2) is applied as ghi + ghi (exp(w) - 1), so every rounded term is a small fraction
+// of the result (tools/f32_erf_fits.py fits the coefficients).
+float nx_erfc_core(float z, out float n, out float e) {
+    float u, s, c0;
+    if (z < 1.0) {
+        u = z - 0.74997383;
+        s = 0.0025816609;
+        s = s * u + -0.006442006;
+        s = s * u + 0.014280378;
+        s = s * u + -0.03186554;
+        s = s * u + 0.066794835;
+        s = s * u + -0.12984401;
+        s = s * u + 0.23096833;
+        s = s * u + -0.36798477;
+        c0 = 0.5069473;
+    } else if (z < 1.6) {
+        u = z - 1.2999531;
+        s = 0.00046505092;
+        s = s * u + -0.0012655368;
+        s = s * u + 0.0031126344;
+        s = s * u + -0.008067472;
+        s = s * u + 0.019870857;
+        s = s * u + -0.04603882;
+        s = s * u + 0.09958845;
+        s = s * u + -0.19851756;
+        c0 = 0.35765198;
+    } else if (z < 2.6) {
+        u = z - 2.0994344;
+        s = 4.431332e-05;
+        s = s * u + -0.0001519971;
+        s = s * u + 0.00047797765;
+        s = s * u + -0.001512741;
+        s = s * u + 0.0046119383;
+        s = s * u + -0.013466743;
+        s = s * u + 0.037496384;
+        s = s * u + -0.098921254;
+        c0 = 0.24517506;
+    } else if (z < 4.5) {
+        u = z - 3.5494993;
+        s = -3.6588492e-07;
+        s = s * u + 1.8275255e-06;
+        s = s * u + -7.5901967e-06;
+        s = s * u + 3.334535e-05;
+        s = s * u + -0.0001450856;
+        s = s * u + 0.000615527;
+        s = s * u + -0.0025475845;
+        s = s * u + 0.010273596;
+        s = s * u + -0.040287476;
+        c0 = 0.15327397;
+    } else if (z < 7.0) {
+        u = z - 5.7489595;
+        s = -7.999763e-09;
+        s = s * u + 4.900917e-08;
+        s = s * u + -2.8961483e-07;
+        s = s * u + 1.8576599e-06;
+        s = s * u + -1.1727173e-05;
+        s = s * u + 7.298643e-05;
+        s = s * u + -0.00044889763;
+        s = s * u + 0.0027266745;
+        s = s * u + -0.016348891;
+        c0 = 0.096715786;
+    } else {
+        u = z - 8.532653;
+        s = -2.773455e-10;
+        s = s * u + 1.8393295e-09;
+        s = s * u + -1.5477175e-08;
+        s = s * u + 1.4277029e-07;
+        s = s * u + -1.2750651e-06;
+        s = s * u + 1.13010165e-05;
+        s = s * u + -9.961326e-05;
+        s = s * u + 0.0008725727;
+        s = s * u + -0.0075947805;
+        c0 = 0.0656762;
+    }
+    precise float t = u * s;
+    precise float ghi = c0 + t;
+    precise float glo = (c0 - ghi) + t;              // |c0| > |t|: exact low part
+    // -z^2 = -n ln2 + v: z = h + dz with h of 12 bits, so h*h, 2h*dz and dz*dz are exact,
+    // and with a 16-bit ln2_hi so is r = -(h*h + n ln2_hi); w + dw = v.
     float h = uintBitsToFloat(floatBitsToUint(z) & 0xFFFFF000u);
-    return t * nx_exp(-h * h) * nx_exp((h - z) * (h + z) + rest);
+    precise float dz = z - h;
+    precise float hh = h * h;
+    // w in [-0.28, 0.42]: balances the rounding of ghi w against the result.
+    n = roundEven(z * z * -1.44269502 - 0.1);
+    precise float r = -(hh + n * 0.693145751953125);
+    precise float a = (h + h) * dz + (dz * dz + n * 1.42860677e-06);
+    precise float w = r - a;
+    precise float dw = (r - w) - a;
+    float p;
+    p = 0.00021162914;
+    p = p * w + 0.0013915278;
+    p = p * w + 0.008331678;
+    p = p * w + 0.041666605;
+    p = p * w + 0.16666672;
+    p = p * w + 0.5;
+    float q = w * w * p + dw;                        // exp(w + dw) - 1 - w
+    e = 1.0 + (w + q);
+    return ghi + (ghi * w + (ghi * q + glo));
+}
+
+float nx_erfc_positive(float z) {
+    if (z < 0.5) return 1.0 - nx_erf_small(z);       // erfc > 0.479: the subtraction loses nothing
+    if (z >= 10.06) return 0.0;                      // erfc(10.06) rounds to 0
+    float n, e;
+    float r = nx_erfc_core(z, n, e);
+    // 2^n may be subnormal (n >= -146): the first product is exact, only the second rounds.
+    precise float scaled = r * uintBitsToFloat(uint(int(n) + 191) << 23);
+    precise float result = scaled * 5.421010862427522e-20;  // 2^-64
+    return result;
 }
 
 float nx_erfc(float x) {
@@ -742,59 +867,70 @@ float nx_erfc(float x) {
 
 float nx_erf(float x) {
     if (isnan(x)) return x;
-    // erf(x) = 2x / sqrt(pi) below 2^-100, where x may be subnormal and the result normal:
-    // scaled up by 2^100 exactly, multiplied, scaled back (exact unless the result is itself
-    // subnormal).
+    // |x| < 2^-100: scaled so that x q0 stays normal. Classified from the bits and scaled
+    // from x itself, since abs() of a subnormal is 0 where the driver flushes (the H200).
     if ((floatBitsToUint(x) & 0x7FFFFFFFu) < (27u << 23)) {
-        precise float scaled = nx_scale_up(x) * 1.1283791670955126;
-        precise float tiny = scaled * 7.888609052210118e-31;
+        precise float scaled = nx_scale_up(x);
+        precise float tiny = (scaled * 0.12837917 + scaled) * 7.888609052210118e-31;
         return tiny;
     }
     float ax = abs(x);
     float result;
-    if (ax < 0.5) {
-        // Maclaurin series of erf, to x^13.
-        float x2 = ax * ax;
-        result = 1.1283791670955126 * ax * (1.0 + x2 * (-1.0 / 3.0 + x2 * (1.0 / 10.0
-            + x2 * (-1.0 / 42.0 + x2 * (1.0 / 216.0 + x2 * (-1.0 / 1320.0 + x2 / 9360.0))))));
+    if (ax < 0.875) {
+        result = nx_erf_small(ax);
+    } else if (ax >= 4.0) {
+        result = 1.0;                                // erfc(4) < 2^-25
     } else {
-        result = 1.0 - nx_erfc_positive(ax);
+        result = 1.0 - nx_erfc_positive(ax);         // erfc < 0.22: its error shrinks 4x or more
     }
     return nx_sign_bit(x) ? -result : result;
 }
 
-// M. Giles, "Approximating the erfinv function" (GPU Computing Gems), single precision.
+// |x| <= 0.5625: erf_inv(x) = x + x p(x^2). Beyond, where a log-based formula would inherit
+// the log's error, a rough guess from t = sqrt(-log(1 - |x|)) is corrected by one Newton step
+// on erfc(r) = 1 - |x| (exact) with its second-order term; erfc is well conditioned there.
 float nx_erf_inv(float x) {
     if (isnan(x)) return x;
     float ax = abs(x);
     if (ax > 1.0) return NX_NAN;
     if (ax == 1.0) return nx_sign_bit(x) ? -NX_INFINITY : NX_INFINITY;
-    float w = -nx_log((1.0 - ax) * (1.0 + ax));
-    float p;
-    if (w < 5.0) {
-        w = w - 2.5;
-        p = 2.81022636e-08;
-        p = 3.43273939e-07 + p * w;
-        p = -3.5233877e-06 + p * w;
-        p = -4.39150654e-06 + p * w;
-        p = 0.00021858087 + p * w;
-        p = -0.00125372503 + p * w;
-        p = -0.00417768164 + p * w;
-        p = 0.246640727 + p * w;
-        p = 1.50140941 + p * w;
-    } else {
-        w = sqrt(w) - 3.0;
-        p = -0.000200214257;
-        p = 0.000100950558 + p * w;
-        p = 0.00134934322 + p * w;
-        p = -0.00367342844 + p * w;
-        p = 0.00573950773 + p * w;
-        p = -0.0076224613 + p * w;
-        p = 0.00943887047 + p * w;
-        p = 1.00167406 + p * w;
-        p = 2.83297682 + p * w;
+    // |x| < 2^-100: as erf's.
+    if ((floatBitsToUint(x) & 0x7FFFFFFFu) < (27u << 23)) {
+        precise float scaled = nx_scale_up(x);
+        precise float tiny = (scaled * -0.11377308 + scaled) * 7.888609052210118e-31;
+        return tiny;
     }
-    return p * x;
+    float r;
+    if (ax <= 0.5625) {
+        float s = ax * ax;
+        float p;
+        p = 0.20652711;
+        p = p * s + -0.10231655;
+        p = p * s + 0.106626436;
+        p = p * s + 0.054187354;
+        p = p * s + 0.08766216;
+        p = p * s + 0.12750103;
+        p = p * s + 0.2320147;
+        p = p * s + -0.11377308;
+        r = ax * p + ax;
+    } else {
+        float q = 1.0 - ax;
+        float t = sqrt(-nx_log(q));
+        float r0;
+        r0 = -0.0023596908;
+        r0 = r0 * t + 0.032415494;
+        r0 = r0 * t + -0.17441697;
+        r0 = r0 * t + 0.45535344;
+        r0 = r0 * t + 0.47349468;
+        r0 = r0 * t + -0.14760812;
+        r0 = clamp(r0, 0.5, 4.5);                    // guess is within 3e-4 relative
+        float n, e;
+        float c = nx_erfc_core(r0, n, e);
+        float d = c - q * uintBitsToFloat(uint(127 - int(n)) << 23);   // (erfc(r0) - q) 2^-n, exact
+        float k = 0.886226925 * d / e;               // Newton step; its rounding hardly matters
+        r = r0 + (r0 * k * k + k);
+    }
+    return nx_sign_bit(x) ? -r : r;
 }
 #endif
 
