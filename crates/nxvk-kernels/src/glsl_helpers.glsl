@@ -385,7 +385,8 @@ float nx_atan_sum(float x, float base_hi, float base_lo, float sign) {
         t = (2.0 * x - 1.0) / (2.0 + x);
     }
     float z = t * t;
-    float atan_t = t + nx_odd_correction5(t, z, -0.333333313, 0.199993089, -0.142564103, 0.106670231, -0.0621227957);
+    float atan_t = t + nx_odd_correction5(t, z, -0.333333313, 0.199993089, -0.142564103,
+        0.106670231, -0.0621227957);
     precise float head = base_hi + sign * hi;
     precise float head_error = (base_hi - head) + sign * hi;
     return head + (head_error + base_lo + sign * (lo + atan_t));
