@@ -348,15 +348,40 @@ float nx_log1p(float x) {
     return nx_log(u) - rounding / u;
 }
 
-// Odd functions near 0 are x + c(x) with the correction c(x) = x z P(z), z = x^2 (P's
-// coefficients c0 first): the leading x is exact, so the fit's and the evaluation's rounding
+// c0 + u (c1 + u (c2 + ...)), Horner's rule written out (never a loop over an array, which
+// NVIDIA's compiler may keep in private memory). Odd functions near 0 are written
+// x + x z P(z), z = x^2: the leading x is exact, so the fit's and the evaluation's rounding
 // errors reach only the correction.
-float nx_odd_correction5(float x, float z, float c0, float c1, float c2, float c3, float c4) {
-    return x * z * (c0 + z * (c1 + z * (c2 + z * (c3 + z * c4))));
+float nx_poly4(float u, float c0, float c1, float c2, float c3, float c4) {
+    return c0 + u * (c1 + u * (c2 + u * (c3 + u * c4)));
 }
 
-float nx_odd_correction6(float x, float z, float c0, float c1, float c2, float c3, float c4, float c5) {
-    return x * z * (c0 + z * (c1 + z * (c2 + z * (c3 + z * (c4 + z * c5)))));
+float nx_poly5(float u, float c0, float c1, float c2, float c3, float c4, float c5) {
+    return c0 + u * nx_poly4(u, c1, c2, c3, c4, c5);
+}
+
+float nx_poly6(float u, float c0, float c1, float c2, float c3, float c4, float c5, float c6) {
+    return c0 + u * nx_poly5(u, c1, c2, c3, c4, c5, c6);
+}
+
+float nx_poly7(float u, float c0, float c1, float c2, float c3, float c4, float c5, float c6, float c7) {
+    return c0 + u * nx_poly6(u, c1, c2, c3, c4, c5, c6, c7);
+}
+
+float nx_poly8(float u, float c0, float c1, float c2, float c3, float c4, float c5, float c6, float c7,
+    float c8) {
+    return c0 + u * nx_poly7(u, c1, c2, c3, c4, c5, c6, c7, c8);
+}
+
+// x + x c0 for |x| < 2^-100, where x may be subnormal and the result normal: classified from
+// the bits and scaled by 2^100 exactly (abs() of a subnormal is 0 where the driver flushes,
+// the H200), then scaled back.
+bool nx_below_2_to_minus_100(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) < (27u << 23); }
+
+float nx_tiny_linear(float x, float c0) {
+    precise float scaled = nx_scale_up(x);
+    precise float tiny = (scaled * c0 + scaled) * 7.888609052210118e-31;
+    return tiny;
 }
 
 // base + sign atan(x) for x >= 0, where base (0, pi/2 or pi, as a head and a tail) is at
@@ -385,7 +410,7 @@ float nx_atan_sum(float x, float base_hi, float base_lo, float sign) {
         t = (2.0 * x - 1.0) / (2.0 + x);
     }
     float z = t * t;
-    float atan_t = t + nx_odd_correction5(t, z, -0.333333313, 0.199993089, -0.142564103,
+    float atan_t = t + t * z * nx_poly4(z, -0.333333313, 0.199993089, -0.142564103,
         0.106670231, -0.0621227957);
     precise float head = base_hi + sign * hi;
     precise float head_error = (base_hi - head) + sign * hi;
@@ -576,7 +601,7 @@ float nx_tanh(float x) {
     // quotient's rounding error counts at most half; from 9.01 it rounds to 1.
     float result = 1.0;
     if (ax < 0.625) {
-        result = ax + nx_odd_correction6(ax, ax * ax, -0.333333343, 0.133333027, -0.0539591163,
+        result = ax + ax * (ax * ax) * nx_poly5(ax * ax, -0.333333343, 0.133333027, -0.0539591163,
             0.0217678975, -0.00834098738, 0.00228973804);
     } else if (ax < 9.01) {
         result = 1.0 - 2.0 / (nx_exp(2.0 * ax) + 1.0);
@@ -600,7 +625,7 @@ float nx_sinh(float x) {
     float result;
     if (ax < 1.0) {
         // A fit to 2^-27 (expm1's error would count twice here).
-        result = ax + nx_odd_correction5(ax, ax * ax, 0.166666672, 0.00833333377, 0.000198412818,
+        result = ax + ax * (ax * ax) * nx_poly4(ax * ax, 0.166666672, 0.00833333377, 0.000198412818,
             2.755379e-06, 2.54557389e-08);
     } else if (ax < 88.0) {
         // e^|x| = 2^e (1 + q) with 2^e exact: 2^e + (2^e q - e^-|x|) rounds about once.
@@ -696,7 +721,7 @@ float nx_atan2(float y, float x) {
 
 // asin(t) - t for |t| <= 1/2, a fit to 2^-28.
 float nx_asin_correction(float t, float z) {
-    return nx_odd_correction6(t, z, 0.166666657, 0.0750009418, 0.0445994735, 0.0310998391,
+    return t * z * nx_poly5(z, 0.166666657, 0.0750009418, 0.0445994735, 0.0310998391,
         0.0171530005, 0.0336848311);
 }
 
@@ -714,9 +739,14 @@ float nx_asin(float x) {
         float z = (1.0 - ax) * 0.5;
         float w = sqrt(z);
         float correction = nx_asin_correction(w, z);
-        // precise: lavapipe's compiler otherwise regroups the sums.
-        precise float near_half = 0.785398185 + ((0.785398185 - 2.0 * w) + (-4.37113883e-8 - 2.0 * correction));
-        result = (ax < 0.923) ? near_half : 1.57079637 - (2.0 * (w + correction) + 4.37113883e-8);
+        if (ax < 0.923) {
+            // precise: lavapipe's compiler otherwise regroups the sums.
+            precise float near_half = 0.785398185 + ((0.785398185 - 2.0 * w)
+                + (-4.37113883e-8 - 2.0 * correction));
+            result = near_half;
+        } else {
+            result = 1.57079637 - (2.0 * (w + correction) + 4.37113883e-8);
+        }
     }
     return nx_sign_bit(x) ? -result : result;
 }
@@ -735,26 +765,9 @@ float nx_acos(float x) {
 // erf(x) = x + x q(x^2) for |x| < 0.875 (q small, so its rounding errors are damped).
 float nx_erf_small(float x) {
     float s = x * x;
-    float q;
-    q = 7.8602905e-05;
-    q = q * s + -0.00080253603;
-    q = q * s + 0.0051908954;
-    q = q * s + -0.026855359;
-    q = q * s + 0.11283623;
-    q = q * s + -0.3761263;
-    q = q * s + 0.12837917;
+    float q = nx_poly6(s, 0.12837917, -0.3761263, 0.11283623, -0.026855359, 0.0051908954,
+        -0.00080253603, 7.8602905e-05);
     return x * q + x;
-}
-
-// c0 + u (c1 + u (c2 + ...)), Horner's rule written out (never a loop over an array, which
-// NVIDIA's compiler may keep in private memory).
-float nx_poly7(float u, float c0, float c1, float c2, float c3, float c4, float c5, float c6, float c7) {
-    return c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * (c5 + u * (c6 + u * c7))))));
-}
-
-float nx_poly8(float u, float c0, float c1, float c2, float c3, float c4, float c5, float c6, float c7,
-    float c8) {
-    return c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * (c5 + u * (c6 + u * (c7 + u * c8)))))));
 }
 
 // For z in [0.5, 10.06): erfc(z) = result * 2^n and exp(-z^2) ~= e * 2^n. erfc(z) exp(z^2)
@@ -809,13 +822,7 @@ float nx_erfc_core(float z, out float n, out float e) {
     precise float a = (h + h) * dz + (dz * dz + n * 1.42860677e-06);
     precise float w = r - a;
     precise float dw = (r - w) - a;
-    float p;
-    p = 0.00021162914;
-    p = p * w + 0.0013915278;
-    p = p * w + 0.008331678;
-    p = p * w + 0.041666605;
-    p = p * w + 0.16666672;
-    p = p * w + 0.5;
+    float p = nx_poly5(w, 0.5, 0.16666672, 0.041666605, 0.008331678, 0.0013915278, 0.00021162914);
     float q = w * w * p + dw;                        // exp(w + dw) - 1 - w
     e = 1.0 + (w + q);
     return ghi + (ghi * w + (ghi * q + glo));
@@ -840,13 +847,7 @@ float nx_erfc(float x) {
 
 float nx_erf(float x) {
     if (isnan(x)) return x;
-    // |x| < 2^-100: scaled so that x q0 stays normal. Classified from the bits and scaled
-    // from x itself, since abs() of a subnormal is 0 where the driver flushes (the H200).
-    if ((floatBitsToUint(x) & 0x7FFFFFFFu) < (27u << 23)) {
-        precise float scaled = nx_scale_up(x);
-        precise float tiny = (scaled * 0.12837917 + scaled) * 7.888609052210118e-31;
-        return tiny;
-    }
+    if (nx_below_2_to_minus_100(x)) return nx_tiny_linear(x, 0.12837917);
     float ax = abs(x);
     float result;
     if (ax < 0.875) {
@@ -867,35 +868,18 @@ float nx_erf_inv(float x) {
     float ax = abs(x);
     if (ax > 1.0) return NX_NAN;
     if (ax == 1.0) return nx_sign_bit(x) ? -NX_INFINITY : NX_INFINITY;
-    // |x| < 2^-100: as erf's.
-    if ((floatBitsToUint(x) & 0x7FFFFFFFu) < (27u << 23)) {
-        precise float scaled = nx_scale_up(x);
-        precise float tiny = (scaled * -0.11377308 + scaled) * 7.888609052210118e-31;
-        return tiny;
-    }
+    if (nx_below_2_to_minus_100(x)) return nx_tiny_linear(x, -0.11377308);
     float r;
     if (ax <= 0.5625) {
         float s = ax * ax;
-        float p;
-        p = 0.20652711;
-        p = p * s + -0.10231655;
-        p = p * s + 0.106626436;
-        p = p * s + 0.054187354;
-        p = p * s + 0.08766216;
-        p = p * s + 0.12750103;
-        p = p * s + 0.2320147;
-        p = p * s + -0.11377308;
+        float p = nx_poly7(s, -0.11377308, 0.2320147, 0.12750103, 0.08766216, 0.054187354,
+            0.106626436, -0.10231655, 0.20652711);
         r = ax * p + ax;
     } else {
         float q = 1.0 - ax;
         float t = sqrt(-nx_log(q));
-        float r0;
-        r0 = -0.0023596908;
-        r0 = r0 * t + 0.032415494;
-        r0 = r0 * t + -0.17441697;
-        r0 = r0 * t + 0.45535344;
-        r0 = r0 * t + 0.47349468;
-        r0 = r0 * t + -0.14760812;
+        float r0 = nx_poly5(t, -0.14760812, 0.47349468, 0.45535344, -0.17441697, 0.032415494,
+            -0.0023596908);
         r0 = clamp(r0, 0.5, 4.5);                    // guess is within 3e-4 relative
         float n, e;
         float c = nx_erfc_core(r0, n, e);

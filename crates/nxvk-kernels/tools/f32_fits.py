@@ -1,7 +1,7 @@
 """Coefficients of the f32-alone forms in crates/nxvk-kernels/src/glsl_helpers.glsl: least-squares
 fits on Chebyshev nodes (near-minimax) in 40-digit arithmetic with mpmath, each rounded to f32,
 and the head/tail pairs of the reduction offsets. Prints each fit's coefficients (c0 first, as
-nx_odd_correction5/6 take them) and its maximum relative error after rounding.
+nx_poly4/5 take them) and its maximum relative error after rounding.
 
     python3 crates/nxvk-kernels/tools/f32_fits.py
 
