@@ -24,6 +24,8 @@ pub struct Counters {
     pub(crate) device_bytes_live: AtomicU64,
     pub(crate) resident_table_builds: AtomicU64,
     pub(crate) resident_table_hits: AtomicU64,
+    pub(crate) replays: AtomicU64,
+    pub(crate) replayed_dispatches: AtomicU64,
     host_fallbacks: Mutex<BTreeMap<(String, DType), u64>>,
 }
 
@@ -47,6 +49,10 @@ pub struct CounterSnapshot {
     /// Resident tables built and uploaded, and requests served by one already on the device.
     pub resident_table_builds: u64,
     pub resident_table_hits: u64,
+    /// Captured command buffers submitted again ([`crate::Replay`]), and the dispatches they
+    /// held (also counted in `dispatches`, though none of them was recorded again).
+    pub replays: u64,
+    pub replayed_dispatches: u64,
     /// Host fallbacks taken, by (op, dtype).
     pub host_fallbacks: BTreeMap<(String, DType), u64>,
 }
@@ -82,6 +88,8 @@ impl Counters {
             device_bytes_live: read(&self.device_bytes_live),
             resident_table_builds: read(&self.resident_table_builds),
             resident_table_hits: read(&self.resident_table_hits),
+            replays: read(&self.replays),
+            replayed_dispatches: read(&self.replayed_dispatches),
             host_fallbacks: self.host_fallbacks.lock().clone(),
         }
     }

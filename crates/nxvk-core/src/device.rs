@@ -33,11 +33,11 @@ use vulkano::pipeline::{ComputePipeline, PipelineLayout, PipelineShaderStageCrea
 use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo, ShaderStages};
 
 pub struct Device {
-    adapter: Adapter,
-    vk_device: Arc<VkDevice>,
-    pool: BufferPool,
-    stream: Mutex<Stream>,
-    layout: Arc<PipelineLayout>,
+    pub(crate) adapter: Adapter,
+    pub(crate) vk_device: Arc<VkDevice>,
+    pub(crate) pool: Arc<BufferPool>,
+    pub(crate) stream: Mutex<Stream>,
+    pub(crate) layout: Arc<PipelineLayout>,
     kernels: Mutex<HashMap<KernelKey, Arc<Kernel>>>,
     /// Compiled-in modules by (address, length) of their words.
     static_kernels: Mutex<HashMap<(usize, usize), Arc<Kernel>>>,
@@ -124,13 +124,13 @@ impl Device {
         let pool_bytes = knobs
             .pool_bytes
             .unwrap_or((capabilities.device_local_heap_bytes / 8).min(4 << 30));
-        let pool = BufferPool::new(
+        let pool = Arc::new(BufferPool::new(
             allocator,
             counters.clone(),
             pool_bytes,
             capabilities.device_local_heap_bytes,
             capabilities.unified_memory,
-        );
+        ));
         let stream = Stream::new(
             queue,
             layout.clone(),
@@ -194,7 +194,7 @@ impl Device {
     }
 
     /// Passes `result` through, marking the device failed on a fatal error.
-    fn guard<T>(&self, result: Result<T>) -> Result<T> {
+    pub(crate) fn guard<T>(&self, result: Result<T>) -> Result<T> {
         if let Err(error) = &result
             && error.is_device_fatal()
         {
@@ -287,6 +287,9 @@ impl Device {
             return Ok(());
         }
         let mut stream = self.stream.lock();
+        if let Some(log) = stream.capture_log() {
+            log.spoil("the run uploaded data from the host");
+        }
         let idle = raw.last_use.load(Ordering::Relaxed) <= stream.completed();
         if let (true, true, Some(mapped)) = (self.capabilities().unified_memory, idle, raw.mapped())
         {
@@ -321,6 +324,9 @@ impl Device {
             return Ok(Vec::new());
         }
         let mut stream = self.stream.lock();
+        if let Some(log) = stream.capture_log() {
+            log.spoil("the run read data back to the host");
+        }
         let result =
             if let (true, Some(mapped)) = (self.capabilities().unified_memory, raw.mapped()) {
                 let last_use = raw.last_use.load(Ordering::Relaxed);
@@ -343,11 +349,32 @@ impl Device {
         Ok(bytes)
     }
 
+    /// Copies all of `source` to the start of `target` on the GPU.
+    pub fn copy_buffer(&self, source: &DeviceBuffer, target: &DeviceBuffer) -> Result<()> {
+        const OP: &str = "copy buffer";
+        self.usable(OP)?;
+        self.owns(OP, source)?;
+        self.owns(OP, target)?;
+        check_range(OP, target.raw(), 0, source.size())?;
+        let mut stream = self.stream.lock();
+        if let Some(log) = stream.capture_log() {
+            log.spoil("the run copied a buffer");
+        }
+        let result = stream.copy(source.raw(), 0, target.raw(), 0, source.size());
+        drop(stream);
+        self.guard(result)
+    }
+
     /// Fills `buffer` with a repeated 32-bit word on the GPU (for zeroing, or poisoning in tests).
     pub fn fill(&self, buffer: &DeviceBuffer, word: u32) -> Result<()> {
         self.usable("fill")?;
         self.owns("fill", buffer)?;
-        let result = self.stream.lock().fill(buffer.raw(), word);
+        let mut stream = self.stream.lock();
+        let result = stream.fill(buffer.raw(), word);
+        if let (Ok(()), Some(log)) = (&result, stream.capture_log()) {
+            log.log_fill(buffer.raw(), word);
+        }
+        drop(stream);
         self.guard(result)
     }
 
@@ -626,6 +653,22 @@ impl Device {
                 })
             }
         };
+        if let (Ok(()), Some(log)) = (&result, stream.capture_log()) {
+            let logged: smallvec::SmallVec<[(&Arc<RawBuffer>, bool); 8]> = accesses
+                .iter()
+                .map(|access| match access {
+                    Access::Read(buffer) => (*buffer, false),
+                    Access::Write(buffer) => (*buffer, true),
+                })
+                .collect();
+            log.log_dispatch(
+                &kernel.pipeline,
+                group_counts,
+                push_constants,
+                params,
+                &logged,
+            );
+        }
         let result = result.and_then(|()| match &profile_slot {
             Some((query_pool, slot)) => {
                 stream.write_timestamp(vulkano::VulkanObject::handle(&**query_pool), slot + 1)

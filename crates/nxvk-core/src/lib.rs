@@ -2,8 +2,9 @@
 //!
 //! It owns devices and their capabilities, memory (device-local buffers, staging, a size-class
 //! pool), tensors as views over buffers, the command stream (batched dispatches, barriers from
-//! declared accesses, completion with a timeout), kernels and their caches (in memory, and the
-//! driver's pipeline cache on disk), counters, strict mode and the error type.
+//! declared accesses, completion with a timeout), capture and replay of recorded commands,
+//! kernels and their caches (in memory, and the driver's pipeline cache on disk), counters,
+//! strict mode and the error type.
 //!
 //! It is not an op library: it knows nothing about Nx ops, only how to run a kernel someone
 //! else wrote. `nxvk-kernels` holds the catalog.
@@ -14,6 +15,7 @@
 mod adapter;
 mod cache_dir;
 mod capabilities;
+mod capture;
 mod context;
 mod cooperative_matrix;
 mod counters;
@@ -38,6 +40,7 @@ mod transfer;
 pub use adapter::{Adapter, DEVICE_SELECTOR_ENV, list_adapters, select_adapter};
 pub use cache_dir::default_cache_dir;
 pub use capabilities::{Capabilities, DeviceKind, FloatControlsIndependence, SubgroupOperations};
+pub use capture::{Capture, Replay, RunBuffers, Spoiled};
 pub use context::{Context, ContextOptions};
 pub use cooperative_matrix::CooperativeMatrixShape;
 pub use counters::CounterSnapshot;

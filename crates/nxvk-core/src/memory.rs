@@ -155,6 +155,16 @@ pub(crate) struct BufferPool {
     device_local_heap_bytes: u64,
     unified_memory: bool,
     next_id: AtomicU64,
+    /// Buffers a capture holds ([`BufferPool::pin`]), by id.
+    pinned: Mutex<HashMap<u64, Pin>>,
+}
+
+/// How many pins a buffer has, and the buffer once its owner released it (it returns to the
+/// free lists with the last unpin).
+#[derive(Default)]
+struct Pin {
+    count: u32,
+    released: Option<Arc<RawBuffer>>,
 }
 
 impl std::fmt::Debug for BufferPool {
@@ -184,6 +194,7 @@ impl BufferPool {
             device_local_heap_bytes,
             unified_memory,
             next_id: AtomicU64::new(1),
+            pinned: Mutex::new(HashMap::new()),
         }
     }
 
@@ -211,8 +222,40 @@ impl BufferPool {
         }
     }
 
-    /// Returns a buffer to its size class, or destroys it when the pool is full.
+    /// Keeps `buffer` out of the free lists until as many [`BufferPool::unpin`]s: a capture
+    /// replays commands on the buffers it recorded, so nobody else may be handed them, even
+    /// after the tensors that owned them are dropped.
+    pub(crate) fn pin(&self, buffer: &RawBuffer) {
+        self.pinned.lock().entry(buffer.id).or_default().count += 1;
+    }
+
+    /// Undoes one [`BufferPool::pin`]; the last one hands a released buffer back to the pool.
+    pub(crate) fn unpin(&self, buffer: &RawBuffer) {
+        let mut pinned = self.pinned.lock();
+        let Some(entry) = pinned.get_mut(&buffer.id) else {
+            return;
+        };
+        entry.count -= 1;
+        if entry.count > 0 {
+            return;
+        }
+        let released = pinned.remove(&buffer.id).and_then(|pin| pin.released);
+        drop(pinned);
+        if let Some(released) = released {
+            self.release(released);
+        }
+    }
+
+    /// Returns a buffer to its size class, or destroys it when the pool is full; a pinned
+    /// buffer waits for its last unpin.
     pub(crate) fn release(&self, buffer: Arc<RawBuffer>) {
+        {
+            let mut pinned = self.pinned.lock();
+            if let Some(pin) = pinned.get_mut(&buffer.id) {
+                pin.released = Some(buffer);
+                return;
+            }
+        }
         let class = buffer.size();
         let slot = buffer.kind.budget_slot();
         let budget = if slot == 0 {

@@ -118,6 +118,13 @@ pub const KNOBS: &[Knob] = &[
         workloads: &["softmax_f32_8Kx8K", "layer_norm_f32_8Kx8K"],
         about: "row programs divide by a row-shared divisor through its f64 reciprocal",
     },
+    Knob {
+        name: "plan_replay",
+        arm_a: "on",
+        arm_b: "off",
+        workloads: &["small_mlp_us@plan", "small_op_chain_us@plan"],
+        about: "a cached plan's first run recorded once and submitted again from its third run",
+    },
 ];
 
 /// Looks a knob up by name.

@@ -23,6 +23,10 @@
 //!   as one plan (the demo's model code), GPU time; like the torch peer's `w_mlp`.
 //! - `small_op_chain_us@plan`: 1000 dependent sigmoids on f32[1024] as one plan and one sync,
 //!   wall time per op (the plan is compiled before timing, as a cached plan would be).
+//! - `small_mlp_us@plan`: 16 layers of tanh(h . w_i + b_i) on h f32[32, 256], w_i
+//!   f32[256, 256] (a small model's inference, where the host's share of a run shows), as one
+//!   plan: wall time per run to the synchronisation, median of 21 after 4 warm-up runs (the
+//!   first two of which capture the plan for replay when `plan_replay` is on).
 //! - `reduce_fun_add_f32_256M`: Nx's `reduce(x, 0, &add/2)` over all of 2^28 f32 with the
 //!   reducer as a function graph (`reducer.rs`: two chunked passes); torch's peer is `sum`.
 //! - `reduce_fun_add_rows_f32_8Kx8K`: the same reducer over the last axis of f32[8192, 8192]
@@ -124,6 +128,7 @@ fn main() {
             "small_op_chain_us@plan".into(),
             Box::new(|b| b.small_op_chain()),
         ),
+        ("small_mlp_us@plan".into(), Box::new(|b| b.small_mlp())),
         (
             "reduce_fun_add_f32_256M".into(),
             Box::new(move |b| b.reduce_fun(&[chain_elements], &[0])),
@@ -354,6 +359,34 @@ impl Bench {
             Ok(start.elapsed())
         };
         Ok(Record::microseconds_per_op(wall_median(1, 5, once)?, OPS))
+    }
+
+    fn small_mlp(&self) -> Result<Record> {
+        const LAYERS: usize = 16;
+        const WIDTH: usize = 256;
+        let mut builder = GraphBuilder::new();
+        let mut h = builder.parameter(DType::F32, &[32, WIDTH])?;
+        let mut weights = Vec::new();
+        for layer in 0..LAYERS {
+            let w = builder.parameter(DType::F32, &[WIDTH, WIDTH])?;
+            let b = builder.parameter(DType::F32, &[WIDTH])?;
+            weights.push(self.tensor(&[WIDTH, WIDTH], 10 + layer as u64)?);
+            weights.push(self.tensor(&[WIDTH], 100 + layer as u64)?);
+            let product = builder.dot(h, w, DotAxes::matrix_product())?;
+            let biased = builder.binary(BinaryOp::Add, product, b)?;
+            h = builder.unary(UnaryOp::Tanh, biased)?;
+        }
+        let graph = builder.finish(&[h])?;
+        let x = self.tensor(&[32, WIDTH], 3)?;
+        let inputs: Vec<&Tensor> = std::iter::once(&x).chain(&weights).collect();
+        self.cache.plan(&graph)?;
+        let once = || -> Result<Duration> {
+            let start = Instant::now();
+            self.cache.run(&graph, &inputs)?;
+            self.device.synchronize()?;
+            Ok(start.elapsed())
+        };
+        Ok(Record::microseconds_per_op(wall_median(4, 21, once)?, 1))
     }
 
     /// Forward and backward of conv 3x3 then 2x2 max pooling on `batch` images of `channels`

@@ -5,7 +5,8 @@
 //! goes back to the device's size-class pool for the next stage that allocates (buffer reuse
 //! by liveness; the pool keeps buffers the GPU may still use alive until their batch ends).
 //! Dispatches are recorded into the device's batched stream; nothing waits for the GPU except
-//! `cond` and `while`, which read their predicate back.
+//! `cond` and `while`, which read their predicate back. From a plan's third run on, most runs
+//! skip all of this and replay the first run's recorded commands (`replay.rs`).
 
 use crate::codegen::{FUSED_PUSH_CONSTANT_BYTES, OPAQUE_WORD, PACKET_RANK};
 use crate::gemm_epilogue::GemmEpilogueKernel;
@@ -420,15 +421,10 @@ impl Run<'_> {
         let tensor_value = |tensor: Tensor| Ok(Value::Tensor(tensor));
         match &node.op {
             Op::Parameter { .. } => Err(absent(name, id)),
-            Op::Literal { bytes } => {
-                let ty = graph.tensor_type(id);
-                tensor_value(Tensor::from_bytes(device, ty.dtype, &ty.shape, bytes)?)
-            }
-            Op::Constant { element } => {
-                let ty = graph.tensor_type(id);
-                let bytes = element.repeat(ty.n_elements());
-                tensor_value(Tensor::from_bytes(device, ty.dtype, &ty.shape, &bytes)?)
-            }
+            Op::Literal { bytes } => self.plan.constant(device, graph, id, || bytes.clone()),
+            Op::Constant { element } => self.plan.constant(device, graph, id, || {
+                element.repeat(graph.tensor_type(id).n_elements())
+            }),
             Op::Unary { op, input } => tensor_value(unary(*op, self.tensor(name, *input)?)?),
             Op::Binary { op, left, right } => tensor_value(binary(
                 *op,
@@ -725,7 +721,32 @@ impl Run<'_> {
     }
 }
 
+/// Most bytes of one materialised constant a plan keeps on the device between runs (larger
+/// ones are uploaded on each run).
+const KEPT_CONSTANT_BYTES: usize = 1 << 20;
+
 impl Plan {
+    /// The value of literal or constant node `id`: uploaded on first use and kept by the plan
+    /// when small (no kernel writes a value in place), so later runs upload nothing.
+    fn constant(
+        &self,
+        device: &Arc<Device>,
+        graph: &Graph,
+        id: NodeId,
+        bytes: impl FnOnce() -> Vec<u8>,
+    ) -> Result<Value> {
+        if let Some(tensor) = self.constants.lock().get(&id) {
+            return Ok(Value::Tensor(tensor.clone()));
+        }
+        let ty = graph.tensor_type(id);
+        let bytes = bytes();
+        let tensor = Tensor::from_bytes(device, ty.dtype, &ty.shape, &bytes)?;
+        if bytes.len() <= KEPT_CONSTANT_BYTES {
+            self.constants.lock().insert(id, tensor.clone());
+        }
+        Ok(Value::Tensor(tensor))
+    }
+
     /// Runs this plan on `inputs` (one per graph parameter, of its dtype and shape).
     pub(crate) fn execute(&self, cache: &PlanCache, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         let graph = &self.graph;

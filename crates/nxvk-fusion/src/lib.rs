@@ -31,7 +31,8 @@
 //!
 //! Not yet: epilogues of GEMMs whose product other stages read too (the product is then
 //! written, and could be stored beside the epilogue's result), native kernels for the `block`s other than linear
-//! algebra's, recording a plan's command buffer once for replay, and `cond`/`while`
+//! algebra's, replay of plans that pass an input straight to an eager kernel (its address is
+//! in push constants; `replay.rs` replays the rest from their third run), and `cond`/`while`
 //! predicates kept on the device (they are read back).
 
 mod autodiff;
@@ -47,6 +48,7 @@ mod linalg_stage;
 mod plan;
 mod plan_cache;
 mod reducer;
+mod replay;
 mod row_program;
 mod view;
 
@@ -62,5 +64,6 @@ pub use graph::{
 pub use plan::{FusedKernel, Plan, PlanOptions, Stage};
 pub use plan_cache::{FusionCounters, PlanCache};
 pub use reducer::ReducerKernel;
+pub use replay::{CAPTURE_ATTEMPTS, MAX_INTERMEDIATE_BYTES, REPLAY_BY_DEFAULT, ReplayStatus};
 pub use row_program::RowProgramKernel;
 pub use view::{ViewPath, ViewStep};

@@ -201,6 +201,10 @@ pub struct Plan {
     pub(crate) freed_after: Vec<Vec<NodeId>>,
     /// GLSL sources generated for this plan.
     pub(crate) generated_kernels: usize,
+    /// Its captured runs and recorded command buffer (`replay.rs`).
+    pub(crate) replay: crate::replay::PlanReplay,
+    /// Small literal and constant values uploaded by earlier runs (`executor.rs`).
+    pub(crate) constants: parking_lot::Mutex<std::collections::HashMap<NodeId, nxvk_core::Tensor>>,
 }
 
 impl Plan {
@@ -595,6 +599,8 @@ pub(crate) fn plan(graph: Arc<Graph>, device: &Device, options: PlanOptions) -> 
         stages,
         freed_after,
         generated_kernels,
+        replay: Default::default(),
+        constants: Default::default(),
     })
 }
 

@@ -10,6 +10,7 @@
 use crate::encoding::{decode, encode};
 use crate::graph::{Graph, TensorType};
 use crate::plan::{Plan, PlanOptions, plan};
+use crate::replay::{REPLAY_BY_DEFAULT, ReplayStatus};
 use nxvk_core::{Device, Result, Tensor};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -31,6 +32,10 @@ pub struct FusionCounters {
     /// GEMMs that applied their epilogue in the store (the rest of the epilogue stages ran
     /// their unfused kernel on the product).
     pub gemm_epilogues: u64,
+    /// Runs that submitted their plan's recorded command buffer again (`replay.rs`).
+    pub replays: u64,
+    /// Runs of a replayable plan whose inputs were laid out otherwise (they ran stage by stage).
+    pub replay_misses: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -47,6 +52,7 @@ pub struct PlanCache {
     options: PlanOptions,
     plans: Mutex<HashMap<PlanKey, Arc<Plan>>>,
     counters: Mutex<FusionCounters>,
+    replay: bool,
 }
 
 fn input_types(inputs: &[&Tensor]) -> Vec<TensorType> {
@@ -62,13 +68,30 @@ impl PlanCache {
         PlanCache::with_options(device, PlanOptions::from_env())
     }
 
+    /// Replay follows the device's `plan_replay` knob (`replay.rs`).
     pub fn with_options(device: &Arc<Device>, options: PlanOptions) -> Self {
+        let replay = match device.knobs().variant("plan_replay") {
+            Some(value) => value == "on",
+            None => REPLAY_BY_DEFAULT,
+        };
         PlanCache {
             device: device.clone(),
             options,
             plans: Mutex::new(HashMap::new()),
             counters: Mutex::new(FusionCounters::default()),
+            replay,
         }
+    }
+
+    /// This cache with plan replay switched on or off, whatever the knob says.
+    pub fn with_replay(mut self, replay: bool) -> Self {
+        self.replay = replay;
+        self
+    }
+
+    /// Where the plan of `graph` stands with replay (planned on first use).
+    pub fn replay_status(&self, graph: &Graph) -> Result<ReplayStatus> {
+        Ok(self.plan(graph)?.replay.status())
     }
 
     pub fn device(&self) -> &Arc<Device> {
@@ -89,6 +112,24 @@ impl PlanCache {
 
     pub(crate) fn count_gemm_epilogue(&self) {
         self.counters.lock().gemm_epilogues += 1;
+    }
+
+    pub(crate) fn count_replay(&self) {
+        self.counters.lock().replays += 1;
+    }
+
+    pub(crate) fn count_replay_miss(&self) {
+        self.counters.lock().replay_misses += 1;
+    }
+
+    /// Runs a found or new plan: through replay when this cache replays.
+    fn run_plan(&self, plan: &Plan, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        self.counters.lock().runs += 1;
+        if self.replay {
+            crate::replay::run(plan, self, inputs)
+        } else {
+            plan.execute(self, inputs)
+        }
     }
 
     /// The plan for `key`, built by `make` on a miss.
@@ -119,8 +160,7 @@ impl PlanCache {
     /// Runs `graph` on `inputs`, one tensor per output.
     pub fn run(&self, graph: &Graph, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         let plan = self.plan(graph)?;
-        self.counters.lock().runs += 1;
-        plan.execute(self, inputs)
+        self.run_plan(&plan, inputs)
     }
 
     /// Runs the graph encoded in `bytes` (what the NIF receives): a cached plan is found by
@@ -132,7 +172,6 @@ impl PlanCache {
             options: self.options,
         };
         let plan = self.plan_for(key, || decode(bytes))?;
-        self.counters.lock().runs += 1;
-        plan.execute(self, inputs)
+        self.run_plan(&plan, inputs)
     }
 }
