@@ -1,36 +1,44 @@
-//! Capture and replay: a run's commands recorded once into a command buffer of their own, then
-//! submitted again for later runs with new inputs and outputs.
+//! Capture and replay: a run's commands recorded once, into secondary command buffers of their
+//! own, then executed again for later runs with new inputs and outputs.
 //!
 //! A capture logs what the calling thread records between [`Device::begin_capture`] and
 //! [`Device::end_capture`]: each dispatch (pipeline, workgroups, push constants, parameter
 //! block, declared accesses) and each fill. Anything that makes the run depend on the host
-//! spoils it: a wait for the GPU (a read-back, a predicate), an upload, a timestamp, or another
-//! thread recording meanwhile. Every buffer a capture touches is pinned: the pool hands it to
-//! nobody else until the capture is dropped, so a later run cannot reuse it.
+//! spoils it: a wait for the GPU (a read-back, a predicate), an upload, a copy, a timestamp, a
+//! replay, or another thread recording meanwhile. Every buffer a capture touches is pinned:
+//! the pool hands it to nobody else until the capture is dropped, so a later run cannot reuse
+//! it.
 //!
 //! Which words of the commands are the addresses of the run's inputs and outputs is learnt,
 //! not guessed: [`Replay::new`] compares two captures of the same work on different inputs and
 //! outputs. A word that differs must be, in both runs, an address inside the same declared
 //! buffer of that command at the same offset; it becomes a slot of that input or output, or,
-//! inside an intermediate buffer, keeps the first run's address (the replay owns the first run's
-//! intermediates). A word that is equal in both runs is not an input or output address, because
-//! the second run's inputs and outputs are disjoint from the first's (both are pinned). The two
-//! runs must also have the same commands and the same aliasing of buffers. Slots may only lie in
-//! parameter blocks, which a replay rewrites on the queue (`vkCmdUpdateBuffer`) before the
-//! recorded command buffer runs; an input or output address in push constants (the catalog's
-//! eager kernels put them there) refuses replay, as do copies, writes to inputs and fills of
-//! inputs. Fills of outputs (the tests' poison) run before the replay on the new outputs.
+//! inside an intermediate buffer, keeps the first run's address (the replay owns the first
+//! run's intermediates). A word that is equal in both runs is not an input or output address,
+//! because the second run's inputs and outputs are disjoint from the first's (both are
+//! pinned). The two runs must also have the same commands and the same aliasing of buffers,
+//! and neither may write an input or a buffer both share.
+//!
+//! The first run's commands are recorded once: each run of commands without a slot in push
+//! constants into a secondary command buffer, their parameter blocks in one buffer whose slots
+//! a replay rewrites with `vkCmdUpdateBuffer` in the stream's command buffer; a dispatch with a
+//! slot in push constants (the catalog's eager kernels put addresses there) is recorded by each
+//! replay, between the secondaries, and so are runs of fewer than `MIN_SECONDARY_COMMANDS`
+//! dispatches between such dispatches (an executed secondary costs GPU time). Barriers come from one hazard tracking over the whole
+//! sequence, and the stream puts one before the replay where earlier commands touch its
+//! buffers. Fills of outputs (the tests' poison) are done on the new outputs first.
 
 use crate::device::{Device, DeviceBuffer};
 use crate::hazard::HazardTracker;
 use crate::memory::{BufferPool, MemoryKind, RawBuffer};
-use crate::stream::{record_global_barrier, record_host_read_barrier};
+use crate::stream::record_global_barrier;
 use crate::{Error, Result};
 use ash::vk;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::thread::ThreadId;
 use vulkano::VulkanObject;
+use vulkano::command_buffer::CommandBufferLevel;
 use vulkano::command_buffer::pool::{
     CommandBufferAllocateInfo, CommandPool, CommandPoolCreateInfo,
 };
@@ -288,16 +296,17 @@ pub(crate) struct LiveDispatch {
     pub(crate) barrier_before: bool,
 }
 
-/// One part of a replay, in submission order.
+/// One part of a replay, in order.
 pub(crate) enum Segment {
-    /// Recorded once, submitted again each replay.
+    /// A secondary command buffer recorded once, executed again by each replay.
     Recorded(vk::CommandBuffer),
-    /// Recorded on each replay into a command buffer of the stream.
+    /// Recorded by each replay into the stream's command buffer.
     Live(Vec<LiveDispatch>),
 }
 
-/// What a replay batch keeps alive: the recorded command buffers (in a pool of their own, so
-/// dropping them from any thread is safe), the parameter buffer, pipelines and intermediates.
+/// What a batch holding a replay keeps alive: the secondary command buffers (in a pool of
+/// their own, so dropping them from any thread is safe), the parameter buffer, pipelines and
+/// intermediates.
 pub(crate) struct ReplayCommands {
     /// Not used after recording; the mutex only makes the pool shareable between threads.
     _command_pool: parking_lot::Mutex<CommandPool>,
@@ -307,16 +316,27 @@ pub(crate) struct ReplayCommands {
     intermediates: Pins,
     held: Vec<Arc<RawBuffer>>,
     dispatches: u64,
+    /// Barriers in the recorded parts.
+    barriers: u64,
 }
 
 impl ReplayCommands {
-    /// The buffers the recorded commands use.
+    /// The intermediate buffers the replay writes.
     pub(crate) fn buffers(&self) -> impl Iterator<Item = &Arc<RawBuffer>> {
         self.held.iter()
     }
 
+    /// The parameter buffer the replay reads, if it has parameter blocks.
+    pub(crate) fn params(&self) -> impl Iterator<Item = &Arc<RawBuffer>> {
+        self.params.iter()
+    }
+
     pub(crate) fn dispatches(&self) -> u64 {
         self.dispatches
+    }
+
+    pub(crate) fn barriers(&self) -> u64 {
+        self.barriers
     }
 }
 
@@ -639,11 +659,7 @@ impl Replay {
             for &(index, word) in &self.output_fills {
                 stream.fill(outputs[index].raw(), word)?;
             }
-            let buffers: Vec<&Arc<RawBuffer>> = inputs
-                .iter()
-                .map(|input| input.raw())
-                .chain(outputs.iter().map(|output| output.raw()))
-                .collect();
+            let inputs: Vec<&Arc<RawBuffer>> = inputs.iter().map(|input| input.raw()).collect();
             let live_push = |dispatch: &LiveDispatch| {
                 let mut push = dispatch.template.clone();
                 for slot in &dispatch.slots {
@@ -651,7 +667,8 @@ impl Replay {
                 }
                 push
             };
-            stream.submit_replay(&self.commands, &buffers, live_push)
+            let outputs: Vec<&Arc<RawBuffer>> = outputs.iter().map(|output| output.raw()).collect();
+            stream.replay(&self.commands, &inputs, &outputs, live_push)
         })();
         drop(stream);
         self.device.guard(result)?;
@@ -661,6 +678,40 @@ impl Replay {
 
 /// A command to record, with the slots of its push constants when it is a dispatch.
 type KeptCommand<'a> = (&'a LoggedCommand, Option<Vec<Slot>>);
+
+/// Fewest commands between two live dispatches worth a secondary command buffer: executed
+/// secondaries cost GPU time on the H200 (mlp_step_f32_b256: 0.364 ms with one for every run
+/// between GEMMs, 0.342 with the short runs recorded by each replay, 0.278 stage by stage).
+const MIN_SECONDARY_COMMANDS: usize = 8;
+
+/// For each command, whether each replay records it: dispatches with push-constant slots, and
+/// dispatches in runs between them too short for a secondary (a run with a fill is always one).
+fn recorded_per_replay(commands: &[KeptCommand<'_>]) -> Vec<bool> {
+    let live = |(command, slots): &KeptCommand<'_>| {
+        matches!(command.op, LoggedOp::Dispatch { .. })
+            && slots.as_ref().is_some_and(|slots| !slots.is_empty())
+    };
+    let mut inline: Vec<bool> = commands.iter().map(live).collect();
+    let mut start = 0;
+    while start < commands.len() {
+        if inline[start] {
+            start += 1;
+            continue;
+        }
+        let end = (start..commands.len())
+            .find(|&index| inline[index])
+            .unwrap_or(commands.len());
+        let has_fill = commands[start..end]
+            .iter()
+            .any(|(command, _)| matches!(command.op, LoggedOp::Fill { .. }));
+        let bounded = start > 0 || end < commands.len();
+        if bounded && !has_fill && end - start < MIN_SECONDARY_COMMANDS {
+            inline[start..end].fill(true);
+        }
+        start = end;
+    }
+    inline
+}
 
 /// Records `commands` once: runs of dispatches and fills without push-constant slots into
 /// command buffers of their own pool, the others as live dispatches between them; parameter
@@ -696,6 +747,7 @@ fn record(
         intermediates,
         held: Vec::new(),
         dispatches: 0,
+        barriers: 0,
     };
     let mut recorder = Recorder {
         device,
@@ -703,9 +755,10 @@ fn record(
         hazards: HazardTracker::default(),
         bound: vk::Pipeline::null(),
     };
+    let inline = recorded_per_replay(commands);
     let mut params_used = 0u64;
     let mut held: HashMap<u64, Arc<RawBuffer>> = HashMap::new();
-    for (command, push_slots) in commands {
+    for ((command, push_slots), inline) in commands.iter().zip(inline) {
         for (buffer, _) in &command.accesses {
             if replay.intermediates.buffers.contains_key(&buffer.id) {
                 held.entry(buffer.id).or_insert_with(|| buffer.clone());
@@ -729,9 +782,10 @@ fn record(
                 replay.dispatches += 1;
                 replay._pipelines.push(pipeline.clone());
                 let slots = push_slots.clone().unwrap_or_default();
-                if slots.is_empty() {
+                if !inline {
                     let command_buffer = recorder.open(&mut replay)?;
                     let barrier = recorder.hazards(command);
+                    replay.barriers += u64::from(barrier);
                     // SAFETY: recording; the pipeline is kept alive by the replay, the push
                     // constants were valid for the layout when first recorded, and every
                     // buffer the kernel addresses is pinned by the replay or passed to each run.
@@ -754,6 +808,7 @@ fn record(
             LoggedOp::Fill { word } => {
                 let command_buffer = recorder.open(&mut replay)?;
                 let barrier = recorder.hazards(command);
+                replay.barriers += u64::from(barrier);
                 let (target, _) = &command.accesses[0];
                 // SAFETY: recording; the buffer is an intermediate the replay pins.
                 unsafe { recorder.fill(command_buffer, barrier, target, *word) };
@@ -789,8 +844,9 @@ impl ReplayCommands {
     }
 }
 
-/// Records the replay's parts: the open recorded command buffer, the barrier tracking across
-/// parts (each part starts with a global barrier), the bound pipeline.
+/// Records the replay's parts: the open secondary command buffer, the bound pipeline, and one
+/// barrier tracking over all parts, as if they were one command buffer (they run inside the
+/// stream's, which orders the replay after earlier commands).
 struct Recorder<'a> {
     device: &'a Arc<Device>,
     open: Option<vk::CommandBuffer>,
@@ -803,7 +859,7 @@ const STAGES: vk::PipelineStageFlags = vk::PipelineStageFlags::from_raw(
 );
 
 impl Recorder<'_> {
-    /// Whether `command` needs a barrier before it in its part.
+    /// Whether `command` needs a barrier before it.
     fn hazards(&mut self, command: &LoggedCommand) -> bool {
         let ids = |written: bool| -> Vec<u64> {
             command
@@ -816,7 +872,7 @@ impl Recorder<'_> {
         self.hazards.access(&ids(false), &ids(true))
     }
 
-    /// The open recorded command buffer, begun (with its leading barrier) if none is open.
+    /// The open secondary command buffer, begun if none is open.
     fn open(&mut self, replay: &mut ReplayCommands) -> Result<vk::CommandBuffer> {
         if let Some(command_buffer) = self.open {
             return Ok(command_buffer);
@@ -825,6 +881,7 @@ impl Recorder<'_> {
             ._command_pool
             .lock()
             .allocate_command_buffers(CommandBufferAllocateInfo {
+                level: CommandBufferLevel::Secondary,
                 command_buffer_count: 1,
                 ..Default::default()
             })
@@ -836,8 +893,10 @@ impl Recorder<'_> {
             })?
             .handle();
         let fns = self.device.vk_device.fns();
+        let inheritance = vk::CommandBufferInheritanceInfo::default();
         let begin_info = vk::CommandBufferBeginInfo::default()
-            .flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE);
+            .flags(vk::CommandBufferUsageFlags::SIMULTANEOUS_USE)
+            .inheritance_info(&inheritance);
         // SAFETY: a new command buffer of a pool only this replay uses.
         let result = unsafe { (fns.v1_0.begin_command_buffer)(command_buffer, &begin_info) };
         if result != vk::Result::SUCCESS {
@@ -846,28 +905,20 @@ impl Recorder<'_> {
                 vulkano::VulkanError::from(result),
             ));
         }
-        // SAFETY: recording; orders the part after everything submitted before it.
-        unsafe { record_global_barrier(fns, command_buffer, STAGES) };
-        self.hazards.clear();
+        // A secondary command buffer inherits no bound pipeline.
         self.bound = vk::Pipeline::null();
         self.open = Some(command_buffer);
         Ok(command_buffer)
     }
 
-    /// Ends the open recorded command buffer, if any, as the replay's next part; the next
-    /// part starts with a global barrier.
+    /// Ends the open secondary command buffer, if any, as the replay's next part.
     fn close(&mut self, replay: &mut ReplayCommands) -> Result<()> {
-        self.hazards.clear();
-        self.bound = vk::Pipeline::null();
         let Some(command_buffer) = self.open.take() else {
             return Ok(());
         };
         let fns = self.device.vk_device.fns();
         // SAFETY: recording, every command complete.
-        let result = unsafe {
-            record_host_read_barrier(fns, command_buffer);
-            (fns.v1_0.end_command_buffer)(command_buffer)
-        };
+        let result = unsafe { (fns.v1_0.end_command_buffer)(command_buffer) };
         if result != vk::Result::SUCCESS {
             return Err(Error::vulkan(
                 "end replay command buffer",

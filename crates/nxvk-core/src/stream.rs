@@ -12,7 +12,7 @@
 //! addresses there are no descriptor sets for vulkano to track, and its checked recording
 //! would cost more than the dispatch itself (DESIGN.md, decision 5: under 5 us a dispatch).
 
-use crate::capture::{CaptureLog, LiveDispatch, ReplayCommands, Segment};
+use crate::capture::{CaptureLog, ReplayCommands, Segment};
 use crate::counters::Counters;
 use crate::hazard::HazardTracker;
 use crate::memory::{BufferPool, RawBuffer};
@@ -53,7 +53,7 @@ struct Resources {
     /// Staging and parameter buffers owned by the batch; returned to the pool when it completes.
     recycle: Vec<Arc<RawBuffer>>,
     pipelines: Vec<Arc<ComputePipeline>>,
-    /// A replayed capture's command buffer, parameters and buffers.
+    /// Replays recorded into the batch (their command buffers, parameters and buffers).
     replays: Vec<Arc<ReplayCommands>>,
 }
 
@@ -69,9 +69,7 @@ struct Recording {
 
 struct Batch {
     sequence: u64,
-    /// The stream's own command buffers, reset for reuse when the batch retires (a replay's
-    /// recorded ones belong to its [`ReplayCommands`]).
-    command_buffers: Vec<CommandPoolAlloc>,
+    command_buffer: CommandPoolAlloc,
     resources: Resources,
 }
 
@@ -162,42 +160,36 @@ impl Stream {
             .map_or(self.next_sequence, |recording| recording.sequence)
     }
 
-    /// A reset command buffer of the stream's pool, begun for one submission.
-    fn begin_command_buffer(&mut self) -> Result<CommandPoolAlloc> {
-        let command_buffer = match self.spare_command_buffers.pop() {
-            Some(command_buffer) => command_buffer,
-            None => self
-                .command_pool
-                .allocate_command_buffers(CommandBufferAllocateInfo {
-                    command_buffer_count: 1,
-                    ..Default::default()
-                })
-                .map_err(|error| Error::vulkan("allocate command buffer", error))?
-                .next()
-                .ok_or_else(|| Error::Vulkan {
-                    op: "allocate command buffer",
-                    detail: "the pool returned none".into(),
-                })?,
-        };
-        let begin_info = vk::CommandBufferBeginInfo::default()
-            .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        // SAFETY: the command buffer comes from this stream's pool, is in the initial state
-        // (new, or reset when its batch retired) and is used only under the stream's lock.
-        let result = unsafe {
-            (self.device.fns().v1_0.begin_command_buffer)(command_buffer.handle(), &begin_info)
-        };
-        if result != vk::Result::SUCCESS {
-            return Err(Error::vulkan(
-                "begin command buffer",
-                vulkano::VulkanError::from(result),
-            ));
-        }
-        Ok(command_buffer)
-    }
-
     fn recording(&mut self) -> Result<&mut Recording> {
         if self.recording.is_none() {
-            let command_buffer = self.begin_command_buffer()?;
+            let command_buffer = match self.spare_command_buffers.pop() {
+                Some(command_buffer) => command_buffer,
+                None => self
+                    .command_pool
+                    .allocate_command_buffers(CommandBufferAllocateInfo {
+                        command_buffer_count: 1,
+                        ..Default::default()
+                    })
+                    .map_err(|error| Error::vulkan("allocate command buffer", error))?
+                    .next()
+                    .ok_or_else(|| Error::Vulkan {
+                        op: "allocate command buffer",
+                        detail: "the pool returned none".into(),
+                    })?,
+            };
+            let begin_info = vk::CommandBufferBeginInfo::default()
+                .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+            // SAFETY: the command buffer comes from this stream's pool, is in the initial state
+            // (new, or reset when its batch retired) and is used only under the stream's lock.
+            let result = unsafe {
+                (self.device.fns().v1_0.begin_command_buffer)(command_buffer.handle(), &begin_info)
+            };
+            if result != vk::Result::SUCCESS {
+                return Err(Error::vulkan(
+                    "begin command buffer",
+                    vulkano::VulkanError::from(result),
+                ));
+            }
             let sequence = self.next_sequence;
             self.next_sequence += 1;
             // Earlier batches may still write what this one reads: one barrier orders this
@@ -434,8 +426,25 @@ impl Stream {
             recording.resources.recycle.push(chunk);
         }
         let fns = self.device.fns();
-        // SAFETY: the command buffer is recording.
-        unsafe { record_host_read_barrier(fns, recording.command_buffer.handle()) };
+        // SAFETY: recording; makes every write of the batch visible to host reads after the
+        // timeline wait.
+        unsafe {
+            let barrier = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::HOST_READ);
+            (fns.v1_0.cmd_pipeline_barrier)(
+                recording.command_buffer.handle(),
+                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                1,
+                &barrier,
+                0,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+            );
+        }
         // SAFETY: the command buffer is recording and every command in it is complete.
         let result = unsafe { (fns.v1_0.end_command_buffer)(recording.command_buffer.handle()) };
         if result != vk::Result::SUCCESS {
@@ -445,24 +454,13 @@ impl Stream {
             ));
         }
         let command_buffer = recording.command_buffer;
-        self.queue_submit(&[command_buffer.handle()], recording.sequence)?;
-        Counters::add(&self.counters.submits, 1);
-        self.in_flight.push_back(Batch {
-            sequence: recording.sequence,
-            command_buffers: vec![command_buffer],
-            resources: recording.resources,
-        });
-        Ok(())
-    }
-
-    /// Submits ended command buffers, in order, signalling the timeline with `signal_value`.
-    fn queue_submit(&self, command_buffers: &[vk::CommandBuffer], signal_value: u64) -> Result<()> {
-        let fns = self.device.fns();
+        let signal_value = recording.sequence;
+        let command_buffer_handle = command_buffer.handle();
         let semaphore_handle = self.timeline.handle();
         let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default()
             .signal_semaphore_values(std::slice::from_ref(&signal_value));
         let submit_info = vk::SubmitInfo::default()
-            .command_buffers(command_buffers)
+            .command_buffers(std::slice::from_ref(&command_buffer_handle))
             .signal_semaphores(std::slice::from_ref(&semaphore_handle))
             .push_next(&mut timeline_info);
         let result = self.queue.with(|_guard| {
@@ -479,6 +477,12 @@ impl Stream {
                 vulkano::VulkanError::from(result),
             ));
         }
+        Counters::add(&self.counters.submits, 1);
+        self.in_flight.push_back(Batch {
+            sequence: recording.sequence,
+            command_buffer,
+            resources: recording.resources,
+        });
         Ok(())
     }
 
@@ -527,94 +531,96 @@ impl Stream {
         self.after_command()
     }
 
-    /// Submits what is recorded, then the parts of `commands` in one submission (its live
-    /// dispatches recorded now, with the push constants `live_push` gives them), which uses
-    /// `buffers` besides its own; the replay is a batch of its own on the timeline.
-    pub(crate) fn submit_replay(
+    /// Records a replay of `commands` into the current command buffer: its recorded parts
+    /// executed as secondary command buffers, its live dispatches recorded now with the push
+    /// constants `live_push` gives them. The replay reads `inputs` and its parameter buffer
+    /// and writes `outputs` and its intermediates: one barrier before it where earlier
+    /// commands touch any of them; its own barriers order it inside.
+    pub(crate) fn replay(
         &mut self,
         commands: &Arc<ReplayCommands>,
-        buffers: &[&Arc<RawBuffer>],
-        live_push: impl Fn(&LiveDispatch) -> Vec<u8>,
+        inputs: &[&Arc<RawBuffer>],
+        outputs: &[&Arc<RawBuffer>],
+        live_push: impl Fn(&crate::capture::LiveDispatch) -> Vec<u8>,
     ) -> Result<()> {
         if let Some(capture) = &mut self.capture {
-            capture.spoil("a replay ran during the capture");
+            if capture.owner == std::thread::current().id() {
+                capture.spoil("a replay ran during the capture");
+            } else {
+                capture.spoil_by_other_thread();
+            }
         }
-        self.submit()?;
-        let mut handles = Vec::with_capacity(commands.segments.len());
-        let mut live_command_buffers = Vec::new();
+        let reads: Vec<Access<'_>> = inputs
+            .iter()
+            .copied()
+            .chain(commands.params())
+            .map(Access::Read)
+            .collect();
+        let writes = outputs
+            .iter()
+            .copied()
+            .chain(commands.buffers())
+            .map(Access::Write);
+        let accesses: Vec<Access<'_>> = reads.into_iter().chain(writes).collect();
+        self.track(&accesses)?;
         let device = self.device.clone();
         let fns = device.fns();
+        let layout = self.layout.handle();
+        let recording = self.recording()?;
+        let handle = recording.command_buffer.handle();
         let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
+        let mut barriers = commands.barriers();
         for segment in &commands.segments {
-            let dispatches = match segment {
-                Segment::Recorded(command_buffer) => {
-                    handles.push(*command_buffer);
-                    continue;
-                }
-                Segment::Live(dispatches) => dispatches,
-            };
-            let command_buffer = self.begin_command_buffer()?;
-            let handle = command_buffer.handle();
-            live_command_buffers.push(command_buffer);
-            let mut bound = vk::Pipeline::null();
-            // SAFETY: the command buffer is recording; pipelines and buffers are kept alive by
-            // `commands` and `buffers` until the batch completes.
+            // SAFETY: the command buffer is recording; the secondary command buffers, their
+            // pipelines and every buffer the replay addresses are kept alive by `commands`
+            // (held by the batch below) and the tracked accesses.
             unsafe {
-                record_global_barrier(fns, handle, stages);
-                for dispatch in dispatches {
-                    if dispatch.barrier_before {
-                        record_global_barrier(fns, handle, stages);
+                match segment {
+                    Segment::Recorded(secondary) => {
+                        (fns.v1_0.cmd_execute_commands)(handle, 1, secondary);
+                        // Executing secondaries leaves no pipeline bound in the primary.
+                        recording.bound_pipeline = vk::Pipeline::null();
                     }
-                    if bound != dispatch.pipeline.handle() {
-                        (fns.v1_0.cmd_bind_pipeline)(
-                            handle,
-                            vk::PipelineBindPoint::COMPUTE,
-                            dispatch.pipeline.handle(),
-                        );
-                        bound = dispatch.pipeline.handle();
+                    Segment::Live(dispatches) => {
+                        for dispatch in dispatches {
+                            if dispatch.barrier_before {
+                                record_global_barrier(fns, handle, stages);
+                                barriers += 1;
+                            }
+                            if recording.bound_pipeline != dispatch.pipeline.handle() {
+                                (fns.v1_0.cmd_bind_pipeline)(
+                                    handle,
+                                    vk::PipelineBindPoint::COMPUTE,
+                                    dispatch.pipeline.handle(),
+                                );
+                                recording.bound_pipeline = dispatch.pipeline.handle();
+                            }
+                            let push = live_push(dispatch);
+                            (fns.v1_0.cmd_push_constants)(
+                                handle,
+                                layout,
+                                vk::ShaderStageFlags::COMPUTE,
+                                0,
+                                push.len() as u32,
+                                push.as_ptr().cast(),
+                            );
+                            let [x, y, z] = dispatch.groups;
+                            (fns.v1_0.cmd_dispatch)(handle, x, y, z);
+                        }
                     }
-                    let push = live_push(dispatch);
-                    (fns.v1_0.cmd_push_constants)(
-                        handle,
-                        self.layout.handle(),
-                        vk::ShaderStageFlags::COMPUTE,
-                        0,
-                        push.len() as u32,
-                        push.as_ptr().cast(),
-                    );
-                    let [x, y, z] = dispatch.groups;
-                    (fns.v1_0.cmd_dispatch)(handle, x, y, z);
                 }
-                record_host_read_barrier(fns, handle);
             }
-            // SAFETY: recording, every command complete.
-            let result = unsafe { (fns.v1_0.end_command_buffer)(handle) };
-            if result != vk::Result::SUCCESS {
-                return Err(Error::vulkan(
-                    "end command buffer",
-                    vulkano::VulkanError::from(result),
-                ));
-            }
-            handles.push(handle);
         }
-        let sequence = self.next_sequence;
-        self.next_sequence += 1;
-        self.queue_submit(&handles, sequence)?;
-        let mut resources = Resources::default();
-        for buffer in buffers.iter().copied().chain(commands.buffers()) {
-            buffer.mark_used(sequence);
-            resources.keep_alive.push(Arc::clone(buffer));
-        }
-        resources.replays.push(commands.clone());
-        Counters::add(&self.counters.submits, 1);
+        recording.resources.replays.push(commands.clone());
+        recording.commands += commands.dispatches() as u32;
+        let full = recording.commands >= self.submit_threshold;
         Counters::add(&self.counters.replays, 1);
+        Counters::add(&self.counters.barriers, barriers);
         Counters::add(&self.counters.dispatches, commands.dispatches());
         Counters::add(&self.counters.replayed_dispatches, commands.dispatches());
-        self.in_flight.push_back(Batch {
-            sequence,
-            command_buffers: live_command_buffers,
-            resources,
-        });
+        if full {
+            self.submit()?;
+        }
         Ok(())
     }
 
@@ -711,17 +717,15 @@ impl Stream {
             for buffer in batch.resources.recycle {
                 pool.release(buffer);
             }
-            for command_buffer in batch.command_buffers {
-                // SAFETY: the batch has completed, so the GPU no longer uses its command buffer.
-                let result = unsafe {
-                    (self.device.fns().v1_0.reset_command_buffer)(
-                        command_buffer.handle(),
-                        vk::CommandBufferResetFlags::empty(),
-                    )
-                };
-                if result == vk::Result::SUCCESS {
-                    self.spare_command_buffers.push(command_buffer);
-                }
+            // SAFETY: the batch has completed, so the GPU no longer uses its command buffer.
+            let result = unsafe {
+                (self.device.fns().v1_0.reset_command_buffer)(
+                    batch.command_buffer.handle(),
+                    vk::CommandBufferResetFlags::empty(),
+                )
+            };
+            if result == vk::Result::SUCCESS {
+                self.spare_command_buffers.push(batch.command_buffer);
             }
         }
     }
@@ -752,35 +756,6 @@ impl Stream {
         }
         Ok(())
     }
-}
-
-/// Records the barrier that makes every write of a batch visible to host reads after the
-/// timeline wait.
-///
-/// # Safety
-/// `command_buffer` must be in the recording state, from the device whose `fns` these are.
-pub(crate) unsafe fn record_host_read_barrier(
-    fns: &vulkano::device::DeviceFunctions,
-    command_buffer: vk::CommandBuffer,
-) {
-    let barrier = vk::MemoryBarrier::default()
-        .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
-        .dst_access_mask(vk::AccessFlags::HOST_READ);
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        (fns.v1_0.cmd_pipeline_barrier)(
-            command_buffer,
-            vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
-            vk::PipelineStageFlags::HOST,
-            vk::DependencyFlags::empty(),
-            1,
-            &barrier,
-            0,
-            std::ptr::null(),
-            0,
-            std::ptr::null(),
-        )
-    };
 }
 
 /// Records a barrier that makes all earlier compute and transfer writes visible to all later

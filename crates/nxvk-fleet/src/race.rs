@@ -120,9 +120,13 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         name: "plan_replay",
-        arm_a: "on",
-        arm_b: "off",
-        workloads: &["small_mlp_us@plan", "small_op_chain_us@plan"],
+        arm_a: "off",
+        arm_b: "on",
+        workloads: &[
+            "small_mlp_us@plan",
+            "small_op_chain_us@plan",
+            "mlp_step_f32_b256",
+        ],
         about: "a cached plan's first run recorded once and submitted again from its third run",
     },
 ];

@@ -31,9 +31,9 @@
 //!
 //! Not yet: epilogues of GEMMs whose product other stages read too (the product is then
 //! written, and could be stored beside the epilogue's result), native kernels for the `block`s other than linear
-//! algebra's, replay of plans that pass an input straight to an eager kernel (its address is
-//! in push constants; `replay.rs` replays the rest from their third run), and `cond`/`while`
-//! predicates kept on the device (they are read back).
+//! algebra's, replay on by default (`replay.rs` replays a cached plan's recorded commands from
+//! its third run with `NXVK_KNOB_PLAN_REPLAY=on`; it still costs the MLP step GPU time), and
+//! `cond`/`while` predicates kept on the device (they are read back).
 
 mod autodiff;
 mod builder;

@@ -1,13 +1,14 @@
-//! Plan replay: a plan's command buffer recorded once and submitted again on later runs.
+//! Plan replay: a plan's commands recorded once and executed again on later runs.
 //!
-//! The first two runs of a plan are captured (nxvk-core's `capture` module); comparing them
-//! shows which parameter words hold the inputs' and outputs' addresses, and the first run's
-//! commands become one recorded command buffer. From the third run on, a run whose inputs are
-//! laid out as in the first one (same strides and offsets, buffers equally aligned) is a
-//! replay: new output buffers, the address words rewritten on the queue, one submit, and no
-//! stage walk, parameter building or recording on the host. Anything else runs the plan as
-//! usual. A plan whose runs cannot be replayed (it reads a predicate back, uploads data, or
-//! passes an input to an eager kernel through push constants) is refused after
+//! The first two runs of a plan are captured (nxvk-core's `capture` module; the second on
+//! copies of the inputs the first used, so fixed weights and outputs fed back still change
+//! address); comparing them shows which argument words hold the inputs' and outputs'
+//! addresses, and the first run's commands are recorded once. From the third run on, a run
+//! whose inputs are laid out as in the first one (same strides and offsets, addresses equal
+//! modulo 64) is a replay: new output buffers, the address words rewritten, the recorded parts
+//! executed in the stream's command buffer, and no stage walk, parameter building or recording
+//! of the recorded parts on the host. Anything else runs the plan as usual. A plan whose runs
+//! cannot be replayed (it reads a predicate back, or uploads large constants) is refused after
 //! [`CAPTURE_ATTEMPTS`] captures, with the reason kept for [`PlanCache::replay_status`].
 //!
 //! A replay holds the first run's intermediate buffers for as long as the plan lives, and
@@ -28,8 +29,10 @@ use std::sync::Arc;
 pub const CAPTURE_ATTEMPTS: u32 = 3;
 /// Most bytes of intermediate buffers one plan's replay may hold.
 pub const MAX_INTERMEDIATE_BYTES: u64 = 256 << 20;
-/// Whether plans replay when `NXVK_KNOB_PLAN_REPLAY` is not set.
-pub const REPLAY_BY_DEFAULT: bool = true;
+/// Whether plans replay when `NXVK_KNOB_PLAN_REPLAY` is not set. Off: on the H200 replay cut
+/// `small_mlp_us@plan` to 0.28x of its wall time but made `mlp_step_f32_b256` 1.23x slower on
+/// the GPU (docs/BENCHMARKS.md, fourteenth session), so it is opt-in until that is understood.
+pub const REPLAY_BY_DEFAULT: bool = false;
 
 /// Where a plan stands with replay.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -92,6 +92,7 @@ fn the_same_chain_op_by_op_takes_three_dispatches() {
 /// Null arm of the comparison: one changed bit is caught, and a NaN against a number too.
 #[test]
 fn the_comparison_rejects_a_perturbed_result() {
+    let _serial = serial();
     let values = [1.0f32, -0.0, f32::NAN, 3.5];
     let mut perturbed = values;
     perturbed[3] = f32::from_bits(values[3].to_bits() ^ 1);
@@ -153,6 +154,7 @@ fn a_second_run_with_new_data_plans_and_compiles_nothing() {
 
 #[test]
 fn encoded_graphs_hit_the_cache_without_decoding() {
+    let _serial = serial();
     let graph = chain(16);
     let bytes = nxvk_fusion::encode(&graph);
     let cache = cache();
@@ -290,6 +292,7 @@ fn eager_clip_reference(graph: &Graph, x: &Tensor, y: &Tensor, output: usize) ->
 
 #[test]
 fn cross_stage_cse_writes_a_shared_value_once_and_agrees() {
+    let _serial = serial();
     let mut builder = GraphBuilder::new();
     let x = builder.parameter(DType::F32, &[8, 16]).unwrap();
     let exp = builder.unary(UnaryOp::Exp, x).unwrap();
@@ -327,6 +330,7 @@ fn cross_stage_cse_writes_a_shared_value_once_and_agrees() {
 
 #[test]
 fn while_and_cond_run_their_graphs_from_the_executor() {
+    let _serial = serial();
     let scalar_step = |op: BinaryOp, by: f64| {
         let mut inner = GraphBuilder::new();
         let v = inner.parameter(DType::F32, &[]).unwrap();
@@ -411,6 +415,7 @@ proptest! {
 
     #[test]
     fn random_graphs_fused_equal_eager(seed in any::<u64>(), steps in 1usize..14) {
+        let _serial = serial();
         for dtype in [DType::F32, DType::S32, DType::F16, DType::BF16, DType::U8, DType::S64, DType::F64] {
             let (graph, shapes) = random_graph(seed, dtype, steps);
             let mut random = SplitMix(seed ^ 0x5EED);
@@ -434,6 +439,7 @@ proptest! {
 
 #[test]
 fn inputs_of_other_types_or_count_are_errors_naming_the_plan() {
+    let _serial = serial();
     let graph = chain(8);
     let cache = cache();
     let x = Tensor::zeros(&device(), DType::F32, &[8]).unwrap();
@@ -483,6 +489,7 @@ fn a_thousand_op_chain_is_one_dispatch() {
 /// where the fused prologue stops paying, by a race).
 #[test]
 fn a_long_full_reduction_keeps_the_catalog_kernel() {
+    let _serial = serial();
     let mut builder = GraphBuilder::new();
     let x = builder.parameter(DType::F32, &[8192]).unwrap();
     let exp = builder.unary(UnaryOp::Exp, x).unwrap();
@@ -499,6 +506,7 @@ fn a_long_full_reduction_keeps_the_catalog_kernel() {
 /// where the layout cannot express the reshape.
 #[test]
 fn strided_inputs_are_read_through_their_layout() {
+    let _serial = serial();
     let mut builder = GraphBuilder::new();
     let x = builder.parameter(DType::F32, &[4, 3]).unwrap();
     let exp = builder.unary(UnaryOp::Exp, x).unwrap();
@@ -524,6 +532,7 @@ fn strided_inputs_are_read_through_their_layout() {
 /// so do the f32 ops that compute in f64 (pow, sin).
 #[test]
 fn f64_library_ops_fuse_bit_exactly() {
+    let _serial = serial();
     for dtype in [DType::F64, DType::F32] {
         let mut builder = GraphBuilder::new();
         let x = builder.parameter(dtype, &[64]).unwrap();

@@ -269,6 +269,50 @@ fn an_eager_kernel_reading_inputs_replays_between_recorded_parts() {
     assert_eq!(cache.counters().replays, 3);
 }
 
+/// A chain of dependent GEMMs, each an eager kernel reading a weight through push constants:
+/// all of them are live dispatches of one part, so the replay itself must place the barriers
+/// between them (the H200 raced without them, where lavapipe ran the dispatches in order).
+#[test]
+fn dependent_live_dispatches_are_ordered_as_in_the_run() {
+    let _serial = serial();
+    let mut builder = GraphBuilder::new();
+    let mut h = builder.parameter(DType::F64, &[4, 6]).unwrap();
+    for _ in 0..3 {
+        let w = builder.parameter(DType::F64, &[6, 6]).unwrap();
+        h = builder
+            .dot(h, w, nxvk_fusion::DotAxes::matrix_product())
+            .unwrap();
+    }
+    let graph = builder.finish(&[h]).unwrap();
+    let inputs = |seed: u64| -> Vec<Tensor> {
+        let mut random = SplitMix(seed);
+        std::iter::once(random_input(&mut random, DType::F64, &[4, 6]))
+            .chain((0..3).map(|_| random_input(&mut random, DType::F64, &[6, 6])))
+            .collect()
+    };
+    let cache = replaying();
+    for seed in 0..2 {
+        run(&cache, &graph, &inputs(seed));
+    }
+    let barriers = |cache: &PlanCache| {
+        let before = device().counters().barriers;
+        let result = run(cache, &graph, &inputs(7));
+        (device().counters().barriers - before, result)
+    };
+    let (replayed, result) = barriers(&cache);
+    assert_eq!(cache.counters().replays, 1);
+    let reference = stage_by_stage();
+    run(&reference, &graph, &inputs(7));
+    let (ordered, expected) = barriers(&reference);
+    // Null arm: run stage by stage, the chain needs a barrier before each dependent GEMM.
+    assert!(ordered >= 3, "{ordered} barriers stage by stage");
+    assert!(
+        replayed >= ordered,
+        "replay {replayed} barriers, the run {ordered}"
+    );
+    assert!(all_bit_equal(&result, &expected));
+}
+
 /// while (i < 3) i = i + 1: the loop reads its predicate back, which replay cannot repeat.
 #[test]
 fn a_loop_that_reads_its_predicate_back_is_refused_with_the_reason() {
@@ -323,9 +367,17 @@ proptest! {
                     .iter()
                     .map(|shape| random_input(&mut random, dtype, shape))
                     .collect();
+                let barriers_before = device().counters().barriers;
                 let replayed = run(&cache, &graph, &inputs);
+                let barriers_between = device().counters().barriers;
                 let expected = run(&reference, &graph, &inputs);
+                let barriers_after = device().counters().barriers;
                 prop_assert!(all_bit_equal(&replayed, &expected), "{:?} run {}", graph, run_index);
+                // A replay orders its commands at least as strictly as the run it replays.
+                prop_assert!(
+                    barriers_between - barriers_before >= barriers_after - barriers_between,
+                    "{:?} run {}", graph, run_index
+                );
             }
             // Every node kind these graphs use replays.
             prop_assert_eq!(cache.replay_status(&graph).unwrap(), ReplayStatus::Ready);
