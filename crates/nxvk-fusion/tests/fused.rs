@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{SplitMix, agree, device, eager, random_graph, random_input, serial, values_of};
+use common::{
+    SplitMix, agree, device, eager, random_graph, random_input, serial, softmax_of, values_of,
+};
 use nxvk_core::{DType, Tensor};
 use nxvk_fusion::{Graph, GraphBuilder, Op, PlanCache, PlanOptions};
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp, as_type, binary, movement, unary};
@@ -43,15 +45,7 @@ fn chain(n: usize) -> Graph {
 fn softmax(rows: usize, columns: usize) -> Graph {
     let mut builder = GraphBuilder::new();
     let x = builder.parameter(DType::F32, &[rows, columns]).unwrap();
-    let max = builder
-        .reduce(ReduceOp::ReduceMax, x, Some(&[1]), true, TieBreak::Low)
-        .unwrap();
-    let shifted = builder.binary(BinaryOp::Subtract, x, max).unwrap();
-    let exp = builder.unary(UnaryOp::Exp, shifted).unwrap();
-    let sum = builder
-        .reduce(ReduceOp::Sum, exp, Some(&[1]), true, TieBreak::Low)
-        .unwrap();
-    let out = builder.binary(BinaryOp::Divide, exp, sum).unwrap();
+    let out = softmax_of(&mut builder, x);
     builder.finish(&[out]).unwrap()
 }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{SplitMix, bit_equal, device, random_graph, random_input, serial};
+use common::{SplitMix, bit_equal, device, random_graph, random_input, serial, softmax_of};
 use nxvk_core::{DType, Tensor};
 use nxvk_fusion::{CAPTURE_ATTEMPTS, Graph, GraphBuilder, PlanCache, PlanOptions, ReplayStatus};
 use nxvk_kernels::{BinaryOp, ReduceOp, TieBreak, UnaryOp};
@@ -24,15 +24,7 @@ fn softmax_and_chain(rows: usize, columns: usize) -> Graph {
     let mut builder = GraphBuilder::new();
     let x = builder.parameter(DType::F32, &[rows, columns]).unwrap();
     let a = builder.parameter(DType::F32, &[]).unwrap();
-    let max = builder
-        .reduce(ReduceOp::ReduceMax, x, Some(&[1]), true, TieBreak::Low)
-        .unwrap();
-    let shifted = builder.binary(BinaryOp::Subtract, x, max).unwrap();
-    let exp = builder.unary(UnaryOp::Exp, shifted).unwrap();
-    let sum = builder
-        .reduce(ReduceOp::Sum, exp, Some(&[1]), true, TieBreak::Low)
-        .unwrap();
-    let softmax = builder.binary(BinaryOp::Divide, exp, sum).unwrap();
+    let softmax = softmax_of(&mut builder, x);
     let scaled = builder.binary(BinaryOp::Multiply, x, a).unwrap();
     let chain = builder.unary(UnaryOp::Sigmoid, scaled).unwrap();
     builder.finish(&[softmax, chain]).unwrap()

@@ -93,6 +93,19 @@ pub fn run_counted(cache: &PlanCache, graph: &Graph, inputs: &[Tensor]) -> (Vec<
     (results, device().counters().dispatches - before)
 }
 
+/// Softmax of `x` over axis 1 (of a rank-2 value), as nodes of `builder`.
+pub fn softmax_of(builder: &mut GraphBuilder, x: NodeId) -> NodeId {
+    let max = builder
+        .reduce(ReduceOp::ReduceMax, x, Some(&[1]), true, TieBreak::Low)
+        .unwrap();
+    let shifted = builder.binary(BinaryOp::Subtract, x, max).unwrap();
+    let exp = builder.unary(UnaryOp::Exp, shifted).unwrap();
+    let sum = builder
+        .reduce(ReduceOp::Sum, exp, Some(&[1]), true, TieBreak::Low)
+        .unwrap();
+    builder.binary(BinaryOp::Divide, exp, sum).unwrap()
+}
+
 pub mod slice_graphs;
 
 #[path = "../../../nxvk-kernels/tests/common/split_mix.rs"]
