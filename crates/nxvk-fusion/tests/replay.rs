@@ -264,6 +264,9 @@ fn an_eager_kernel_reading_inputs_replays_between_recorded_parts() {
 /// A chain of dependent GEMMs, each an eager kernel reading a weight through push constants:
 /// all of them are live dispatches of one part, so the replay itself must place the barriers
 /// between them (the H200 raced without them, where lavapipe ran the dispatches in order).
+/// A chain needs a barrier before each step whatever buffers it uses, so the replay's count
+/// can be compared with the run's (in general it cannot: a run that reuses buffers by
+/// liveness needs barriers a replay, whose intermediates are all distinct, does not).
 #[test]
 fn dependent_live_dispatches_are_ordered_as_in_the_run() {
     let _serial = serial();
@@ -359,17 +362,9 @@ proptest! {
                     .iter()
                     .map(|shape| random_input(&mut random, dtype, shape))
                     .collect();
-                let barriers_before = device().counters().barriers;
                 let replayed = run(&cache, &graph, &inputs);
-                let barriers_between = device().counters().barriers;
                 let expected = run(&reference, &graph, &inputs);
-                let barriers_after = device().counters().barriers;
                 prop_assert!(all_bit_equal(&replayed, &expected), "{:?} run {}", graph, run_index);
-                // A replay orders its commands at least as strictly as the run it replays.
-                prop_assert!(
-                    barriers_between - barriers_before >= barriers_after - barriers_between,
-                    "{:?} run {}", graph, run_index
-                );
             }
             // Every node kind these graphs use replays.
             prop_assert_eq!(cache.replay_status(&graph).unwrap(), ReplayStatus::Ready);
