@@ -230,6 +230,18 @@ fn main() {
             Box::new(move |b| b.sort(DType::F32, &[sort_elements])),
         ),
         (
+            format!("sort_f32_{sort_label}@signed_zeros"),
+            Box::new(move |b| b.sort_patterned(sort_elements, signed_zeros)),
+        ),
+        (
+            format!("sort_f32_{sort_label}@two_values"),
+            Box::new(move |b| b.sort_patterned(sort_elements, two_values)),
+        ),
+        (
+            format!("argsort_f32_{sort_label}"),
+            Box::new(move |b| b.argsort(DType::F32, &[sort_elements])),
+        ),
+        (
             format!("sort_f64_{sort_label}"),
             Box::new(move |b| b.sort(DType::F64, &[sort_elements])),
         ),
@@ -643,6 +655,31 @@ impl Bench {
         Ok(Record::milliseconds(time))
     }
 
+    /// The ascending sort of `elements` f32 values, random ones passed through `pattern` with
+    /// their index.
+    fn sort_patterned(&self, elements: usize, pattern: fn(usize, f32) -> f32) -> Result<Record> {
+        let values: Vec<f32> = random_f32(elements, 0x5eed)
+            .into_iter()
+            .enumerate()
+            .map(|(i, value)| pattern(i, value))
+            .collect();
+        let x = Tensor::from_slice(&self.device, &[elements], &values)?;
+        let time = gpu_median(&self.device, self.quick, || {
+            sort::sort(&x, 0, Direction::Ascending).map(drop)
+        })?;
+        Ok(Record::milliseconds(time))
+    }
+
+    /// A stable ascending argsort (s32 positions) along the last axis of random values of
+    /// `dtype` in `shape`: the radix items carry positions, as torch.sort's do.
+    fn argsort(&self, dtype: DType, shape: &[usize]) -> Result<Record> {
+        let x = self.tensor(shape, dtype)?;
+        let time = gpu_median(&self.device, self.quick, || {
+            sort::argsort(&x, shape.len() - 1, Direction::Ascending, DType::S32).map(drop)
+        })?;
+        Ok(Record::milliseconds(time))
+    }
+
     /// `take` of `picks` random rows (s32 indices) of a `rows` x `width` f32 table.
     fn gather_rows(&self, rows: usize, width: usize, picks: usize) -> Result<Record> {
         let table = self.tensor(&[rows, width], DType::F32)?;
@@ -752,4 +789,26 @@ impl Bench {
         let time = wall_median(1, 5, once)?;
         Ok(Record::gigabytes_per_second(elements as f64 * 4.0, time))
     }
+}
+
+/// Every fourth value -0.0 and every fourth +0.0: every radix tile holds a zero unlike its
+/// key's, so the sort's fix-up rewrites all zeros (its worst case; random values leave it
+/// nothing to do).
+fn signed_zeros(index: usize, value: f32) -> f32 {
+    match index % 4 {
+        0 => -0.0,
+        1 => 0.0,
+        _ => value,
+    }
+}
+
+/// One of two values that differ in each of their three low bytes, at random: every radix
+/// count round of a subgroup holds both digits about equally often, the counting's most
+/// repeated digits short of one digit for all.
+fn two_values(_: usize, value: f32) -> f32 {
+    f32::from_bits(if value < 0.5 {
+        0x3F12_3456
+    } else {
+        0x3F65_4321
+    })
 }

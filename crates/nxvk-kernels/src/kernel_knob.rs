@@ -48,7 +48,8 @@ impl KernelKnob {
             // fft_c64_1Kx16K: the H200 took 0.150 ms against the four-step pair's 0.204;
             // lavapipe, a CPU driver, a median of 1.83 s against 1.68.
             KernelKnob::FftRowPass => kind != DeviceKind::Cpu,
-            // sort_f32_16M on the H200: 2.76 ms against 1.81.
+            // sort_f32_16M on the H200: 2.76 ms against 1.81 (fifth session); 2.33 against
+            // 1.356, sort_f64_16M 11.07 against 2.43, with keys-alone items (fifteenth).
             KernelKnob::SortOnesweep => false,
             // hgemm_8192 on the H200: 36.5 TFLOP/s against 33.1 (sixth session).
             KernelKnob::CoopmatStaged => true,

@@ -398,8 +398,9 @@ pub fn uses_radix(device: &Device, dtype: DType, rows: usize, row_length: usize)
 pub fn sort(input: &Tensor, axis: usize, direction: Direction) -> Result<Tensor> {
     const OP: &str = "sort";
     let rows = prepare(OP, input, axis)?;
-    let element_bytes = input.dtype().bits() / 8;
-    let values = RadixDestination::Values { element_bytes };
+    let values = RadixDestination::Values {
+        dtype: input.dtype(),
+    };
     if let Some(sorted) = radix_result(OP, &rows, direction, values, input.dtype(), input.shape())?
     {
         return Ok(sorted);
@@ -410,7 +411,9 @@ pub fn sort(input: &Tensor, axis: usize, direction: Direction) -> Result<Tensor>
         OP,
         &sorted,
         &permutation,
-        Finish::Values { element_bytes },
+        Finish::Values {
+            element_bytes: input.dtype().bits() / 8,
+        },
         input.dtype(),
         sorted.row_length,
         input.shape(),

@@ -78,8 +78,10 @@ pub(crate) fn key_bits(dtype: DType) -> Option<u32> {
 
 /// GLSL that reads an element of `dtype` and returns its order-preserving unsigned key, as
 /// wide as the dtype (NaN above +infinity, -0.0 equal to 0.0, as Nx orders them):
-/// `element_bits(address)` (the element's bits, zero-extended), `key_of_bits(bits)` and
-/// `read_key(address)`. Keys of up to 32 bits are `uint`, 64-bit keys `uint64_t`.
+/// `element_bits(address)` (the element's bits, zero-extended), `key_of_bits(bits)`,
+/// `read_key(address)`, and `bits_of_key(key)`, the key's canonical element (the key of every
+/// NaN gives the positive quiet NaN, the key of both zeros +0.0; see `shares_keys`). Keys of up
+/// to 32 bits are `uint`, 64-bit keys `uint64_t`.
 pub(crate) fn key_function(dtype: DType) -> Option<String> {
     let (bits, rule) = key_rule(dtype)?;
     let (key, suffix) = if bits == 64 {
@@ -99,15 +101,26 @@ pub(crate) fn key_function(dtype: DType) -> Option<String> {
     } else {
         (1u64 << bits) - 1
     };
-    let body = match rule {
-        KeyRule::Unsigned => "return bits;".to_owned(),
-        KeyRule::Signed => format!("return bits ^ {sign:#x}{suffix};"),
+    let (body, inverse) = match rule {
+        KeyRule::Unsigned => ("return bits;".to_owned(), "return key;".to_owned()),
+        KeyRule::Signed => (
+            format!("return bits ^ {sign:#x}{suffix};"),
+            format!("return key ^ {sign:#x}{suffix};"),
+        ),
         KeyRule::Float { infinity } => {
             let magnitude = sign - 1;
-            format!(
-                "if ((bits & {magnitude:#x}{suffix}) > {infinity:#x}{suffix}) return {mask:#x}{suffix};
+            // The quiet bit: the highest mantissa bit, just below the exponent's lowest.
+            let quiet_nan = infinity | ((infinity >> 1) & !infinity);
+            (
+                format!(
+                    "if ((bits & {magnitude:#x}{suffix}) > {infinity:#x}{suffix}) return {mask:#x}{suffix};
     if ((bits & {magnitude:#x}{suffix}) == 0{suffix}) bits = 0{suffix};
     return ((bits & {sign:#x}{suffix}) != 0{suffix}) ? (~bits & {mask:#x}{suffix}) : (bits | {sign:#x}{suffix});"
+                ),
+                format!(
+                    "if (key == {mask:#x}{suffix}) return {quiet_nan:#x}{suffix};
+    return ((key & {sign:#x}{suffix}) != 0{suffix}) ? (key & {magnitude:#x}{suffix}) : (~key & {mask:#x}{suffix});"
+                ),
             )
         }
     };
@@ -120,6 +133,32 @@ layout(buffer_reference, scalar, buffer_reference_align = {bytes}) readonly buff
     {body}
 }}
 {key} read_key(uint64_t address) {{ return key_of_bits(element_bits(address)); }}
+{key} bits_of_key({key} key) {{
+    {inverse}
+}}
+"
+    ))
+}
+
+/// True when some keys of `dtype` stand for several elements: the floats' zeros (-0.0 and
+/// 0.0 share a key) and NaNs (every payload and sign shares one), so `bits_of_key` gives back
+/// one element of each class; every other key is its element's alone.
+pub(crate) fn shares_keys(dtype: DType) -> bool {
+    matches!(key_rule(dtype), Some((_, KeyRule::Float { .. })))
+}
+
+/// GLSL of `is_zero_bits(bits)` and `is_nan_bits(bits)` for a float `dtype` (`shares_keys`),
+/// on the zero-extended bits `element_bits` returns.
+pub(crate) fn float_classes(dtype: DType) -> Option<String> {
+    let (bits, KeyRule::Float { infinity }) = key_rule(dtype)? else {
+        return None;
+    };
+    let suffix = if bits == 64 { "ul" } else { "u" };
+    let magnitude = (1u64 << (bits - 1)) - 1;
+    Some(format!(
+        "
+bool is_zero_bits(KEY bits) {{ return (bits & {magnitude:#x}{suffix}) == 0{suffix}; }}
+bool is_nan_bits(KEY bits) {{ return (bits & {magnitude:#x}{suffix}) > {infinity:#x}{suffix}; }}
 "
     ))
 }

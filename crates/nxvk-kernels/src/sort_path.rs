@@ -15,6 +15,10 @@
 //!   between), and each tile's 256 counts are written, read by the block sums, read and written
 //!   by the scan and read by the scatter.
 //!
+//! The rule counts the radix items of argsort and top_k (a key and a position) for sort too,
+//! whose items are keys alone and move fewer bytes: sort switches to radix no earlier than
+//! argsort, though radix would pay for it from shorter rows (a candidate for a race, as below).
+//!
 //! The row count does not enter: both paths sort all rows in the same dispatches. With tiles of
 //! 4,096 (the H200) or 1,024 (lavapipe) the rule switches to radix from 2,049 elements for 32-bit
 //! keys, from 1,025 for 8- and 16-bit keys, and for 64-bit keys from 8,193 (the H200: 2,048-item
@@ -33,7 +37,9 @@ use nxvk_core::{DType, Device};
 /// device runs the radix kernels, the rows are longer than the network's block, their counts
 /// fit 32-bit indices, and the radix sort moves fewer bytes (module doc).
 pub(crate) fn radix_applies(device: &Device, dtype: DType, rows: usize, row_length: usize) -> bool {
-    let (Some(shape), Some(bits)) = (radix_shape(device, dtype), key_bits(dtype)) else {
+    // Items with positions for every op: sort's keys alone move fewer bytes, so the rule is
+    // conservative for sort (module doc).
+    let (Some(shape), Some(bits)) = (radix_shape(device, dtype, true), key_bits(dtype)) else {
         return false;
     };
     let item_bytes = u64::from(shape.item_bytes());

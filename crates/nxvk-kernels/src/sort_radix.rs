@@ -16,14 +16,17 @@
 //!    plus the item's rank: coalesced writes of about `tile / 256` items per run instead of one
 //!    scattered item per invocation.
 //!
-//! The first pass reads the input elements and builds the items on the fly (key, then the
-//! element's bits for sort or its position for argsort); the last writes the result directly
-//! (values, positions, or items for top_k), so there is no separate key pass and no gather.
-//! Bytes moved per key for a 32-bit sort: pass 1 reads 4 (count) + 4 (scatter) and writes 8;
-//! passes 2 and 3 read 8 + 8 and write 8; pass 4 reads 8 + 8 and writes 4: 84 bytes per key
-//! (about 1.4 GB for 16M keys, 0.35-0.42 ms at 3.3-4 TB/s), plus 256 x 4 bytes of counts per
-//! tile, read or written five times per pass. A 64-bit sort moves 16-byte items through eight
-//! passes: 360 bytes per key.
+//! The first pass reads the input elements and builds the items on the fly (the key, and for
+//! argsort and top_k the element's position); the last writes the result directly (values,
+//! positions, or items for top_k), so there is no separate key pass and no gather. Sort's
+//! items are the keys alone: the last pass writes each key's element, and for floats a fix-up
+//! dispatch puts back the zeros and NaNs whose bits differ from their key's element
+//! (`sort_radix_codegen.rs`), reading only the tiles its tallies mark. Bytes moved per key for a
+//! 32-bit argsort: pass 1 reads 4 (count) + 4 (scatter) and writes 8; passes 2 and 3 read 8 + 8
+//! and write 8; pass 4 reads 8 + 8 and writes 4: 84 bytes per key (about 1.4 GB for 16M keys,
+//! 0.35-0.42 ms at 3.3-4 TB/s), plus 256 x 4 bytes of counts per tile, read or written five
+//! times per pass. A 32-bit sort moves 12 bytes per key and pass (48 in all), a 64-bit sort
+//! 24 per pass through eight passes (192), a 64-bit argsort 16-byte items (360 bytes per key).
 //!
 //! The variant behind `NXVK_KNOB_SORT_ONESWEEP=on` (off by default: it lost its race on the
 //! H200; rows under 2^30) replaces the count and scan of every pass by one histogram of every pass's digits
@@ -33,8 +36,8 @@
 //! still unpublished after a few polls is counted again from the pass's source, so no
 //! workgroup depends on another's progress (which Vulkan does not promise, and which
 //! lavapipe's loop limiter of 65,535 iterations per invocation would turn into wrong results
-//! if it spun). That is 1 + passes dispatches, and per pass it saves the count kernel (20 of
-//! the 84 bytes per key, and its ranking: 0.115 of about 0.44 ms per pass on the H200,
+//! if it spun). That is 1 + passes dispatches, and per pass it saves the count kernel (a read
+//! of the pass's source: 0.045 of about 0.33 ms per middle pass of a 32-bit sort on the H200,
 //! BENCHMARKS.md) and the two scan dispatches.
 //!
 //! Rejected: 4-bit digits (twice the passes; the previous design), one scan per (row, digit)
@@ -48,9 +51,9 @@ use crate::launch::poison_output;
 use crate::sort::Direction;
 use crate::sort_codegen::{key_bits, wide_keys};
 use crate::sort_radix_codegen::{
-    BINS, Payload, Placement, RADIX_BITS, RadixDestination, RadixShape, RadixSource,
-    block_sums_shader, count_shader, histogram_shader, kernel_name, scan_blocks_shader,
-    scatter_shader,
+    BINS, Placement, RADIX_BITS, RadixDestination, RadixShape, RadixSource, TALLY_WORDS,
+    block_sums_shader, count_shader, fix_up_shader, histogram_shader, keeps_tallies, kernel_name,
+    scan_blocks_shader, scatter_shader,
 };
 use nxvk_core::{BufferAccess, DType, Device, DeviceBuffer, Error, Kernel, Result, Tensor};
 use std::sync::Arc;
@@ -64,9 +67,10 @@ const MAX_SCAN_BLOCKS: u32 = 1024;
 /// statuses hold counts and prefixes in 30 bits.
 const LOOK_BACK_ROW_LIMIT: usize = 1 << 30;
 
-/// The radix kernels' shape on `device` for `dtype`'s keys, when the device can run them.
-pub(crate) fn radix_shape(device: &Device, dtype: DType) -> Option<RadixShape> {
-    RadixShape::for_device(device.capabilities(), wide_keys(dtype))
+/// The radix kernels' shape on `device` for `dtype`'s keys, with items that carry `positions`
+/// or not, when the device can run them.
+pub(crate) fn radix_shape(device: &Device, dtype: DType, positions: bool) -> Option<RadixShape> {
+    RadixShape::for_device(device.capabilities(), wide_keys(dtype), positions)
 }
 
 /// The push constants of every radix kernel.
@@ -80,6 +84,7 @@ struct RadixPush {
     flip: u64,
     totals: u64,
     tickets: u64,
+    tallies: u64,
     row_length: u32,
     tiles_per_row: u32,
     tiles: u32,
@@ -94,7 +99,7 @@ struct RadixPush {
 
 impl RadixPush {
     fn bytes(&self) -> Vec<u8> {
-        let mut push = Vec::with_capacity(96);
+        let mut push = Vec::with_capacity(104);
         for address in [
             self.source,
             self.destination,
@@ -103,6 +108,7 @@ impl RadixPush {
             self.flip,
             self.totals,
             self.tickets,
+            self.tallies,
         ] {
             push.extend_from_slice(&address.to_le_bytes());
         }
@@ -175,7 +181,8 @@ pub(crate) fn radix_sort_rows(
         dtype,
         detail: detail.into(),
     };
-    let shape = radix_shape(device, dtype)
+    let positions = !matches!(destination, RadixDestination::Values { .. });
+    let shape = radix_shape(device, dtype, positions)
         .ok_or_else(|| unsupported("the device lacks the radix sort's subgroup operations"))?;
     let bits = key_bits(dtype).ok_or_else(|| unsupported("no radix keys for this dtype"))?;
     let row_count = rows.n_elements().checked_div(row_length).unwrap_or(0);
@@ -197,10 +204,6 @@ pub(crate) fn radix_sort_rows(
         layout,
         rows: row_count as u32,
         passes,
-        payload: match destination {
-            RadixDestination::Values { .. } => Payload::Bits,
-            _ => Payload::Position,
-        },
         destination,
         flip: match direction {
             Direction::Ascending => 0,
@@ -216,15 +219,21 @@ pub(crate) fn radix_sort_rows(
         scratch: (0..(passes - 1).min(2))
             .map(|_| device.alloc(op, total as u64 * item_bytes))
             .collect::<Result<Vec<_>>>()?,
+        tallies: if keeps_tallies(shape, RadixSource::Input { dtype }) {
+            Some(device.alloc(op, u64::from(layout.tiles) * u64::from(TALLY_WORDS) * 4)?)
+        } else {
+            None
+        },
     };
     if destination != RadixDestination::Items {
         poison_output(output)?;
     }
     if KernelKnob::SortOnesweep.is_on(device) && row_length < LOOK_BACK_ROW_LIMIT {
-        run.look_back_passes()
+        run.look_back_passes()?;
     } else {
-        run.scanned_count_passes()
+        run.scanned_count_passes()?;
     }
+    run.fix_up()
 }
 
 /// What one radix sort runs with: its kernels' shape, its rows and passes, and where each
@@ -238,7 +247,6 @@ struct RadixRun<'a> {
     rows: u32,
     row_length: u32,
     passes: u32,
-    payload: Payload,
     destination: RadixDestination,
     flip: u64,
     input: (&'a DeviceBuffer, u64),
@@ -246,6 +254,8 @@ struct RadixRun<'a> {
     output: (&'a DeviceBuffer, u64, u32),
     /// Items between passes, in packed rows.
     scratch: Vec<DeviceBuffer>,
+    /// The fix-up's tallies of every tile, when the first pass keeps them (`keeps_tallies`).
+    tallies: Option<DeviceBuffer>,
 }
 
 /// The buffers that hold a pass's counts or statuses, and the rest of its bookkeeping.
@@ -281,6 +291,11 @@ impl RadixRun<'_> {
 
     /// The push constants of pass `pass`.
     fn push(&self, pass: u32, books: Bookkeeping) -> Vec<u8> {
+        self.push_fields(pass, books).bytes()
+    }
+
+    /// The push constants of pass `pass`, as fields.
+    fn push_fields(&self, pass: u32, books: Bookkeeping) -> RadixPush {
         let (_, destination, destination_row_stride) = self.target_of(pass);
         RadixPush {
             source: self.source_of(pass).1,
@@ -290,6 +305,10 @@ impl RadixRun<'_> {
             flip: self.flip,
             totals: books.totals,
             tickets: books.tickets,
+            tallies: self
+                .tallies
+                .as_ref()
+                .map_or(0, DeviceBuffer::device_address),
             row_length: self.row_length,
             tiles_per_row: self.layout.tiles_per_row,
             tiles: self.layout.tiles,
@@ -301,16 +320,12 @@ impl RadixRun<'_> {
             pass,
             passes: self.passes,
         }
-        .bytes()
     }
 
     /// Pass `pass`'s source: the input elements first, items after.
     fn radix_source(&self, pass: u32) -> RadixSource {
         if pass == 0 {
-            RadixSource::Input {
-                dtype: self.dtype,
-                payload: self.payload,
-            }
+            RadixSource::Input { dtype: self.dtype }
         } else {
             RadixSource::Items
         }
@@ -377,11 +392,15 @@ impl RadixRun<'_> {
             let (read, _) = self.source_of(pass);
             let (target, _, _) = self.target_of(pass);
             let push = self.push(pass, books);
+            let mut count_accesses = vec![BufferAccess::Read(read), BufferAccess::Write(&counts)];
+            if let (0, Some(tallies)) = (pass, &self.tallies) {
+                count_accesses.push(BufferAccess::Write(tallies));
+            }
             device.dispatch(
                 &count,
                 self.workgroups(self.layout.tiles),
                 &push,
-                &[BufferAccess::Read(read), BufferAccess::Write(&counts)],
+                &count_accesses,
             )?;
             device.dispatch(
                 &block_sums_kernel,
@@ -439,14 +458,18 @@ impl RadixRun<'_> {
             kernel_name("histogram", self.shape, self.radix_source(0), None),
             histogram_shader(self.shape, self.dtype),
         )?;
+        let mut histogram_accesses = vec![
+            BufferAccess::Read(self.input.0),
+            BufferAccess::Write(&totals),
+        ];
+        if let Some(tallies) = &self.tallies {
+            histogram_accesses.push(BufferAccess::Write(tallies));
+        }
         device.dispatch(
             &histogram,
             self.workgroups(self.layout.tiles),
             &self.push(0, books(0)),
-            &[
-                BufferAccess::Read(self.input.0),
-                BufferAccess::Write(&totals),
-            ],
+            &histogram_accesses,
         )?;
         for pass in 0..self.passes {
             let scatter = self.scatter_kernel(pass, Placement::LookBack)?;
@@ -466,6 +489,36 @@ impl RadixRun<'_> {
             )?;
         }
         Ok(())
+    }
+
+    /// After the last pass of a sort whose first pass kept tallies: the fix-up (one dispatch over
+    /// every tile; the tiles its tallies do not mark return at once), which reads the input
+    /// rather than the last pass's source.
+    fn fix_up(&self) -> Result<()> {
+        let Some(tallies) = &self.tallies else {
+            return Ok(());
+        };
+        let (output, output_address, destination_row_stride) = self.output;
+        let kernel = self.compile(
+            kernel_name("fix_up", self.shape, self.radix_source(0), None),
+            fix_up_shader(self.shape, self.dtype),
+        )?;
+        let push = RadixPush {
+            source: self.input.1,
+            destination: output_address,
+            destination_row_stride,
+            ..self.push_fields(0, Bookkeeping::default())
+        };
+        self.device.dispatch(
+            &kernel,
+            self.workgroups(self.layout.tiles),
+            &push.bytes(),
+            &[
+                BufferAccess::Read(self.input.0),
+                BufferAccess::Read(tallies),
+                BufferAccess::Write(output),
+            ],
+        )
     }
 }
 

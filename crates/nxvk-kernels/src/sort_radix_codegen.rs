@@ -2,13 +2,20 @@
 //! those counts (block sums, then each block scanned from its offset), and the stable scatter
 //! that ranks a tile's items in shared memory and writes them to their places in runs.
 //!
-//! An *item* holds the key (already complemented for a descending sort) and a payload: the
-//! element's position in its row (argsort, top_k) or its own bits (sort, which then needs no
-//! gather at the end). Keys of up to 32 bits make one `uint64_t` (key in the high word, payload
-//! in the low one); 64-bit keys a `u64vec2` (key, payload), the layout of the network's wide
-//! items (`sort_codegen.rs`), so top_k's finishing kernels read either. The first pass reads
-//! the input elements and builds the items as it goes; the last pass writes the final result
-//! (items, values or positions) straight away.
+//! An *item* holds the key (already complemented for a descending sort) and, for argsort and
+//! top_k, the element's position in its row. With positions, keys of up to 32 bits make one
+//! `uint64_t` (key in the high word, position in the low one) and 64-bit keys a `u64vec2`, the
+//! layout of the network's items (`sort_codegen.rs`), so top_k's finishing kernels read either.
+//! Sort's items are the keys alone (`uint` or `uint64_t`): the last pass writes each key's
+//! element (`bits_of_key`), which is the input element itself except where floats share keys
+//! (zeros of either sign, NaNs of any payload). Those are put back by the *fix-up*: each class
+//! is one run of the sorted row holding the class's elements in input order (the sort is
+//! stable), so the count kernel of the first pass also tallies, per tile, its zeros, its NaNs,
+//! its keys below the zeros' and whether it holds an element unlike its key's
+//! (`TallyGlsl`), and the fix-up kernel rewrites, in the tiles so marked, those elements
+//! at their places in the runs. The first pass reads the input elements and builds the items
+//! as it goes; the last pass writes the final result (items, values or positions) straight
+//! away.
 //!
 //! Rows: the input is `rows` contiguous rows of `row_length` elements; a tile is
 //! `workgroup_size * per_invocation` consecutive items of one row (a row's last tile may be
@@ -25,7 +32,7 @@
 //! `gl_SubgroupSize` is the device's reported subgroup size, which Vulkan guarantees for SPIR-V
 //! 1.5 modules created without the varying subgroup size flag (nxvk's case).
 
-use crate::sort_codegen::{integer_storage, key_function};
+use crate::sort_codegen::{float_classes, integer_storage, key_function, shares_keys};
 use nxvk_core::{Capabilities, DType};
 
 /// Digits are 8 bits: 256 bins, four passes for 32-bit keys, eight for 64-bit ones.
@@ -34,12 +41,16 @@ pub(crate) const RADIX_BITS: u32 = 8;
 /// Bins per digit.
 pub(crate) const BINS: u32 = 1 << RADIX_BITS;
 
+/// Words of the fix-up's tallies per tile (`TallyGlsl`).
+pub(crate) const TALLY_WORDS: u32 = 3;
+
 /// Subgroups per workgroup of the count and scatter kernels (at most; fewer when subgroups are
 /// wide, so a workgroup never exceeds 256 invocations and each invocation owns whole digits).
 const SUBGROUPS_PER_WORKGROUP: u32 = 8;
 
 /// Items per invocation in a tile, at most (16 x 256 invocations = 4,096 items, whose 32 KiB
-/// exchange buffer of 8-byte items fits a 48 KiB workgroup beside the counters).
+/// exchange buffer of 8-byte items fits a 48 KiB workgroup beside the counters; sort's 4-byte
+/// keys leave room for more workgroups per multiprocessor).
 const MAX_PER_INVOCATION: u32 = 16;
 
 /// The shape of the radix kernels on one device for one item width, derived from its subgroup
@@ -52,17 +63,23 @@ pub(crate) struct RadixShape {
     /// Peers (the invocations holding the same digit) come from one `subgroupPartitionNV`
     /// instead of one ballot per digit bit.
     pub(crate) partitioned: bool,
-    /// Items are 16 bytes (64-bit keys) rather than 8.
+    /// Keys are 64 bits rather than 32 (or fewer).
     pub(crate) wide: bool,
+    /// Items carry the element's position beside the key (argsort, top_k); sort's are keys.
+    pub(crate) positions: bool,
 }
 
 impl RadixShape {
-    /// The largest shape for items of 64-bit keys (`wide`) or narrower ones whose scatter fits
-    /// the device's shared memory, or `None` when the device lacks the subgroup ballots and
-    /// scans the kernels rank with.
-    pub(crate) fn for_device(capabilities: &Capabilities, wide: bool) -> Option<RadixShape> {
+    /// The largest shape for items of 64-bit keys (`wide`) or narrower ones, with or without
+    /// `positions`, whose scatter fits the device's shared memory, or `None` when the device
+    /// lacks the subgroup votes, ballots and scans the kernels count and rank with.
+    pub(crate) fn for_device(
+        capabilities: &Capabilities,
+        wide: bool,
+        positions: bool,
+    ) -> Option<RadixShape> {
         let operations = &capabilities.subgroup_operations;
-        if !(operations.basic && operations.ballot && operations.arithmetic) {
+        if !(operations.basic && operations.vote && operations.ballot && operations.arithmetic) {
             return None;
         }
         let shape = RadixShape::fitting(
@@ -70,6 +87,7 @@ impl RadixShape {
             capabilities.max_shared_memory_bytes,
             capabilities.max_workgroup_invocations,
             wide,
+            positions,
         )?;
         Some(RadixShape {
             partitioned: operations.partitioned,
@@ -84,6 +102,7 @@ impl RadixShape {
         max_shared_bytes: u32,
         max_invocations: u32,
         wide: bool,
+        positions: bool,
     ) -> Option<RadixShape> {
         if !subgroup_size.is_power_of_two() || subgroup_size > 128 {
             return None;
@@ -100,6 +119,7 @@ impl RadixShape {
                 per_invocation,
                 partitioned: false,
                 wide,
+                positions,
             };
             if shape.scatter_shared_bytes() <= max_shared_bytes {
                 return Some(shape);
@@ -116,7 +136,8 @@ impl RadixShape {
 
     /// Bytes of one item.
     pub(crate) fn item_bytes(&self) -> u32 {
-        if self.wide { 16 } else { 8 }
+        let key = if self.wide { 8 } else { 4 };
+        if self.positions { 2 * key } else { key }
     }
 
     fn subgroups(&self) -> u32 {
@@ -137,27 +158,19 @@ impl RadixShape {
     fn label(&self) -> String {
         let peers = if self.partitioned { "_partitioned" } else { "" };
         let width = if self.wide { "_wide" } else { "" };
+        let items = if self.positions { "" } else { "_keys" };
         format!(
-            "s{}_w{}_k{}{peers}{width}",
+            "s{}_w{}_k{}{peers}{width}{items}",
             self.subgroup_size, self.workgroup_size, self.per_invocation
         )
     }
-}
-
-/// What the payload of an item built from the input holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Payload {
-    /// The element's bits (zero-extended): the sorted values come out of the items directly.
-    Bits,
-    /// The element's position in the row.
-    Position,
 }
 
 /// Where a pass reads its items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RadixSource {
     /// The input rows of `dtype` (the first pass): items are built as they are loaded.
-    Input { dtype: DType, payload: Payload },
+    Input { dtype: DType },
     /// Items written by the previous pass.
     Items,
 }
@@ -167,8 +180,8 @@ pub(crate) enum RadixSource {
 pub(crate) enum RadixDestination {
     /// The whole item (every pass but the last, and the last when items are the result).
     Items,
-    /// The payload as an element of `element_bytes` (sort's values).
-    Values { element_bytes: u32 },
+    /// The element of `dtype` each key stands for (sort's values; items are keys alone).
+    Values { dtype: DType },
     /// The payload as a position of the integer `dtype` (argsort).
     Positions { dtype: DType },
 }
@@ -176,33 +189,33 @@ pub(crate) enum RadixDestination {
 impl RadixSource {
     fn label(&self) -> String {
         match self {
-            RadixSource::Input { dtype, payload } => format!("{dtype}_{payload:?}").to_lowercase(),
+            RadixSource::Input { dtype } => dtype.to_string().to_lowercase(),
             RadixSource::Items => "items".into(),
         }
     }
 
+    /// The dtype whose key functions (`key_function`) the source's GLSL calls.
+    fn dtype(&self) -> Option<DType> {
+        match *self {
+            RadixSource::Input { dtype } => Some(dtype),
+            RadixSource::Items => None,
+        }
+    }
+
     /// GLSL of `load_key(row, position)` (the key, complemented by `push.flip`) and
-    /// `load_item(row, position)`.
-    fn functions(&self) -> Option<String> {
-        Some(match *self {
-            RadixSource::Input { dtype, payload } => {
+    /// `load_item(row, position)`; the input's also of `element_address(row, position)`.
+    fn functions(&self) -> String {
+        match *self {
+            RadixSource::Input { dtype } => {
                 let bytes = dtype.bits() / 8;
-                let payload = match payload {
-                    Payload::Bits => "uint64_t(bits)",
-                    Payload::Position => "uint64_t(position)",
-                };
                 format!(
-                    "{keys}
+                    "
 uint64_t element_address(uint row, uint position) {{
     return push.source + (uint64_t(row) * uint64_t(push.row_length) + uint64_t(position)) * {bytes}ul;
 }}
 KEY load_key(uint row, uint position) {{ return key_of_bits(element_bits(element_address(row, position))) ^ KEY(push.flip); }}
-ITEM load_item(uint row, uint position) {{
-    KEY bits = element_bits(element_address(row, position));
-    return make_item(key_of_bits(bits) ^ KEY(push.flip), {payload});
-}}
-",
-                    keys = key_function(dtype)?,
+ITEM load_item(uint row, uint position) {{ return make_item(load_key(row, position), uint64_t(position)); }}
+"
                 )
             }
             RadixSource::Items => "
@@ -212,7 +225,20 @@ ITEM load_item(uint row, uint position) {
 KEY load_key(uint row, uint position) { return key_of_item(load_item(row, position)); }
 "
             .into(),
-        })
+        }
+    }
+}
+
+/// GLSL of the key functions of the dtype that `source` or `destination` names (once, though
+/// a single pass names it twice), or `None` when it has no keys.
+fn key_functions(source: RadixSource, destination: Option<RadixDestination>) -> Option<String> {
+    let named = source.dtype().or(match destination {
+        Some(RadixDestination::Values { dtype }) => Some(dtype),
+        _ => None,
+    });
+    match named {
+        Some(dtype) => key_function(dtype),
+        None => Some(String::new()),
     }
 }
 
@@ -220,44 +246,56 @@ impl RadixDestination {
     fn label(&self) -> String {
         match self {
             RadixDestination::Items => "items".into(),
-            RadixDestination::Values { element_bytes } => format!("values{}", element_bytes * 8),
+            RadixDestination::Values { dtype } => format!("values_{dtype}").to_lowercase(),
             RadixDestination::Positions { dtype } => format!("positions_{dtype}"),
         }
     }
 
-    /// GLSL of `store_item(index, item)`, `index` counted in the destination's elements.
+    /// GLSL of `store_item(index, item)`, `index` counted in the destination's elements; for
+    /// values also of `store_bits(index, bits)`, which writes an element's bits.
     fn function(&self) -> Option<String> {
-        let (storage, bytes) = match *self {
+        let (storage, bytes, value) = match *self {
             RadixDestination::Items => {
                 return Some(
                     "void store_item(uint64_t index, ITEM item) { Items(push.destination + index * ITEM_BYTES).v = item; }"
                         .into(),
                 );
             }
-            RadixDestination::Values { element_bytes } => (
-                match element_bytes {
+            RadixDestination::Values { dtype } => {
+                let bytes = dtype.bits() / 8;
+                let storage = match bytes {
                     1 => "uint8_t",
                     2 => "uint16_t",
                     4 => "uint",
                     8 => "uint64_t",
                     _ => return None,
-                },
-                element_bytes,
+                };
+                (
+                    storage,
+                    bytes,
+                    "bits_of_key(key_of_item(item) ^ KEY(push.flip))",
+                )
+            }
+            RadixDestination::Positions { dtype } => (
+                integer_storage(dtype)?,
+                dtype.bits() / 8,
+                "payload_of(item)",
             ),
-            RadixDestination::Positions { dtype } => (integer_storage(dtype)?, dtype.bits() / 8),
         };
         Some(format!(
             "layout(buffer_reference, scalar, buffer_reference_align = {bytes}) writeonly buffer Output {{ {storage} v; }};
-void store_item(uint64_t index, ITEM item) {{ Output(push.destination + index * {bytes}ul).v = {storage}(payload_of(item)); }}"
+void store_bits(uint64_t index, uint64_t bits) {{ Output(push.destination + index * {bytes}ul).v = {storage}(bits); }}
+void store_item(uint64_t index, ITEM item) {{ store_bits(index, uint64_t({value})); }}"
         ))
     }
 }
 
 /// GLSL of the item type of a shape: `ITEM`, `KEY`, `ITEM_BYTES`, and `make_item`,
-/// `key_of_item`, `payload_of` and `digit_of` (the digit at `push.shift`).
-fn item_functions(wide: bool) -> &'static str {
-    if wide {
-        "
+/// `key_of_item`, `digit_of_key` (the digit at `push.shift`) and, with positions, `payload_of`.
+fn item_functions(shape: RadixShape) -> &'static str {
+    match (shape.wide, shape.positions) {
+        (true, true) => {
+            "
 #define ITEM u64vec2
 #define KEY uint64_t
 const uint64_t ITEM_BYTES = 16ul;
@@ -267,8 +305,9 @@ KEY key_of_item(ITEM item) { return item.x; }
 uint64_t payload_of(ITEM item) { return item.y; }
 uint digit_of_key(KEY key) { return uint(key >> push.shift) & (BINS - 1u); }
 "
-    } else {
-        "
+        }
+        (false, true) => {
+            "
 #define ITEM uint64_t
 #define KEY uint
 const uint64_t ITEM_BYTES = 8ul;
@@ -278,6 +317,29 @@ KEY key_of_item(ITEM item) { return uint(item >> 32); }
 uint64_t payload_of(ITEM item) { return item & 0xFFFFFFFFul; }
 uint digit_of_key(KEY key) { return (key >> push.shift) & (BINS - 1u); }
 "
+        }
+        (true, false) => {
+            "
+#define ITEM uint64_t
+#define KEY uint64_t
+const uint64_t ITEM_BYTES = 8ul;
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Items { ITEM v; };
+ITEM make_item(KEY key, uint64_t position) { return key; }
+KEY key_of_item(ITEM item) { return item; }
+uint digit_of_key(KEY key) { return uint(key >> push.shift) & (BINS - 1u); }
+"
+        }
+        (false, false) => {
+            "
+#define ITEM uint
+#define KEY uint
+const uint64_t ITEM_BYTES = 4ul;
+layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Items { ITEM v; };
+ITEM make_item(KEY key, uint64_t position) { return key; }
+KEY key_of_item(ITEM item) { return item; }
+uint digit_of_key(KEY key) { return (key >> push.shift) & (BINS - 1u); }
+"
+        }
     }
 }
 
@@ -289,7 +351,7 @@ fn prelude(shape: RadixShape) -> String {
         workgroup_size,
         per_invocation,
         partitioned,
-        wide,
+        ..
     } = shape;
     let subgroups = shape.subgroups();
     let tile = shape.tile();
@@ -304,6 +366,7 @@ fn prelude(shape: RadixShape) -> String {
     // took sort_f32_16M from 1.805 to 1.702 ms (docs/BENCHMARKS.md, eleventh session).
     format!(
         "#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_vote : require
 {extension}
 layout(local_size_x = {workgroup_size}) in;
 const uint WORKGROUP = {workgroup_size}u;
@@ -312,14 +375,18 @@ const uint SUBGROUPS = {subgroups}u;
 const uint PER_INVOCATION = {per_invocation}u;
 const uint TILE = {tile}u;
 const uint BINS = {BINS}u;
+// A digit past every bin: the counting's mark of a position past the row.
+const uint NO_DIGIT = BINS;
+const uint TALLY_WORDS = {TALLY_WORDS}u;
+const uint UNLIKE_ITS_KEY = 0x80000000u;
 layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Words {{ uint v; }};
 // Addresses (source, destination, tile counts or the look-back's tile statuses, block sums of
 // the counts), the key complement of a descending sort, the look-back's digit totals and tile
-// tickets; then the rows' length, tiles per row, tiles in all, the digit's shift, the
-// destination's row stride (in its elements), the number of counts, the length of a block of
-// counts, the number of blocks, the pass and the number of passes.
+// tickets, the fix-up's tile tallies; then the rows' length, tiles per row, tiles in all, the
+// digit's shift, the destination's row stride (in its elements), the number of counts, the
+// length of a block of counts, the number of blocks, the pass and the number of passes.
 layout(push_constant, scalar) uniform Push {{
-    uint64_t source, destination, counts, block_sums, flip, totals, tickets;
+    uint64_t source, destination, counts, block_sums, flip, totals, tickets, tallies;
     uint row_length, tiles_per_row, tiles, shift, destination_row_stride, count_total, block_length, blocks, pass, passes;
 }} push;
 {items}
@@ -330,6 +397,8 @@ uint invocation_index() {{ return gl_SubgroupID * SUBGROUP + gl_SubgroupInvocati
 uint64_t count_address(uint row, uint digit, uint tile_in_row) {{
     return push.counts + ((uint64_t(row) * BINS + uint64_t(digit)) * uint64_t(push.tiles_per_row) + uint64_t(tile_in_row)) * 4ul;
 }}
+// Word `word` of the fix-up's tallies of tile `tile` (`TallyGlsl`).
+uint64_t tally_address(uint tile, uint word) {{ return push.tallies + (uint64_t(tile) * TALLY_WORDS + uint64_t(word)) * 4ul; }}
 {digit_peers}
 shared uint subgroup_sums[SUBGROUPS];
 
@@ -350,7 +419,7 @@ uint workgroup_exclusive_add(uint value, out uint total) {{
     return before + inclusive - value;
 }}
 ",
-        items = item_functions(wide),
+        items = item_functions(shape),
     )
 }
 
@@ -402,12 +471,22 @@ pub(crate) fn kernel_name(
 const TILE_ROW: &str = "uint row = tile / push.tiles_per_row;
         uint tile_in_row = tile - row * push.tiles_per_row;";
 
+/// Whether the first pass, reading `source`, tallies its tiles for the fix-up: sort's items
+/// (keys alone) of a dtype whose keys some elements share.
+pub(crate) fn keeps_tallies(shape: RadixShape, source: RadixSource) -> bool {
+    !shape.positions && source.dtype().is_some_and(shares_keys)
+}
+
 /// Counts the digits at `push.shift` of each tile (see the module doc for the layout;
-/// `tile_histogram_glsl` does the counting).
+/// `tile_histogram_glsl` does the counting), and tallies the tile for the fix-up when the pass
+/// keeps tallies (`keeps_tallies`).
 pub(crate) fn count_shader(shape: RadixShape, source: RadixSource) -> Option<String> {
+    let tallies = TallyGlsl::for_pass(shape, source)?;
     Some(format!(
         "{prelude}
+{keys}
 {functions}
+{declarations}
 shared uint histogram[BINS];
 
 void main() {{
@@ -415,47 +494,218 @@ void main() {{
     for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
         {TILE_ROW}
         for (uint digit = invocation; digit < BINS; digit += WORKGROUP) histogram[digit] = 0u;
-        barrier();
+{start}        barrier();
 {counting}        barrier();
         for (uint digit = invocation; digit < BINS; digit += WORKGROUP) {{
             Words(count_address(row, digit, tile_in_row)).v = histogram[digit];
         }}
-        barrier();
+{store}        barrier();
     }}
 }}
 ",
         prelude = prelude(shape),
-        functions = source.functions()?,
-        counting = tile_histogram_glsl("histogram", "tile_in_row"),
+        keys = key_functions(source, None)?,
+        functions = source.functions(),
+        declarations = tallies.declarations,
+        start = tallies.start,
+        store = tallies.store,
+        counting = tile_histogram_glsl("histogram", "tile_in_row", &tallies),
+    ))
+}
+
+/// The GLSL of the fix-up's tallies in a first pass's counting kernel (`TallyGlsl::default()`
+/// where the pass keeps none: then only `load`). A tile's tallies are three words: word 0 its
+/// zeros, with bit 31 set when it holds an element unlike its key's (-0.0, a NaN other than the
+/// positive quiet one), word 1 its NaNs, word 2 its keys below the zeros' key (all after
+/// `push.flip`). Sums pack two counts in 16 bits each: a tile holds at most 4,096 elements.
+struct TallyGlsl {
+    /// `is_zero_bits`, `is_nan_bits` and the workgroup's shared sums.
+    declarations: String,
+    /// Zeroes the shared sums (before the tile's first barrier).
+    start: &'static str,
+    /// The invocation's running tallies, declared before the tile's loads.
+    locals: &'static str,
+    /// Declares `key`, the key at `position` (a valid one) after `push.flip`, tallying its
+    /// element.
+    load: &'static str,
+    /// Adds the invocation's tallies into the shared sums.
+    flush: &'static str,
+    /// Writes the shared sums as the tile's tallies (after a barrier).
+    store: &'static str,
+}
+
+impl Default for TallyGlsl {
+    fn default() -> TallyGlsl {
+        TallyGlsl {
+            declarations: String::new(),
+            start: "",
+            locals: "",
+            load: "KEY key = load_key(row, position);",
+            flush: "",
+            store: "",
+        }
+    }
+}
+
+impl TallyGlsl {
+    /// The tallies of the first pass from `source` when it keeps them (`keeps_tallies`).
+    fn for_pass(shape: RadixShape, source: RadixSource) -> Option<TallyGlsl> {
+        if !keeps_tallies(shape, source) {
+            return Some(TallyGlsl::default());
+        }
+        Some(TallyGlsl {
+            declarations: float_classes(source.dtype()?)? + "shared uint tally_sums[2];\n",
+            start: "        if (invocation == 0u) {
+            tally_sums[0] = 0u;
+            tally_sums[1] = 0u;
+        }
+",
+            locals: "KEY zero_key = key_of_bits(KEY(0)) ^ KEY(push.flip);
+        uint classes = 0u;
+        uint below_and_unlike = 0u;",
+            load: "KEY bits = element_bits(element_address(row, position));
+                KEY unflipped = key_of_bits(bits);
+                KEY key = unflipped ^ KEY(push.flip);
+                classes += is_zero_bits(bits) ? 1u : (is_nan_bits(bits) ? 0x10000u : 0u);
+                below_and_unlike += key < zero_key ? 1u : 0u;
+                below_and_unlike += bits_of_key(unflipped) != bits ? 0x10000u : 0u;",
+            flush: "        uint classes_sum = subgroupAdd(classes);
+        uint below_and_unlike_sum = subgroupAdd(below_and_unlike);
+        if (subgroupElect()) {
+            atomicAdd(tally_sums[0], classes_sum);
+            atomicAdd(tally_sums[1], below_and_unlike_sum);
+        }
+",
+            store: "        if (invocation == 0u) {
+            uint unlike = (tally_sums[1] >> 16) != 0u ? UNLIKE_ITS_KEY : 0u;
+            Words(tally_address(tile, 0u)).v = (tally_sums[0] & 0xFFFFu) | unlike;
+            Words(tally_address(tile, 1u)).v = tally_sums[0] >> 16;
+            Words(tally_address(tile, 2u)).v = tally_sums[1] & 0xFFFFu;
+        }
+",
+        })
+    }
+}
+
+/// The fix-up (module doc): in each tile tallied as holding an element unlike its key's, each
+/// such element rewritten at its place in its class's run. From the row's tallies: the zeros'
+/// run starts after the row's keys below the zeros', the NaNs' at the row's end (ascending) or
+/// start (descending, where their complemented keys are the smallest); within a run the
+/// tile's elements follow the row's earlier tiles' and keep their input order.
+pub(crate) fn fix_up_shader(shape: RadixShape, dtype: DType) -> Option<String> {
+    let source = RadixSource::Input { dtype };
+    let destination = RadixDestination::Values { dtype };
+    Some(format!(
+        "{prelude}
+{keys}
+{classes}
+{functions}
+{store}
+void main() {{
+    uint invocation = invocation_index();
+    for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
+        {TILE_ROW}
+        // The same word for every invocation: the whole workgroup skips or fixes the tile.
+        if ((Words(tally_address(tile, 0u)).v & UNLIKE_ITS_KEY) == 0u) continue;
+        uint zeros_before = 0u;
+        uint nans_before = 0u;
+        uint row_below = 0u;
+        uint row_nans = 0u;
+        for (uint other = invocation; other < push.tiles_per_row; other += WORKGROUP) {{
+            uint tallied = row * push.tiles_per_row + other;
+            uint zeros = Words(tally_address(tallied, 0u)).v & ~UNLIKE_ITS_KEY;
+            uint nans = Words(tally_address(tallied, 1u)).v;
+            row_below += Words(tally_address(tallied, 2u)).v;
+            row_nans += nans;
+            if (other < tile_in_row) {{
+                zeros_before += zeros;
+                nans_before += nans;
+            }}
+        }}
+        uint zero_place;
+        uint nan_place;
+        uint below_total;
+        uint nan_total;
+        workgroup_exclusive_add(zeros_before, zero_place);
+        workgroup_exclusive_add(nans_before, nan_place);
+        workgroup_exclusive_add(row_below, below_total);
+        workgroup_exclusive_add(row_nans, nan_total);
+        zero_place += below_total;
+        nan_place += push.flip == 0ul ? push.row_length - nan_total : 0u;
+        uint first = tile_in_row * TILE;
+        uint64_t row_start = uint64_t(row) * uint64_t(push.destination_row_stride);
+        [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
+            uint position = first + round * WORKGROUP + invocation;
+            bool valid = position < push.row_length;
+            KEY bits = valid ? element_bits(element_address(row, position)) : KEY(0);
+            bool zero = valid && is_zero_bits(bits);
+            bool nan = valid && is_nan_bits(bits);
+            uint round_sums;
+            uint ranks = workgroup_exclusive_add(zero ? 1u : (nan ? 0x10000u : 0u), round_sums);
+            if (valid && bits_of_key(key_of_bits(bits)) != bits) {{
+                uint place = zero ? zero_place + (ranks & 0xFFFFu) : nan_place + (ranks >> 16);
+                store_bits(row_start + uint64_t(place), uint64_t(bits));
+            }}
+            zero_place += round_sums & 0xFFFFu;
+            nan_place += round_sums >> 16;
+        }}
+    }}
+}}
+",
+        prelude = prelude(shape),
+        keys = key_function(dtype)?,
+        classes = float_classes(dtype)?,
+        functions = source.functions(),
+        store = destination.function()?,
     ))
 }
 
 /// GLSL adding the digits at `push.shift` of tile `tile` (a variable) of `row` into the
-/// shared counters `histogram` (zeroed before; every invocation takes part). Loads are
-/// coalesced (round `i` reads `WORKGROUP` consecutive items) and all issued before any ballot,
-/// so their latencies overlap; the counters are shared atomics, one per distinct digit of a
-/// subgroup's round: skewed digits (the exponent byte of floats in a narrow range) would
-/// otherwise serialise on one counter. (Per-subgroup histograms updated without atomics ran no
-/// faster on the H200: the peer search and the round-to-round dependency cost the time, not
-/// the atomics.)
-fn tile_histogram_glsl(histogram: &str, tile: &str) -> String {
+/// shared counters `histogram` (zeroed before; every invocation takes part), loading keys as
+/// `tallies.load` does and adding its tallies. Loads are coalesced (round `i` reads
+/// `WORKGROUP` consecutive items) and all issued before any counting, so their latencies
+/// overlap; counting is `add_digit_glsl`'s.
+fn tile_histogram_glsl(histogram: &str, tile: &str, tallies: &TallyGlsl) -> String {
     format!(
         "        {{
         uint first = {tile} * TILE;
+        {locals}
         uint digits[PER_INVOCATION];
         [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
             uint position = first + round * WORKGROUP + invocation;
-            digits[round] = position < push.row_length ? digit_of_key(load_key(row, position)) : 0u;
-        }}
-        [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
-            bool valid = first + round * WORKGROUP + invocation < push.row_length;
-            uint digit = digits[round];
-            uvec4 peers = digit_peers(digit, valid);
-            if (valid && subgroupBallotFindMSB(peers) == gl_SubgroupInvocationID) {{
-                atomicAdd({histogram}[digit], subgroupBallotBitCount(peers));
+            digits[round] = NO_DIGIT;
+            if (position < push.row_length) {{
+                {load}
+                digits[round] = digit_of_key(key);
             }}
         }}
-        }}
+        [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
+{add}        }}
+{flush}        }}
+",
+        locals = tallies.locals,
+        load = tallies.load,
+        flush = tallies.flush,
+        add = add_digit_glsl(histogram, "0u", "digits[round]"),
+    )
+}
+
+/// GLSL adding one to `counters[offset + digit]` for each invocation of the subgroup whose
+/// `digit` is not `NO_DIGIT`: one atomic for the subgroup when all its invocations hold the
+/// same digit (the exponent byte of floats in a narrow range), else one per invocation, which
+/// the hardware serialises only where digits repeat. On the H200 this counted a pass of 16M
+/// random keys in 0.048 ms, against 0.11 for one atomic per distinct digit found by
+/// `digit_peers` (docs/BENCHMARKS.md, fifteenth session).
+fn add_digit_glsl(counters: &str, offset: &str, digit: &str) -> String {
+    format!(
+        "            {{
+            uint digit = {digit};
+            if (subgroupAllEqual(digit)) {{
+                if (subgroupElect() && digit != NO_DIGIT) atomicAdd({counters}[{offset} + digit], SUBGROUP);
+            }} else if (digit != NO_DIGIT) {{
+                atomicAdd({counters}[{offset} + digit], 1u);
+            }}
+            }}
 "
     )
 }
@@ -617,7 +867,7 @@ fn look_back_glsl() -> String {
             if (open_total == 0u) break;
         }}
 ",
-        counting = tile_histogram_glsl("fallback_histogram", "before_tile"),
+        counting = tile_histogram_glsl("fallback_histogram", "before_tile", &TallyGlsl::default()),
     )
 }
 
@@ -691,6 +941,7 @@ pub(crate) fn scatter_shader(
     };
     Some(format!(
         "{prelude}
+{keys}
 {functions}
 {store}
 {look_back}
@@ -782,24 +1033,25 @@ void main() {{
 }}
 ",
         prelude = prelude(shape),
-        functions = source.functions()?,
+        keys = key_functions(source, Some(destination))?,
+        functions = source.functions(),
         store = destination.function()?,
     ))
 }
 
 /// The look-back passes' histogram: every pass's digit totals of every row in one read of the
 /// input, `totals[(row * passes + pass) * 256 + digit]` (zeroed before): per tile, shared
-/// counters per pass (one atomic per distinct digit of a subgroup's round, as in the count
-/// kernel), then one global atomic per nonzero counter.
+/// counters per pass (`add_digit_glsl`, as in the count kernel), then one global atomic per
+/// nonzero counter; and the fix-up's tallies, as the count kernel keeps them.
 pub(crate) fn histogram_shader(shape: RadixShape, dtype: DType) -> Option<String> {
-    let source = RadixSource::Input {
-        dtype,
-        payload: Payload::Position,
-    };
+    let source = RadixSource::Input { dtype };
+    let tallies = TallyGlsl::for_pass(shape, source)?;
     let passes = crate::sort_codegen::key_bits(dtype)? / RADIX_BITS;
     Some(format!(
         "{prelude}
+{keys}
 {functions}
+{declarations}
 const uint PASSES = {passes}u;
 shared uint histogram[PASSES * BINS];
 
@@ -808,34 +1060,47 @@ void main() {{
     for (uint tile = gl_WorkGroupID.x; tile < push.tiles; tile += gl_NumWorkGroups.x) {{
         {TILE_ROW}
         for (uint slot = invocation; slot < PASSES * BINS; slot += WORKGROUP) histogram[slot] = 0u;
-        barrier();
+{start}        barrier();
         uint first = tile_in_row * TILE;
+        {locals}
         KEY keys[PER_INVOCATION];
+        bool valid[PER_INVOCATION];
         [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
             uint position = first + round * WORKGROUP + invocation;
-            keys[round] = position < push.row_length ? load_key(row, position) : KEY(0);
-        }}
-        [[unroll]] for (uint pass = 0u; pass < PASSES; pass++) {{
-            [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
-                bool valid = first + round * WORKGROUP + invocation < push.row_length;
-                uint digit = uint(keys[round] >> (pass * {RADIX_BITS}u)) & (BINS - 1u);
-                uvec4 peers = digit_peers(digit, valid);
-                if (valid && subgroupBallotFindMSB(peers) == gl_SubgroupInvocationID) {{
-                    atomicAdd(histogram[pass * BINS + digit], subgroupBallotBitCount(peers));
-                }}
+            keys[round] = KEY(0);
+            valid[round] = position < push.row_length;
+            if (valid[round]) {{
+                {load}
+                keys[round] = key;
             }}
+        }}
+{flush}        [[unroll]] for (uint pass = 0u; pass < PASSES; pass++) {{
+            [[unroll]] for (uint round = 0u; round < PER_INVOCATION; round++) {{
+{add}            }}
         }}
         barrier();
         for (uint slot = invocation; slot < PASSES * BINS; slot += WORKGROUP) {{
             uint count = histogram[slot];
             if (count != 0u) atomicAdd(Words(push.totals + (uint64_t(row) * PASSES * BINS + uint64_t(slot)) * 4ul).v, count);
         }}
-        barrier();
+{store}        barrier();
     }}
 }}
 ",
         prelude = prelude(shape),
-        functions = source.functions()?,
+        keys = key_functions(source, None)?,
+        functions = source.functions(),
+        declarations = tallies.declarations,
+        start = tallies.start,
+        locals = tallies.locals,
+        load = tallies.load,
+        flush = tallies.flush,
+        store = tallies.store,
+        add = add_digit_glsl(
+            "histogram",
+            "pass * BINS",
+            &format!("valid[round] ? uint(keys[round] >> (pass * {RADIX_BITS}u)) & (BINS - 1u) : NO_DIGIT"),
+        ),
     ))
 }
 
@@ -845,44 +1110,33 @@ mod tests {
     use crate::sort_codegen::wide_keys;
 
     /// The shapes of lavapipe (subgroups of 8, 32 KiB), the H200 (32, 48 KiB) and wider
-    /// subgroups, for narrow and wide items: tiles as large as shared memory allows, and every
-    /// kernel compiles for them (glslang needs no device), so the H200's shape is compiled
-    /// here even though only lavapipe runs the tests.
+    /// subgroups, for narrow and wide keys with and without positions: tiles as large as
+    /// shared memory allows, and every kernel compiles for them (glslang needs no device), so
+    /// the H200's shape is compiled here even though only lavapipe runs the tests.
     #[test]
     fn kernels_compile_for_every_subgroup_size() {
-        let h200 = RadixShape::fitting(32, 48 * 1024, 1024, false).unwrap();
+        let h200 = RadixShape::fitting(32, 48 * 1024, 1024, false, true).unwrap();
         assert_eq!((h200.workgroup_size, h200.tile()), (256, 4096));
-        let h200_wide = RadixShape::fitting(32, 48 * 1024, 1024, true).unwrap();
+        let h200_wide = RadixShape::fitting(32, 48 * 1024, 1024, true, true).unwrap();
         assert_eq!((h200_wide.workgroup_size, h200_wide.tile()), (256, 2048));
-        let lavapipe = RadixShape::fitting(8, 32 * 1024, 1024, false).unwrap();
+        // Keys alone: 4,096-item tiles for 64-bit keys too, and 32-bit keys in less memory.
+        let h200_wide_keys = RadixShape::fitting(32, 48 * 1024, 1024, true, false).unwrap();
+        assert_eq!(
+            (h200_wide_keys.item_bytes(), h200_wide_keys.tile()),
+            (8, 4096)
+        );
+        let h200_keys = RadixShape::fitting(32, 48 * 1024, 1024, false, false).unwrap();
+        assert_eq!((h200_keys.item_bytes(), h200_keys.tile()), (4, 4096));
+        assert!(h200_keys.scatter_shared_bytes() < h200.scatter_shared_bytes());
+        let lavapipe = RadixShape::fitting(8, 32 * 1024, 1024, false, true).unwrap();
         assert_eq!((lavapipe.workgroup_size, lavapipe.tile()), (64, 1024));
-        let lavapipe_wide = RadixShape::fitting(8, 32 * 1024, 1024, true).unwrap();
+        let lavapipe_wide = RadixShape::fitting(8, 32 * 1024, 1024, true, true).unwrap();
         assert_eq!(lavapipe_wide.tile(), 1024);
         // Less shared memory: smaller tiles, never an overflowing shape.
-        let small = RadixShape::fitting(32, 16 * 1024, 1024, false).unwrap();
+        let small = RadixShape::fitting(32, 16 * 1024, 1024, false, true).unwrap();
         assert!(small.per_invocation < MAX_PER_INVOCATION);
-        assert!(RadixShape::fitting(32, 1024, 1024, false).is_none());
-        assert!(RadixShape::fitting(24, 48 * 1024, 1024, false).is_none());
-        let sources = |wide: bool| {
-            let dtype = if wide { DType::F64 } else { DType::F32 };
-            [
-                RadixSource::Input {
-                    dtype,
-                    payload: Payload::Bits,
-                },
-                RadixSource::Input {
-                    dtype: if wide { DType::S64 } else { DType::S8 },
-                    payload: Payload::Position,
-                },
-                RadixSource::Items,
-            ]
-        };
-        let destinations = [
-            RadixDestination::Items,
-            RadixDestination::Values { element_bytes: 2 },
-            RadixDestination::Values { element_bytes: 8 },
-            RadixDestination::Positions { dtype: DType::S64 },
-        ];
+        assert!(RadixShape::fitting(32, 1024, 1024, false, true).is_none());
+        assert!(RadixShape::fitting(24, 48 * 1024, 1024, false, true).is_none());
         for (subgroup_size, shared, partitioned) in [
             (8, 32, false),
             (32, 48, false),
@@ -890,55 +1144,79 @@ mod tests {
             (64, 64, false),
             (128, 64, false),
         ] {
-            for wide in [false, true] {
+            for (wide, positions) in [(false, true), (true, true), (false, false), (true, false)] {
                 let shape = RadixShape {
                     partitioned,
-                    ..RadixShape::fitting(subgroup_size, shared * 1024, 1024, wide).unwrap()
+                    ..RadixShape::fitting(subgroup_size, shared * 1024, 1024, wide, positions)
+                        .unwrap()
                 };
                 assert!(shape.scatter_shared_bytes() <= shared * 1024, "{shape:?}");
-                let compile = |name: String, shader: Option<String>| {
-                    nxvk_glsl::compile_compute(&name, &shader.unwrap())
-                        .unwrap_or_else(|error| panic!("{name}: {error}"));
-                };
+                compile_every_kernel(shape);
+            }
+        }
+    }
+
+    /// Compiles every radix kernel of `shape`: the scan's, and per source the count, the
+    /// scatters to each destination its items allow, the histogram, and the fix-up.
+    fn compile_every_kernel(shape: RadixShape) {
+        let compile = |name: String, shader: Option<String>| {
+            nxvk_glsl::compile_compute(&name, &shader.unwrap())
+                .unwrap_or_else(|error| panic!("{name}: {error}"));
+        };
+        compile(
+            kernel_name("block_sums", shape, RadixSource::Items, None),
+            Some(block_sums_shader(shape)),
+        );
+        compile(
+            kernel_name("scan_blocks", shape, RadixSource::Items, None),
+            Some(scan_blocks_shader(shape)),
+        );
+        let dtypes = [
+            DType::F32,
+            DType::F64,
+            DType::S8,
+            DType::BF16,
+            DType::S64,
+            DType::F16,
+        ];
+        let dtypes = dtypes
+            .into_iter()
+            .filter(|&dtype| wide_keys(dtype) == shape.wide);
+        for dtype in dtypes {
+            let destinations: Vec<RadixDestination> = if shape.positions {
+                vec![
+                    RadixDestination::Items,
+                    RadixDestination::Positions { dtype: DType::S64 },
+                    RadixDestination::Positions { dtype: DType::U16 },
+                ]
+            } else {
+                vec![RadixDestination::Items, RadixDestination::Values { dtype }]
+            };
+            for source in [RadixSource::Input { dtype }, RadixSource::Items] {
                 compile(
-                    kernel_name("block_sums", shape, RadixSource::Items, None),
-                    Some(block_sums_shader(shape)),
+                    kernel_name("count", shape, source, None),
+                    count_shader(shape, source),
                 );
-                compile(
-                    kernel_name("scan_blocks", shape, RadixSource::Items, None),
-                    Some(scan_blocks_shader(shape)),
-                );
-                for source in sources(wide) {
-                    compile(
-                        kernel_name("count", shape, source, None),
-                        count_shader(shape, source),
-                    );
-                    for destination in destinations {
-                        for placement in [Placement::ScannedCounts, Placement::LookBack] {
-                            compile(
-                                kernel_name("scatter", shape, source, Some(destination))
-                                    + placement.label(),
-                                scatter_shader(shape, source, destination, placement),
-                            );
-                        }
-                    }
-                }
-                for dtype in [DType::F32, DType::F64, DType::S8, DType::BF16] {
-                    if wide_keys(dtype) == wide {
+                for &destination in &destinations {
+                    for placement in [Placement::ScannedCounts, Placement::LookBack] {
                         compile(
-                            kernel_name(
-                                "histogram",
-                                shape,
-                                RadixSource::Input {
-                                    dtype,
-                                    payload: Payload::Position,
-                                },
-                                None,
-                            ),
-                            histogram_shader(shape, dtype),
+                            kernel_name("scatter", shape, source, Some(destination))
+                                + placement.label(),
+                            scatter_shader(shape, source, destination, placement),
                         );
                     }
                 }
+            }
+            let input = RadixSource::Input { dtype };
+            compile(
+                kernel_name("histogram", shape, input, None),
+                histogram_shader(shape, dtype),
+            );
+            if keeps_tallies(shape, input) {
+                compile(
+                    kernel_name("fix_up", shape, input, None),
+                    fix_up_shader(shape, dtype),
+                );
             }
         }
     }
