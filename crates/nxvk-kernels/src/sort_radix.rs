@@ -4,8 +4,10 @@
 //! Design: a stable LSD radix sort with 8-bit digits, so one pass per key byte: 8 passes for
 //! 64-bit dtypes, 4 for 32-bit, 2 for 16-bit, 1 for 8-bit (keys are exactly as wide as the
 //! dtype). All rows sort together: each pass is four dispatches over every tile of every row
-//! (tiles of `workgroup_size * per_invocation` items of one row: 4,096 with subgroups of 32
-//! and 48 KiB of shared memory, 2,048 for the 16-byte items of 64-bit keys):
+//! (tiles of `workgroup_size * per_invocation` items of one row: with subgroups of 32 and
+//! 48 KiB of shared memory 4,096 for argsort's 8-byte items and sort's 64-bit keys, 2,048 for
+//! argsort's 16-byte items of 64-bit keys and for sort's keys of up to 32 bits, where smaller
+//! tiles measured faster):
 //! 1. count: each workgroup counts its tile's digits with shared atomics and writes one count
 //!    per (row, digit, tile), row-major then digit-major;
 //! 2. block sums and 3. scan: one exclusive scan over all those counts (the sums of blocks of

@@ -53,6 +53,12 @@ const SUBGROUPS_PER_WORKGROUP: u32 = 8;
 /// keys leave room for more workgroups per multiprocessor).
 const MAX_PER_INVOCATION: u32 = 16;
 
+/// Items per invocation, at most, for sort's keys alone of up to 32 bits: on the H200 tiles of
+/// 2,048 sorted sort_f32_16M in 1.169 ms, against 1.341 with 4,096 and 1.286 with 8,192
+/// (docs/BENCHMARKS.md, fifteenth session); 64-bit keys alone lost with them (2.91 against
+/// 2.41 ms) and keep `MAX_PER_INVOCATION`.
+const MAX_PER_INVOCATION_NARROW_KEYS: u32 = 8;
+
 /// The shape of the radix kernels on one device for one item width, derived from its subgroup
 /// size and shared memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +117,11 @@ impl RadixShape {
         if workgroup_size > max_invocations {
             return None;
         }
-        let mut per_invocation = MAX_PER_INVOCATION;
+        let mut per_invocation = if wide || positions {
+            MAX_PER_INVOCATION
+        } else {
+            MAX_PER_INVOCATION_NARROW_KEYS
+        };
         while per_invocation > 0 {
             let shape = RadixShape {
                 subgroup_size,
@@ -1119,14 +1129,15 @@ mod tests {
         assert_eq!((h200.workgroup_size, h200.tile()), (256, 4096));
         let h200_wide = RadixShape::fitting(32, 48 * 1024, 1024, true, true).unwrap();
         assert_eq!((h200_wide.workgroup_size, h200_wide.tile()), (256, 2048));
-        // Keys alone: 4,096-item tiles for 64-bit keys too, and 32-bit keys in less memory.
+        // Keys alone: 4,096-item tiles for 64-bit keys too, 2,048 for 32-bit keys
+        // (`MAX_PER_INVOCATION_NARROW_KEYS`), in less memory.
         let h200_wide_keys = RadixShape::fitting(32, 48 * 1024, 1024, true, false).unwrap();
         assert_eq!(
             (h200_wide_keys.item_bytes(), h200_wide_keys.tile()),
             (8, 4096)
         );
         let h200_keys = RadixShape::fitting(32, 48 * 1024, 1024, false, false).unwrap();
-        assert_eq!((h200_keys.item_bytes(), h200_keys.tile()), (4, 4096));
+        assert_eq!((h200_keys.item_bytes(), h200_keys.tile()), (4, 2048));
         assert!(h200_keys.scatter_shared_bytes() < h200.scatter_shared_bytes());
         let lavapipe = RadixShape::fitting(8, 32 * 1024, 1024, false, true).unwrap();
         assert_eq!((lavapipe.workgroup_size, lavapipe.tile()), (64, 1024));
