@@ -219,6 +219,9 @@ fn long_rows_sort() {
         (DType::S64, vec![2, 16_000], 1),
         // One row of 32-bit keys just over 2^15: the radix sort.
         (DType::U32, vec![(1 << 15) + 3], 0),
+        // Empty batches: no rows of a length the radix sort takes, and rows along an empty axis.
+        (DType::F32, vec![0, 5000], 1),
+        (DType::F64, vec![5000, 0], 0),
     ] {
         for direction in [Direction::Ascending, Direction::Descending] {
             check(dtype, &shape, axis, direction, &mut rng).unwrap();
