@@ -302,7 +302,7 @@ void store_item(uint64_t index, ITEM item) {{ store_bits(index, uint64_t({value}
 
 /// GLSL of the item type of a shape: `ITEM`, `KEY`, `ITEM_BYTES`, and `make_item`,
 /// `key_of_item`, `digit_of_key` (the digit at `push.shift`) and, with positions, `payload_of`.
-fn item_functions(shape: RadixShape) -> &'static str {
+fn item_functions(shape: RadixShape) -> String {
     match (shape.wide, shape.positions) {
         (true, true) => {
             "
@@ -328,29 +328,23 @@ uint64_t payload_of(ITEM item) { return item & 0xFFFFFFFFul; }
 uint digit_of_key(KEY key) { return (key >> push.shift) & (BINS - 1u); }
 "
         }
-        (true, false) => {
-            "
-#define ITEM uint64_t
-#define KEY uint64_t
-const uint64_t ITEM_BYTES = 8ul;
-layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Items { ITEM v; };
-ITEM make_item(KEY key, uint64_t position) { return key; }
-KEY key_of_item(ITEM item) { return item; }
-uint digit_of_key(KEY key) { return uint(key >> push.shift) & (BINS - 1u); }
+        (wide, false) => {
+            // Sort's items: the key alone, 32 or 64 bits.
+            let (key, bytes) = if wide { ("uint64_t", 8) } else { ("uint", 4) };
+            return format!(
+                "
+#define ITEM {key}
+#define KEY {key}
+const uint64_t ITEM_BYTES = {bytes}ul;
+layout(buffer_reference, scalar, buffer_reference_align = {bytes}) buffer Items {{ ITEM v; }};
+ITEM make_item(KEY key, uint64_t position) {{ return key; }}
+KEY key_of_item(ITEM item) {{ return item; }}
+uint digit_of_key(KEY key) {{ return uint(key >> push.shift) & (BINS - 1u); }}
 "
-        }
-        (false, false) => {
-            "
-#define ITEM uint
-#define KEY uint
-const uint64_t ITEM_BYTES = 4ul;
-layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Items { ITEM v; };
-ITEM make_item(KEY key, uint64_t position) { return key; }
-KEY key_of_item(ITEM item) { return item; }
-uint digit_of_key(KEY key) { return (key >> push.shift) & (BINS - 1u); }
-"
+            );
         }
     }
+    .into()
 }
 
 /// The declarations every radix kernel starts with: sizes, push constants, the item type
