@@ -35,7 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let capabilities = context.capabilities();
     println!("\nUsing {}", capabilities.summary());
     println!(
-        "  f64 {}  i64 {}  f16 {}  int8 {}  subgroup {} {:?}\n  shared memory {} KiB  storage range {} MiB  push constants {} B  unified memory {}\n  cooperative matrices: {}",
+        "  f64 {}  i64 {}  f16 {}  int8 {}  subgroup {} {:?}\n  shared memory {} KiB  storage range {} MiB  push constants {} B  unified memory {}\n  cooperative matrices: {} (bf16 enabled: {})",
         capabilities.shader_float64,
         capabilities.shader_int64,
         capabilities.shader_float16,
@@ -47,6 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         capabilities.max_push_constants_bytes,
         capabilities.unified_memory,
         capabilities.cooperative_matrices.len(),
+        capabilities.bfloat16_cooperative_matrix,
     );
 
     let device = context.device()?;

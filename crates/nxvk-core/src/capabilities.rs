@@ -3,6 +3,7 @@
 //! Code tests these fields (and the workaround flags), never vendor ids or device names.
 
 use crate::cooperative_matrix::{CooperativeMatrixShape, query_cooperative_matrices};
+use crate::newer_features::{self, NewerFeatures};
 use std::sync::Arc;
 use vulkano::device::physical::{
     PhysicalDevice, PhysicalDeviceType, ShaderFloatControlsIndependence,
@@ -101,6 +102,9 @@ pub struct Capabilities {
 
     /// Shapes and types VK_KHR_cooperative_matrix offers (empty without the extension).
     pub cooperative_matrices: Vec<CooperativeMatrixShape>,
+    /// VK_KHR_shader_bfloat16 with bf16 cooperative matrices, which nxvk-core then enables
+    /// (below vulkano, `newer_features.rs`): kernels may declare `bfloat16_t` matrices.
+    pub bfloat16_cooperative_matrix: bool,
 
     /// Device memory is the host's memory (integrated GPUs, CPU drivers such as lavapipe):
     /// uploads and downloads map device buffers directly instead of going through staging.
@@ -222,11 +226,20 @@ impl Capabilities {
             } else {
                 Vec::new()
             },
+            bfloat16_cooperative_matrix: newer_features::probe(physical)
+                .bfloat16_cooperative_matrix,
             unified_memory,
             host_visible_device_local,
             timestamp_period_ns: (queue_has_timestamps
                 && properties.timestamp_compute_and_graphics)
                 .then_some(properties.timestamp_period),
+        }
+    }
+
+    /// The features newer than vulkano that the device offers and nxvk enables.
+    pub(crate) fn newer_features(&self) -> NewerFeatures {
+        NewerFeatures {
+            bfloat16_cooperative_matrix: self.bfloat16_cooperative_matrix,
         }
     }
 
@@ -265,9 +278,14 @@ impl Capabilities {
     }
 }
 
-/// Features nxvk turns on: every one of these that the device supports.
+/// Features nxvk turns on: every one of [`every_wanted_feature`] that the device supports.
 pub(crate) fn wanted_features(supported: &DeviceFeatures) -> DeviceFeatures {
-    let wanted = DeviceFeatures {
+    every_wanted_feature().intersection(supported)
+}
+
+/// Every feature nxvk uses where a device has it.
+pub(crate) fn every_wanted_feature() -> DeviceFeatures {
+    DeviceFeatures {
         shader_float64: true,
         shader_int64: true,
         shader_int16: true,
@@ -292,8 +310,7 @@ pub(crate) fn wanted_features(supported: &DeviceFeatures) -> DeviceFeatures {
         cooperative_matrix: true,
         maintenance4: true,
         ..DeviceFeatures::empty()
-    };
-    wanted.intersection(supported)
+    }
 }
 
 /// Extensions nxvk turns on when present (those promoted to the device's core version are

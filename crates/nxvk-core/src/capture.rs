@@ -31,6 +31,7 @@
 use crate::device::{Device, DeviceBuffer};
 use crate::hazard::HazardTracker;
 use crate::memory::{BufferPool, MemoryKind, RawBuffer};
+use crate::pipeline::Pipeline;
 use crate::stream::record_global_barrier;
 use crate::{Error, Result};
 use ash::vk;
@@ -42,7 +43,6 @@ use vulkano::command_buffer::CommandBufferLevel;
 use vulkano::command_buffer::pool::{
     CommandBufferAllocateInfo, CommandPool, CommandPoolCreateInfo,
 };
-use vulkano::pipeline::ComputePipeline;
 
 /// Largest write `vkCmdUpdateBuffer` takes.
 const UPDATE_LIMIT: usize = 65_536;
@@ -85,7 +85,7 @@ impl Drop for Pins {
 
 enum LoggedOp {
     Dispatch {
-        pipeline: Arc<ComputePipeline>,
+        pipeline: Arc<Pipeline>,
         groups: [u32; 3],
         /// As the caller gave them: the parameter block's address word is still zero.
         push: Vec<u8>,
@@ -162,7 +162,7 @@ impl CaptureLog {
 
     pub(crate) fn log_dispatch(
         &mut self,
-        pipeline: &Arc<ComputePipeline>,
+        pipeline: &Arc<Pipeline>,
         groups: [u32; 3],
         push: &[u8],
         params: Option<(&[u8], usize)>,
@@ -287,7 +287,7 @@ struct ParamsPatch {
 /// A dispatch whose push constants hold an input's or output's address: recorded afresh on
 /// each replay, between the recorded parts.
 pub(crate) struct LiveDispatch {
-    pub(crate) pipeline: Arc<ComputePipeline>,
+    pub(crate) pipeline: Arc<Pipeline>,
     pub(crate) groups: [u32; 3],
     /// The push constants with the parameter block's address in place; slots to fill.
     template: Vec<u8>,
@@ -312,7 +312,7 @@ pub(crate) struct ReplayCommands {
     _command_pool: parking_lot::Mutex<CommandPool>,
     pub(crate) segments: Vec<Segment>,
     params: Option<Arc<RawBuffer>>,
-    _pipelines: Vec<Arc<ComputePipeline>>,
+    _pipelines: Vec<Arc<Pipeline>>,
     intermediates: Pins,
     held: Vec<Arc<RawBuffer>>,
     dispatches: u64,
@@ -935,7 +935,7 @@ impl Recorder<'_> {
         &mut self,
         command_buffer: vk::CommandBuffer,
         barrier: bool,
-        pipeline: &Arc<ComputePipeline>,
+        pipeline: &Arc<Pipeline>,
         groups: [u32; 3],
         push: &[u8],
     ) {

@@ -25,6 +25,7 @@ struct ContextShared {
     counters: Arc<Counters>,
     knobs: Knobs,
     cache_dir: PathBuf,
+    raw_device_creation: bool,
     current: Mutex<Option<Arc<Device>>>,
 }
 
@@ -36,6 +37,10 @@ pub struct ContextOptions {
     pub knobs: Knobs,
     /// Folder for the pipeline and SPIR-V caches.
     pub cache_dir: PathBuf,
+    /// Create the device with raw Vulkan calls even where it offers none of the features newer
+    /// than vulkano (`newer_features.rs`), which otherwise decide: for tests of that path on
+    /// drivers without them.
+    pub raw_device_creation: bool,
 }
 
 impl Default for ContextOptions {
@@ -44,6 +49,7 @@ impl Default for ContextOptions {
             selector: None,
             knobs: Knobs::from_env(),
             cache_dir: crate::cache_dir::default_cache_dir(),
+            raw_device_creation: false,
         }
     }
 }
@@ -81,6 +87,7 @@ impl Context {
                 counters: Arc::new(Counters::default()),
                 knobs: options.knobs,
                 cache_dir: options.cache_dir,
+                raw_device_creation: options.raw_device_creation,
                 current: Mutex::new(None),
             }),
         };
@@ -111,6 +118,7 @@ impl Context {
             self.shared.counters.clone(),
             self.shared.knobs.clone(),
             self.shared.cache_dir.clone(),
+            self.shared.raw_device_creation,
         )?;
         *current = Some(device.clone());
         Ok(device)

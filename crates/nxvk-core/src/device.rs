@@ -12,6 +12,8 @@ use crate::dispatch_profile::{self, DispatchProfile, PROFILED_DISPATCHES};
 use crate::fma_probe::{FUSED_FMA_CONSTANT_ID, FUSED_FMA_F64_CONSTANT_ID, FusedFma};
 use crate::kernel::{Kernel, KernelKey, SpecValue, kernel_key};
 use crate::memory::{BufferPool, MemoryKind, RawBuffer};
+use crate::newer_features;
+use crate::pipeline::{self, Pipeline, needs_raw_build};
 use crate::pipeline_cache_file::{self, PipelineCacheLoad};
 use crate::resident::ResidentTables;
 use crate::shader_store::ShaderStore;
@@ -41,7 +43,7 @@ pub struct Device {
     kernels: Mutex<HashMap<KernelKey, Arc<Kernel>>>,
     /// Compiled-in modules by (address, length) of their words.
     static_kernels: Mutex<HashMap<(usize, usize), Arc<Kernel>>>,
-    pipeline_cache: Arc<PipelineCache>,
+    pub(crate) pipeline_cache: Arc<PipelineCache>,
     pipeline_cache_path: PathBuf,
     pipeline_cache_load: PipelineCacheLoad,
     shaders: ShaderStore,
@@ -72,21 +74,27 @@ impl Device {
         counters: Arc<Counters>,
         knobs: Knobs,
         cache_dir: PathBuf,
+        raw_creation: bool,
     ) -> Result<Arc<Device>> {
         let physical = adapter.physical.clone();
-        let (vk_device, mut queues) = VkDevice::new(
-            physical.clone(),
-            DeviceCreateInfo {
-                queue_create_infos: vec![QueueCreateInfo {
-                    queue_family_index: adapter.compute_queue_family,
-                    ..Default::default()
-                }],
-                enabled_extensions: wanted_extensions(physical.supported_extensions()),
-                enabled_features: wanted_features(physical.supported_features()),
+        let create_info = DeviceCreateInfo {
+            queue_create_infos: vec![QueueCreateInfo {
+                queue_family_index: adapter.compute_queue_family,
                 ..Default::default()
-            },
-        )
-        .map_err(|error| Error::vulkan("create device", error))?;
+            }],
+            enabled_extensions: wanted_extensions(physical.supported_extensions()),
+            enabled_features: wanted_features(physical.supported_features()),
+            ..Default::default()
+        };
+        let newer = adapter.capabilities.newer_features();
+        let (vk_device, mut queues) = if newer.any() || raw_creation {
+            let (device, queues) = newer_features::create_device(&physical, create_info, newer)?;
+            (device, queues.collect::<Vec<_>>().into_iter())
+        } else {
+            let (device, queues) = VkDevice::new(physical.clone(), create_info)
+                .map_err(|error| Error::vulkan("create device", error))?;
+            (device, queues.collect::<Vec<_>>().into_iter())
+        };
         let queue: Arc<Queue> = queues.next().ok_or_else(|| Error::NoDevice {
             reason: "the device returned no queue".into(),
         })?;
@@ -426,7 +434,7 @@ impl Device {
                 device: self.capabilities().device_name.clone(),
             });
         }
-        let kernel = Arc::new(self.build_kernel(name, spirv, specialization, info.local_size)?);
+        let kernel = Arc::new(self.build_kernel(name, spirv, specialization, &info)?);
         Counters::add(&self.counters.pipeline_builds, 1);
         self.kernels.lock().insert(key, kernel.clone());
         Ok(kernel)
@@ -449,9 +457,8 @@ impl Device {
         name: &str,
         spirv: &[u32],
         specialization: &[(u32, SpecValue)],
-        local_size: Option<[u32; 3]>,
+        info: &nxvk_glsl::ModuleInfo,
     ) -> Result<Kernel> {
-        const OP: &str = "build kernel";
         // f32 subnormals are kept where the device can be asked to (capabilities.rs).
         let widths = self.capabilities().denorm_preserve_widths();
         let patched;
@@ -461,6 +468,43 @@ impl Device {
             patched = nxvk_glsl::request_denorm_preserve(name, spirv, widths)?;
             &patched[..]
         };
+        // The device's own constants, in modules that declare them (unless the caller set them).
+        let mut specialization = specialization.to_vec();
+        for (id, value) in [
+            (FUSED_FMA_CONSTANT_ID, self.fused_fma()),
+            (FUSED_FMA_F64_CONSTANT_ID, self.fused_fma_f64()),
+        ] {
+            let declared = info.specialization_ids.contains(&id);
+            if declared && !specialization.iter().any(|&(set, _)| set == id) {
+                specialization.push((id, SpecValue::Bool(value)));
+            }
+        }
+        let pipeline = if needs_raw_build(&info.capabilities) {
+            pipeline::build_raw(
+                &self.vk_device,
+                name,
+                spirv,
+                &specialization,
+                &self.layout,
+                &self.pipeline_cache,
+            )?
+        } else {
+            Pipeline::Vulkano(self.build_vulkano_pipeline(name, spirv, &specialization)?)
+        };
+        Ok(Kernel {
+            name: name.to_owned(),
+            pipeline: Arc::new(pipeline),
+            local_size: info.local_size.unwrap_or([1, 1, 1]),
+        })
+    }
+
+    fn build_vulkano_pipeline(
+        &self,
+        name: &str,
+        spirv: &[u32],
+        specialization: &[(u32, SpecValue)],
+    ) -> Result<Arc<ComputePipeline>> {
+        const OP: &str = "build kernel";
         // SAFETY: the module passed the structural check (the float-controls patch adds only
         // well-formed instructions); vulkano parses it again and the driver validates it when
         // the pipeline is created.
@@ -468,17 +512,6 @@ impl Device {
             ShaderModule::new(self.vk_device.clone(), ShaderModuleCreateInfo::new(spirv))
         }
         .map_err(|error| Error::vulkan(OP, error))?;
-        // The device's own constants, in modules that declare them (unless the caller set them).
-        let mut specialization = specialization.to_vec();
-        for (id, value) in [
-            (FUSED_FMA_CONSTANT_ID, self.fused_fma()),
-            (FUSED_FMA_F64_CONSTANT_ID, self.fused_fma_f64()),
-        ] {
-            let declared = module.specialization_constants().contains_key(&id);
-            if declared && !specialization.iter().any(|&(set, _)| set == id) {
-                specialization.push((id, SpecValue::Bool(value)));
-            }
-        }
         let entry_point = if specialization.is_empty() {
             module.entry_point("main")
         } else {
@@ -496,7 +529,7 @@ impl Device {
             op: OP,
             detail: format!("kernel `{name}` has no entry point `main`"),
         })?;
-        let pipeline = ComputePipeline::new(
+        ComputePipeline::new(
             self.vk_device.clone(),
             Some(self.pipeline_cache.clone()),
             ComputePipelineCreateInfo::stage_layout(
@@ -504,12 +537,7 @@ impl Device {
                 self.layout.clone(),
             ),
         )
-        .map_err(|error| Error::vulkan(OP, error))?;
-        Ok(Kernel {
-            name: name.to_owned(),
-            pipeline,
-            local_size: local_size.unwrap_or([1, 1, 1]),
-        })
+        .map_err(|error| Error::vulkan(OP, error))
     }
 
     /// Writes the driver's pipeline cache to disk (also done when the device is dropped).

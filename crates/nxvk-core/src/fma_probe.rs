@@ -97,7 +97,8 @@ fn run_probe(
     };
     let buffer = device.alloc(OP, inputs.len() as u64)?;
     device.upload(&buffer, 0, inputs)?;
-    let kernel = device.build_kernel("fma_probe", words, &[], Some([1, 1, 1]))?;
+    let info = nxvk_glsl::check_module("fma_probe", words)?;
+    let kernel = device.build_kernel("fma_probe", words, &[], &info)?;
     device.dispatch(
         &kernel,
         [1, 1, 1],

@@ -6,8 +6,8 @@
 //! per dispatch (DESIGN.md, decision 4). Kernels must keep their push constants within 128
 //! bytes, the smallest maximum Vulkan allows, to run everywhere.
 
+use crate::pipeline::Pipeline;
 use std::sync::Arc;
-use vulkano::pipeline::ComputePipeline;
 use vulkano::shader::SpecializationConstant;
 
 /// Bytes of push constants every device accepts (Vulkan's minimum maximum).
@@ -17,7 +17,7 @@ pub const PORTABLE_PUSH_CONSTANT_BYTES: usize = 128;
 #[derive(Debug)]
 pub struct Kernel {
     pub(crate) name: String,
-    pub(crate) pipeline: Arc<ComputePipeline>,
+    pub(crate) pipeline: Arc<Pipeline>,
     pub(crate) local_size: [u32; 3],
 }
 

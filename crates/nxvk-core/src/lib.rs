@@ -29,6 +29,8 @@ mod kernel;
 mod knob;
 mod layout;
 mod memory;
+mod newer_features;
+mod pipeline;
 mod pipeline_cache_file;
 mod resident;
 mod shader_store;

@@ -16,6 +16,7 @@ use crate::capture::{CaptureLog, ReplayCommands, Segment};
 use crate::counters::Counters;
 use crate::hazard::HazardTracker;
 use crate::memory::{BufferPool, RawBuffer};
+use crate::pipeline::Pipeline;
 use crate::{Error, Result};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -26,7 +27,7 @@ use vulkano::command_buffer::pool::{
     CommandPoolCreateInfo,
 };
 use vulkano::device::{Device as VkDevice, Queue};
-use vulkano::pipeline::{ComputePipeline, PipelineLayout};
+use vulkano::pipeline::PipelineLayout;
 use vulkano::sync::semaphore::{Semaphore, SemaphoreCreateInfo, SemaphoreType, SemaphoreWaitInfo};
 
 use ash::vk;
@@ -52,7 +53,7 @@ struct Resources {
     keep_alive: Vec<Arc<RawBuffer>>,
     /// Staging and parameter buffers owned by the batch; returned to the pool when it completes.
     recycle: Vec<Arc<RawBuffer>>,
-    pipelines: Vec<Arc<ComputePipeline>>,
+    pipelines: Vec<Arc<Pipeline>>,
     /// Replays recorded into the batch (their command buffers, parameters and buffers).
     replays: Vec<Arc<ReplayCommands>>,
 }
@@ -264,7 +265,7 @@ impl Stream {
     /// Records one dispatch of `pipeline` with `push_constants`, after any barrier it needs.
     pub(crate) fn dispatch(
         &mut self,
-        pipeline: &Arc<ComputePipeline>,
+        pipeline: &Arc<Pipeline>,
         group_counts: [u32; 3],
         push_constants: &[u8],
         accesses: &[Access<'_>],

@@ -10,6 +10,8 @@ use crate::GlslError;
 const MAGIC: u32 = 0x0723_0203;
 const OP_CAPABILITY: u16 = 17;
 const CAPABILITY_FLOAT64: u32 = 10;
+const OP_DECORATE: u16 = 71;
+const DECORATION_SPEC_ID: u32 = 1;
 pub(crate) const OP_ENTRY_POINT: u16 = 15;
 pub(crate) const OP_EXECUTION_MODE: u16 = 16;
 pub(crate) const OP_EXECUTION_MODE_ID: u16 = 331;
@@ -27,6 +29,10 @@ pub struct ModuleInfo {
     pub local_size: Option<[u32; 3]>,
     /// Whether the module declares the Float64 capability (which needs shaderFloat64).
     pub float64: bool,
+    /// Every capability the module declares, by its SPIR-V number, in module order.
+    pub capabilities: Vec<u32>,
+    /// The `constant_id`s of its specialization constants, in module order.
+    pub specialization_ids: Vec<u32>,
 }
 
 /// Checks that `words` is a complete SPIR-V module with one GLCompute entry point named `main`
@@ -59,7 +65,8 @@ pub fn check_module(name: &str, words: &[u32]) -> Result<ModuleInfo, GlslError> 
     let mut compute_entry = None;
     let mut local_size = None;
     let mut has_local_size_id = false;
-    let mut float64 = false;
+    let mut capabilities = Vec::new();
+    let mut specialization_ids = Vec::new();
     let mut last_opcode = 0;
     let mut position = 5;
     while position < words.len() {
@@ -72,7 +79,10 @@ pub fn check_module(name: &str, words: &[u32]) -> Result<ModuleInfo, GlslError> 
         }
         let operands = &words[position + 1..position + word_count];
         match opcode {
-            OP_CAPABILITY if operands.first() == Some(&CAPABILITY_FLOAT64) => float64 = true,
+            OP_CAPABILITY => capabilities.extend(operands.first()),
+            OP_DECORATE if operands.get(1) == Some(&DECORATION_SPEC_ID) => {
+                specialization_ids.extend(operands.get(2));
+            }
             OP_ENTRY_POINT if operands.first() == Some(&EXECUTION_MODEL_GL_COMPUTE) => {
                 let entry_name = operands.get(2..).map(literal_string).unwrap_or_default();
                 if entry_name == "main" {
@@ -110,7 +120,9 @@ pub fn check_module(name: &str, words: &[u32]) -> Result<ModuleInfo, GlslError> 
     Ok(ModuleInfo {
         version,
         local_size,
-        float64,
+        float64: capabilities.contains(&CAPABILITY_FLOAT64),
+        capabilities,
+        specialization_ids,
     })
 }
 
@@ -151,6 +163,22 @@ void main() {
         let body = COPY_BODY.replace("float", "double");
         let (_, info) = compile_compute("copy_f64", &body).unwrap();
         assert!(info.float64, "{body}");
+    }
+
+    #[test]
+    fn specialization_ids_are_listed() {
+        let body = COPY_BODY.replace(
+            "void main() {",
+            "layout(constant_id = 7) const bool FLAG = false;\nlayout(constant_id = 3) const uint WIDTH = 1u;\nvoid main() {\n    if (FLAG && WIDTH > 2u) return;",
+        );
+        let (_, info) = compile_compute("spec", &body).unwrap();
+        let mut ids = info.specialization_ids.clone();
+        ids.sort_unstable();
+        assert_eq!(ids, [3, 7], "{body}");
+        // Null arm: the plain shader declares none.
+        let (_, plain) = compile_compute("copy", COPY_BODY).unwrap();
+        assert!(plain.specialization_ids.is_empty());
+        assert!(plain.capabilities.contains(&1), "Shader capability");
     }
 
     #[test]

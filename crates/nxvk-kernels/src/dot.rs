@@ -15,7 +15,7 @@
 //! f32 for f16/bf16/f32, the result type for integers, whose wrapping sums commute with the
 //! final wrap) are summed by the catalog's reduction and cast to the result type.
 //!
-//! f16 problems whose sizes and layouts fit take the cooperative-matrix kernel
+//! f16 and bf16 problems whose sizes and layouts fit take the cooperative-matrix kernel
 //! (`dot_cooperative.rs`) on devices that offer it, instead of the tiled template.
 //!
 //! [`dot_with_epilogue`] applies an elementwise function to each element in the tiled
@@ -39,7 +39,7 @@ use crate::dot_codegen::{
     GEMM_EPILOGUE_PUSH_CONSTANT_BYTES, GemmEpilogue, OperandOrder, TileConfig, gemm_accumulator,
     gemm_kernel_name, gemm_shader, has_vector_loads,
 };
-use crate::dot_cooperative::{CooperativeKernel, has_f16_cooperative_matrices};
+use crate::dot_cooperative::{CooperativeKernel, has_cooperative_matrices};
 use crate::kernel_knob::KernelKnob;
 use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::op_table::Elem;
@@ -491,7 +491,7 @@ pub(crate) struct EpilogueArguments<'a> {
 pub(crate) enum Variant {
     /// The tiled template with this configuration.
     Tiled(TileConfig),
-    /// A cooperative-matrix kernel (f16 inputs).
+    /// A cooperative-matrix kernel (f16 or bf16 inputs).
     Cooperative(CooperativeKernel),
 }
 
@@ -569,8 +569,8 @@ impl Problem {
         }
     }
 
-    /// The cooperative-matrix kernel, when this problem can take it: f16 on a device with the
-    /// f16 shape, M, N and K multiples of its tiles, and each operand dense along one axis
+    /// The cooperative-matrix kernel, when this problem can take it: f16 or bf16 on a device
+    /// with that type's shape, M, N and K multiples of its tiles, and each operand dense along one axis
     /// with the other strides and the base address 16-byte aligned.
     fn cooperative(&self) -> Option<Variant> {
         let capabilities = self.a.tensor.device().capabilities();
@@ -589,15 +589,15 @@ impl Problem {
                     .is_some_and(|address| address.is_multiple_of(16))
         };
         let kernel = CooperativeKernel {
+            input: self.elem,
             subgroup_size: capabilities.subgroup_size,
             staged: KernelKnob::CoopmatStaged.is_on(self.a.tensor.device()),
             a_k_contiguous: self.a.second_stride == 1,
             b_n_contiguous: self.b.second_stride == 1,
         };
         let (tile_m, tile_n, tile_k) = kernel.tile();
-        let eligible = self.elem == Elem::F16
-            && self.convolution.is_none()
-            && has_f16_cooperative_matrices(capabilities)
+        let eligible = self.convolution.is_none()
+            && has_cooperative_matrices(capabilities, self.elem)
             && self.m.is_multiple_of(tile_m as usize)
             && self.n.is_multiple_of(tile_n as usize)
             && self.k.is_multiple_of(tile_k as usize)

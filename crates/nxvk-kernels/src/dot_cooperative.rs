@@ -1,6 +1,9 @@
-//! The cooperative-matrix GEMM (VK_KHR_cooperative_matrix): f16 inputs, f32 accumulation, on
-//! devices that report a subgroup-scope 16x16x16 f16 x f16 -> f32 shape (the H200 does;
-//! lavapipe has none, so there the tiled template in `dot_codegen.rs` runs instead).
+//! The cooperative-matrix GEMM (VK_KHR_cooperative_matrix): f16 or bf16 inputs, f32
+//! accumulation, on devices that report a subgroup-scope 16x16x16 shape of that input type into
+//! f32 (the H200 reports both; lavapipe has none, so there the tiled template in
+//! `dot_codegen.rs` runs instead). bf16 matrices also need VK_KHR_shader_bfloat16, which
+//! nxvk-core enables below vulkano where the device offers it
+//! (`Capabilities::bfloat16_cooperative_matrix`); bf16 kernels are built below vulkano too.
 //!
 //! Two kernels, chosen by the `coopmat_staged` knob (`kernel_knob.rs`):
 //! - **direct**: each subgroup owns a 2x4 block of 16x16 accumulator fragments and loads its
@@ -24,8 +27,8 @@
 //! The push constants are the tiled template's, so dispatch, split-K and batching are shared
 //! with it. Only problems whose M, N and K are multiples of the kernel's tile and whose
 //! operands are dense along one axis with 16-byte aligned rows take this path (`dot.rs`
-//! checks); anything else runs the tiled template. bf16 needs VK_KHR_shader_bfloat16 enabled
-//! by nxvk-core (not yet), so bf16 runs the tiled template.
+//! checks); anything else runs the tiled template. Both input types share one kernel text:
+//! the staged tiles hold raw 16-byte vectors, so only the fragments' element type differs.
 
 use crate::codegen::{storage_bytes, storage_type};
 use crate::dot_codegen::gemm_push_block;
@@ -41,17 +44,23 @@ const FRAGMENT: u32 = 16;
 /// K per shared-memory step of the staged kernel.
 const STAGED_TILE_K: u32 = 32;
 
-/// True when the device offers the f16 shape this path uses, at a subgroup size it can lay a
-/// workgroup out with.
-pub fn has_f16_cooperative_matrices(capabilities: &Capabilities) -> bool {
+/// True when the device offers this path's shape for `input` (f16 or bf16), at a subgroup size
+/// it can lay a workgroup out with.
+pub fn has_cooperative_matrices(capabilities: &Capabilities, input: Elem) -> bool {
     let subgroup_size = capabilities.subgroup_size;
     let invocations = subgroup_size * SUBGROUPS_M * SUBGROUPS_N;
-    (1..=128).contains(&subgroup_size)
+    let type_enabled = match input {
+        Elem::F16 => true,
+        Elem::BF16 => capabilities.bfloat16_cooperative_matrix,
+        _ => false,
+    };
+    type_enabled
+        && (1..=128).contains(&subgroup_size)
         && invocations <= capabilities.max_workgroup_invocations
         && capabilities.cooperative_matrices.iter().any(|shape| {
             (shape.m, shape.n, shape.k) == (FRAGMENT, FRAGMENT, FRAGMENT)
-                && shape.a_type == "f16"
-                && shape.b_type == "f16"
+                && shape.a_type == input.name()
+                && shape.b_type == input.name()
                 && shape.c_type == "f32"
                 && shape.result_type == "f32"
                 && shape.scope == "subgroup"
@@ -59,10 +68,11 @@ pub fn has_f16_cooperative_matrices(capabilities: &Capabilities) -> bool {
         })
 }
 
-/// One cooperative-matrix kernel: its subgroup size, whether it stages tiles in shared
-/// memory, and the operands' dense axes.
+/// One cooperative-matrix kernel: its input type (f16 or bf16), subgroup size, whether it
+/// stages tiles in shared memory, and the operands' dense axes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CooperativeKernel {
+    pub input: Elem,
     pub subgroup_size: u32,
     pub staged: bool,
     pub a_k_contiguous: bool,
@@ -89,8 +99,9 @@ impl CooperativeKernel {
     /// The kernel name for `output` elements.
     pub fn name(self, output: Elem) -> String {
         format!(
-            "gemm_coopmat{}_f16_s{}_{}{}_to_{}",
+            "gemm_coopmat{}_{}_s{}_{}{}_to_{}",
             if self.staged { "_staged" } else { "" },
+            self.input.name(),
             self.subgroup_size,
             if self.a_k_contiguous { "k" } else { "m" },
             if self.b_n_contiguous { "n" } else { "k" },
@@ -98,7 +109,8 @@ impl CooperativeKernel {
         )
     }
 
-    /// The shader: f16 A and B, C written as `output` (f16, or f32 for split-K partial sums).
+    /// The shader: A and B of the input type, C written as `output` (the input type, or f32 for
+    /// split-K partial sums).
     /// Every fragment is a named variable and every loop over fragments, K steps within a
     /// shared tile and staged loads is unrolled here (see the module comment for why).
     pub fn shader(self, output: Elem) -> String {
@@ -114,10 +126,20 @@ impl CooperativeKernel {
         } else {
             (String::new(), self.direct_k_loop(block))
         };
+        let (input_type, input_extension) = match self.input {
+            Elem::BF16 => ("bfloat16_t", "#extension GL_EXT_bfloat16 : require\n"),
+            _ => ("float16_t", ""),
+        };
+        // bf16 results convert as bf16 matrices and store their bits into the u16 storage.
+        let output_type = if output == Elem::BF16 {
+            "bfloat16_t"
+        } else {
+            storage_type(output)
+        };
         format!(
             "#extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
-#define SUBGROUPS_N {SUBGROUPS_N}u
+{input_extension}#define SUBGROUPS_N {SUBGROUPS_N}u
 #define TILE_M {tile_m}u
 #define TILE_N {tile_n}u
 #define TILE_K {tile_k}u
@@ -125,11 +147,11 @@ impl CooperativeKernel {
 #define A_LAYOUT {a_layout}
 #define B_LAYOUT {b_layout}
 #define ACCUMULATOR coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
-#define A_FRAGMENT coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
-#define B_FRAGMENT coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
-#define OUTPUT_FRAGMENT coopmat<{output_storage}, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+#define A_FRAGMENT coopmat<{input_type}, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
+#define B_FRAGMENT coopmat<{input_type}, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
+#define OUTPUT_FRAGMENT coopmat<{output_type}, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 layout(local_size_x = INVOCATIONS) in;
-layout(buffer_reference, scalar, buffer_reference_align = 16) readonly buffer Halves {{ float16_t v[]; }};
+layout(buffer_reference, scalar, buffer_reference_align = 16) readonly buffer Halves {{ {input_type} v[]; }};
 layout(buffer_reference, scalar, buffer_reference_align = 16) readonly buffer Vectors {{ uvec4 v[]; }};
 layout(buffer_reference, scalar, buffer_reference_align = 16) writeonly buffer Outputs {{ {output_storage} v[]; }};
 {push_block}
@@ -498,15 +520,20 @@ shared uvec4 {name}_tile[{rows}u * {n}_STRIDE];
 mod tests {
     use super::*;
 
-    /// The shader compiles for every layout and output (glslang needs no device for that).
+    /// The shader compiles for every input, layout and output (glslang needs no device for
+    /// that).
     #[test]
     fn shaders_compile() {
-        for staged in [false, true] {
-            for output in [Elem::F16, Elem::F32] {
+        for (input, staged) in [Elem::F16, Elem::BF16]
+            .into_iter()
+            .flat_map(|input| [false, true].map(|staged| (input, staged)))
+        {
+            for output in [input, Elem::F32] {
                 for (a_k_contiguous, b_n_contiguous) in
                     [(true, true), (false, false), (true, false), (false, true)]
                 {
                     let kernel = CooperativeKernel {
+                        input,
                         subgroup_size: 32,
                         staged,
                         a_k_contiguous,

@@ -530,17 +530,25 @@ fn integer_products_wrap() {
     );
 }
 
-/// f16 problems whose sizes fit the cooperative-matrix tiles (the direct kernel's M a multiple
-/// of 64, N of 128, K of 16; the staged kernel's 128, 128 and 32; row- or column-major
-/// operands; batched and split-K): on a device with f16 cooperative matrices (the H200) these
-/// run that kernel (`NXVK_KNOB_COOPMAT_STAGED` picks which), elsewhere the tiled template; the
-/// results must match the reference either way.
+/// f16 and bf16 problems whose sizes fit the cooperative-matrix tiles (the direct kernel's M a
+/// multiple of 64, N of 128, K of 16; the staged kernel's 128, 128 and 32; row- or
+/// column-major operands; batched and split-K): on a device with cooperative matrices of that
+/// type (the H200) these run that kernel (`NXVK_KNOB_COOPMAT_STAGED` picks which), as its
+/// profile shows, elsewhere the tiled template; the results must match the reference either
+/// way.
 #[test]
-fn cooperative_matrix_sized_f16_problems() {
+fn cooperative_matrix_sized_f16_and_bf16_problems() {
+    for dtype in [DType::F16, DType::BF16] {
+        cooperative_matrix_sized_problems(dtype);
+    }
+}
+
+fn cooperative_matrix_sized_problems(dtype: DType) {
     let mut rng = SplitMix(31);
+    let elem = nxvk_kernels::elem_of(dtype).unwrap();
     let uses_cooperative =
-        nxvk_kernels::dot_cooperative::has_f16_cooperative_matrices(device().capabilities());
-    eprintln!("f16 cooperative matrices on this device: {uses_cooperative}");
+        nxvk_kernels::dot_cooperative::has_cooperative_matrices(device().capabilities(), elem);
+    eprintln!("{dtype} cooperative matrices on this device: {uses_cooperative}");
     for (a_shape, b_shape, contract_a, batch_a, contract_b, batch_b, a_view) in [
         (
             vec![128, 48],
@@ -632,26 +640,35 @@ fn cooperative_matrix_sized_f16_problems() {
             contract_b,
             batch_b,
         };
-        let (a, a_values) = input(DType::F16, &case.a_shape, a_view, false, &mut rng);
-        let (b, b_values) = input(
-            DType::F16,
-            &case.b_shape,
-            ViewKind::Contiguous,
-            false,
-            &mut rng,
-        );
-        let output = dot(
-            &a,
-            &case.contract_a,
-            &case.batch_a,
-            &b,
-            &case.contract_b,
-            &case.batch_b,
-        )
-        .unwrap();
-        let (expected, magnitudes, k) = reference_dot(&case, &a_values, &b_values, DType::F16);
-        check_all(DType::F16, &read(&output), &expected, &magnitudes, k)
-            .unwrap_or_else(|why| panic!("{case:?}: {why}"));
+        let (a, a_values) = input(dtype, &case.a_shape, a_view, false, &mut rng);
+        let (b, b_values) = input(dtype, &case.b_shape, ViewKind::Contiguous, false, &mut rng);
+        let run = || {
+            dot(
+                &a,
+                &case.contract_a,
+                &case.batch_a,
+                &b,
+                &case.contract_b,
+                &case.batch_b,
+            )
+        };
+        if uses_cooperative {
+            // A driver error would quietly send the problem to the tiled kernel: the profile
+            // shows which kernel ran.
+            let profile = device().profile_dispatches(|| run().map(drop)).unwrap();
+            assert!(
+                profile
+                    .dispatches
+                    .iter()
+                    .any(|dispatch| dispatch.kernel.starts_with("gemm_coopmat")),
+                "{dtype} {case:?} ran {:?}",
+                profile.dispatches
+            );
+        }
+        let output = run().unwrap();
+        let (expected, magnitudes, k) = reference_dot(&case, &a_values, &b_values, dtype);
+        check_all(dtype, &read(&output), &expected, &magnitudes, k)
+            .unwrap_or_else(|why| panic!("{dtype} {case:?}: {why}"));
     }
 }
 
