@@ -8,7 +8,7 @@
 //! transfers) with the wall clock, as the torch peer times them. `--quick` shrinks the large
 //! workloads (and renames them by size) so lavapipe can run them as a regression check.
 
-use nxvk_core::{BufferAccess, DType, Device, Result, Tensor};
+use nxvk_core::{BufferAccess, Context, ContextOptions, DType, Device, Knobs, Result, Tensor};
 use nxvk_kernels::codegen::{F64Math, f64_math};
 use nxvk_kernels::fft::{self, Transform};
 use nxvk_kernels::sort::{self, Direction};
@@ -152,6 +152,13 @@ fn main() {
         (
             format!("sgemm_{gemm_side}"),
             Box::new(move |b| b.gemm(DType::F32, 1, gemm_side, None)),
+        ),
+        (
+            format!("sgemm_{gemm_side}@bf16x3"),
+            Box::new(move |b| {
+                b.with_knob("f32_dot", "bf16x3")?
+                    .gemm(DType::F32, 1, gemm_side, None)
+            }),
         ),
         (
             format!("dgemm_{gemm_side}"),
@@ -384,6 +391,18 @@ impl Bench {
         } else {
             ops::as_type(&tensor, dtype)
         }
+    }
+
+    /// The same benchmarks on a device of their own whose knob `name` is `value`.
+    fn with_knob(&self, name: &str, value: &str) -> Result<Bench> {
+        let context = Context::with_options(ContextOptions {
+            knobs: Knobs::from_env().with_variant(name, value),
+            ..ContextOptions::default()
+        })?;
+        Ok(Bench {
+            device: context.device()?,
+            quick: self.quick,
+        })
     }
 
     /// `batches` products of two `side x side` matrices of `dtype` (f16/bf16 accumulate in

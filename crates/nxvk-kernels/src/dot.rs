@@ -39,7 +39,7 @@ use crate::dot_codegen::{
     GEMM_EPILOGUE_PUSH_CONSTANT_BYTES, GemmEpilogue, OperandOrder, TileConfig, gemm_accumulator,
     gemm_kernel_name, gemm_shader, has_vector_loads,
 };
-use crate::dot_cooperative::{CooperativeKernel, has_cooperative_matrices};
+use crate::dot_cooperative::{CooperativeInput, CooperativeKernel, has_cooperative_matrices};
 use crate::kernel_knob::KernelKnob;
 use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::op_table::Elem;
@@ -486,12 +486,47 @@ pub(crate) struct EpilogueArguments<'a> {
     pub(crate) operands: Vec<(Tensor, [usize; 3])>,
 }
 
+/// How f32 products are computed, for the whole device: `NXVK_KNOB_F32_DOT=highest` (the
+/// default) or `bf16x3`. Not a raced variant: the two compute different results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DotPrecision {
+    /// f32 products with f32 accumulation (the tiled template).
+    Highest,
+    /// Opt-in, for devices with bf16 cooperative matrices: each f32 operand is split into a
+    /// bf16 head and tail, and the tensor cores accumulate three of the four partial products
+    /// in f32 (`dot_cooperative.rs`), for problems the cooperative kernel takes (M and N
+    /// multiples of 128, K of 32, dense aligned operands). Each product carries a relative
+    /// error of about 2^-16 instead of f32's 2^-24 (docs/CAPABILITIES.md states the measured
+    /// bound); other problems, and devices without bf16 matrices, compute at `Highest`.
+    Bf16x3,
+}
+
+impl DotPrecision {
+    /// The device's f32 precision: its `f32_dot` knob, `Highest` when unset (an unknown value
+    /// is reported once and ignored).
+    pub fn of(device: &nxvk_core::Device) -> DotPrecision {
+        match device.knobs().variant("f32_dot") {
+            None | Some("highest") => DotPrecision::Highest,
+            Some("bf16x3") => DotPrecision::Bf16x3,
+            Some(other) => {
+                static REPORTED: std::sync::Once = std::sync::Once::new();
+                REPORTED.call_once(|| {
+                    eprintln!(
+                        "nxvk: ignoring NXVK_KNOB_F32_DOT={other:?}: expected highest or bf16x3"
+                    );
+                });
+                DotPrecision::Highest
+            }
+        }
+    }
+}
+
 /// Which kernel runs a GEMM.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Variant {
     /// The tiled template with this configuration.
     Tiled(TileConfig),
-    /// A cooperative-matrix kernel (f16 or bf16 inputs).
+    /// A cooperative-matrix kernel (f16 or bf16 inputs, or split f32).
     Cooperative(CooperativeKernel),
 }
 
@@ -569,8 +604,8 @@ impl Problem {
         }
     }
 
-    /// The cooperative-matrix kernel, when this problem can take it: f16 or bf16 on a device
-    /// with that type's shape, M, N and K multiples of its tiles, and each operand dense along one axis
+    /// The cooperative-matrix kernel, when this problem can take it: f16 or bf16 (or f32 at
+    /// [`DotPrecision::Bf16x3`]) on a device with that fragment type's shape, M, N and K multiples of its tiles, and each operand dense along one axis
     /// with the other strides and the base address 16-byte aligned.
     fn cooperative(&self) -> Option<Variant> {
         let capabilities = self.a.tensor.device().capabilities();
@@ -588,16 +623,27 @@ impl Problem {
                     .device_address()
                     .is_some_and(|address| address.is_multiple_of(16))
         };
+        let device = self.a.tensor.device();
+        let input = match self.elem {
+            Elem::F16 => CooperativeInput::F16,
+            Elem::BF16 => CooperativeInput::Bf16,
+            Elem::F32 if DotPrecision::of(device) == DotPrecision::Bf16x3 => {
+                CooperativeInput::F32SplitBf16
+            }
+            _ => return None,
+        };
         let kernel = CooperativeKernel {
-            input: self.elem,
+            input,
             subgroup_size: capabilities.subgroup_size,
-            staged: KernelKnob::CoopmatStaged.is_on(self.a.tensor.device()),
+            // Split operands are converted on their way into shared memory.
+            staged: input == CooperativeInput::F32SplitBf16
+                || KernelKnob::CoopmatStaged.is_on(device),
             a_k_contiguous: self.a.second_stride == 1,
             b_n_contiguous: self.b.second_stride == 1,
         };
         let (tile_m, tile_n, tile_k) = kernel.tile();
         let eligible = self.convolution.is_none()
-            && has_cooperative_matrices(capabilities, self.elem)
+            && has_cooperative_matrices(capabilities, input.fragment())
             && self.m.is_multiple_of(tile_m as usize)
             && self.n.is_multiple_of(tile_n as usize)
             && self.k.is_multiple_of(tile_k as usize)

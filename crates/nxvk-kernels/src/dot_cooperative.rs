@@ -41,8 +41,10 @@ const SUBGROUPS_M: u32 = 2;
 const SUBGROUPS_N: u32 = 2;
 /// The fragment edge (16x16x16 shapes).
 const FRAGMENT: u32 = 16;
-/// K per shared-memory step of the staged kernel.
+/// K per shared-memory step of the staged kernel: 32, or 16 for split inputs, whose three
+/// tiles per operand (heads, finite heads, tails) would not fit 48 KiB at 32.
 const STAGED_TILE_K: u32 = 32;
+const SPLIT_TILE_K: u32 = 16;
 
 /// True when the device offers this path's shape for `input` (f16 or bf16), at a subgroup size
 /// it can lay a workgroup out with.
@@ -68,11 +70,54 @@ pub fn has_cooperative_matrices(capabilities: &Capabilities, input: Elem) -> boo
         })
 }
 
-/// One cooperative-matrix kernel: its input type (f16 or bf16), subgroup size, whether it
-/// stages tiles in shared memory, and the operands' dense axes.
+/// What a cooperative kernel's operands hold and how they reach its fragments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CooperativeInput {
+    F16,
+    Bf16,
+    /// f32 operands, each element split on its way into shared memory into a bf16 head (the
+    /// nearest bf16) and a bf16 tail (the nearest bf16 to what the head leaves); C accumulates
+    /// tail x head + head x head + head x tail in f32, dropping tail x tail (the opt-in
+    /// `bf16x3` precision of [`crate::dot::DotPrecision`]). Staged kernels only.
+    F32SplitBf16,
+}
+
+impl CooperativeInput {
+    /// The operands' element type in memory.
+    pub fn operand(self) -> Elem {
+        match self {
+            CooperativeInput::F16 => Elem::F16,
+            CooperativeInput::Bf16 => Elem::BF16,
+            CooperativeInput::F32SplitBf16 => Elem::F32,
+        }
+    }
+
+    /// The fragments' element type (what the device must offer matrices of).
+    pub fn fragment(self) -> Elem {
+        match self {
+            CooperativeInput::F16 => Elem::F16,
+            CooperativeInput::Bf16 | CooperativeInput::F32SplitBf16 => Elem::BF16,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            CooperativeInput::F16 => "f16",
+            CooperativeInput::Bf16 => "bf16",
+            CooperativeInput::F32SplitBf16 => "f32_bf16x3",
+        }
+    }
+
+    fn split(self) -> bool {
+        self == CooperativeInput::F32SplitBf16
+    }
+}
+
+/// One cooperative-matrix kernel: its input, subgroup size, whether it stages tiles in shared
+/// memory (always, for split inputs), and the operands' dense axes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CooperativeKernel {
-    pub input: Elem,
+    pub input: CooperativeInput,
     pub subgroup_size: u32,
     pub staged: bool,
     pub a_k_contiguous: bool,
@@ -88,7 +133,11 @@ impl CooperativeKernel {
     /// Rows and columns of C per workgroup, and K per step: M, N and K must be multiples.
     pub fn tile(self) -> (u32, u32, u32) {
         let (fragments_m, fragments_n) = self.fragments();
-        let tile_k = if self.staged { STAGED_TILE_K } else { FRAGMENT };
+        let tile_k = match (self.staged, self.input.split()) {
+            (true, true) => SPLIT_TILE_K,
+            (true, false) => STAGED_TILE_K,
+            (false, _) => FRAGMENT,
+        };
         (
             SUBGROUPS_M * fragments_m * FRAGMENT,
             SUBGROUPS_N * fragments_n * FRAGMENT,
@@ -126,10 +175,11 @@ impl CooperativeKernel {
         } else {
             (String::new(), self.direct_k_loop(block))
         };
-        let (input_type, input_extension) = match self.input {
+        let (input_type, input_extension) = match self.input.fragment() {
             Elem::BF16 => ("bfloat16_t", "#extension GL_EXT_bfloat16 : require\n"),
             _ => ("float16_t", ""),
         };
+        let operand_bytes = storage_bytes(self.input.operand());
         // bf16 results convert as bf16 matrices and store their bits into the u16 storage.
         let output_type = if output == Elem::BF16 {
             "bfloat16_t"
@@ -155,7 +205,7 @@ layout(buffer_reference, scalar, buffer_reference_align = 16) readonly buffer Ha
 layout(buffer_reference, scalar, buffer_reference_align = 16) readonly buffer Vectors {{ uvec4 v[]; }};
 layout(buffer_reference, scalar, buffer_reference_align = 16) writeonly buffer Outputs {{ {output_storage} v[]; }};
 {push_block}
-{declarations}
+{declarations}{split_helpers}
 void main() {{
     uint subgroup_m = gl_SubgroupID / SUBGROUPS_N;
     uint subgroup_n = gl_SubgroupID % SUBGROUPS_N;
@@ -170,8 +220,8 @@ void main() {{
         uint batch = task / push.splits;
         uint k_begin = (task % push.splits) * push.k_per_split;
         uint k_end = min(k_begin + push.k_per_split, push.k);
-        uint64_t a_base = push.a + uint64_t(batch) * uint64_t(push.a_batch_stride) * 2ul;
-        uint64_t b_base = push.b + uint64_t(batch) * uint64_t(push.b_batch_stride) * 2ul;
+        uint64_t a_base = push.a + uint64_t(batch) * uint64_t(push.a_batch_stride) * {operand_bytes}ul;
+        uint64_t b_base = push.b + uint64_t(batch) * uint64_t(push.b_batch_stride) * {operand_bytes}ul;
 {zero}{k_loop}        uint64_t c_base = push.c + uint64_t(task) * uint64_t(push.m) * uint64_t(push.n) * {output_bytes}ul
             + (uint64_t(row0) * uint64_t(push.n) + uint64_t(column0)) * {output_bytes}ul;
 {stores}    }}
@@ -182,6 +232,7 @@ void main() {{
             output_storage = storage_type(output),
             output_bytes = storage_bytes(output),
             push_block = gemm_push_block(false),
+            split_helpers = if self.input.split() { BF16_SPLIT_GLSL } else { "" },
             subgroup_rows = fragments_m * FRAGMENT,
             subgroup_columns = fragments_n * FRAGMENT,
             zero = block.zero_accumulators(),
@@ -231,7 +282,7 @@ void main() {{
         tile_n: u32,
         invocations: u32,
     ) -> (String, String) {
-        let tile_k = STAGED_TILE_K;
+        let (_, _, tile_k) = self.tile();
         let a = StagedOperand {
             name: "a",
             rows_and_row_vectors: if self.a_k_contiguous {
@@ -248,6 +299,7 @@ void main() {{
             subgroup_first: "local_row0",
             fragments_along_rows: self.a_k_contiguous,
             invocations,
+            split: self.input.split(),
         };
         let b = StagedOperand {
             name: "b",
@@ -265,23 +317,27 @@ void main() {{
             subgroup_first: "local_column0",
             fragments_along_rows: !self.b_n_contiguous,
             invocations,
+            split: self.input.split(),
         };
         let mut steps = String::new();
         for kk in (0..tile_k).step_by(FRAGMENT as usize) {
-            steps += &block.product_step(
-                |i| {
-                    format!(
-                        "coopMatLoad(a{i}, a_tile, a_origin + {}u, A_STRIDE, A_LAYOUT);",
-                        a.fragment_offset(i, kk)
-                    )
-                },
-                |j| {
-                    format!(
-                        "coopMatLoad(b{j}, b_tile, b_origin + {}u, B_STRIDE, B_LAYOUT);",
-                        b.fragment_offset(j, kk)
-                    )
-                },
-            );
+            let a_load = |i: u32, tile: &str| {
+                format!(
+                    "coopMatLoad(a{i}, a_{tile}, a_origin + {}u, A_STRIDE, A_LAYOUT);",
+                    a.fragment_offset(i, kk)
+                )
+            };
+            let b_load = |j: u32, tile: &str| {
+                format!(
+                    "coopMatLoad(b{j}, b_{tile}, b_origin + {}u, B_STRIDE, B_LAYOUT);",
+                    b.fragment_offset(j, kk)
+                )
+            };
+            steps += &if self.input.split() {
+                block.split_product_step(a_load, b_load)
+            } else {
+                block.product_step(|i| a_load(i, "tile"), |j| b_load(j, "tile"))
+            };
         }
         let declarations = format!("{}{}", a.declarations(), b.declarations());
         let fetch = |k0: &str| format!("{}{}", a.fetch(k0), b.fetch(k0));
@@ -338,21 +394,61 @@ impl FragmentBlock {
         a_load: impl Fn(u32) -> String,
         b_load: impl Fn(u32) -> String,
     ) -> String {
-        let mut text = String::from("            {\n");
+        format!(
+            "            {{\n{}{}{}{}            }}\n",
+            self.declarations(),
+            self.loads(self.fragments_m, a_load),
+            self.loads(self.fragments_n, b_load),
+            self.products(),
+        )
+    }
+
+    /// One K step of 16 on split operands, with `a_load(i, tile)` and `b_load(j, tile)`
+    /// reading the heads (`tile`), the finite heads (`finite`: infinities and NaNs as zeros)
+    /// or the tails (`tail`): the products tail x finite head, head x head and finite head x
+    /// tail, small terms first, reusing the fragment variables so that no more fragments are
+    /// live than in a plain step. The cross terms take finite heads because an infinite head
+    /// times a zero tail would make NaN where the product is infinite; non-finite values reach
+    /// C through head x head alone (their tails are zero).
+    fn split_product_step(
+        self,
+        a_load: impl Fn(u32, &str) -> String,
+        b_load: impl Fn(u32, &str) -> String,
+    ) -> String {
+        format!(
+            "            {{\n{}{}{}{}{}{}{}{}{}{}            }}\n",
+            self.declarations(),
+            self.loads(self.fragments_m, |i| a_load(i, "tail")),
+            self.loads(self.fragments_n, |j| b_load(j, "finite")),
+            self.products(),
+            self.loads(self.fragments_m, |i| a_load(i, "tile")),
+            self.loads(self.fragments_n, |j| b_load(j, "tile")),
+            self.products(),
+            self.loads(self.fragments_m, |i| a_load(i, "finite")),
+            self.loads(self.fragments_n, |j| b_load(j, "tail")),
+            self.products(),
+        )
+    }
+
+    fn declarations(self) -> String {
+        let mut text = String::new();
         for i in 0..self.fragments_m {
-            let _ = writeln!(
-                text,
-                "                A_FRAGMENT a{i};\n                {}",
-                a_load(i)
-            );
+            let _ = writeln!(text, "                A_FRAGMENT a{i};");
         }
         for j in 0..self.fragments_n {
-            let _ = writeln!(
-                text,
-                "                B_FRAGMENT b{j};\n                {}",
-                b_load(j)
-            );
+            let _ = writeln!(text, "                B_FRAGMENT b{j};");
         }
+        text
+    }
+
+    fn loads(self, count: u32, load: impl Fn(u32) -> String) -> String {
+        (0..count)
+            .map(|index| format!("                {}\n", load(index)))
+            .collect()
+    }
+
+    fn products(self) -> String {
+        let mut text = String::new();
         for i in 0..self.fragments_m {
             for j in 0..self.fragments_n {
                 let _ = writeln!(
@@ -361,7 +457,7 @@ impl FragmentBlock {
                 );
             }
         }
-        text + "            }\n"
+        text
     }
 
     /// Stores every accumulator at `c_base` (the subgroup's first element of C), converted
@@ -412,6 +508,10 @@ struct StagedOperand {
     /// B's N is the stored rows' axis: K is the dense one) or along the vectors of a row.
     fragments_along_rows: bool,
     invocations: u32,
+    /// f32 operands split into bf16 heads (`<name>_tile`), finite heads (`<name>_finite`) and
+    /// tails (`<name>_tail`): each vector of 8 bf16 comes from two 16-byte f32 loads
+    /// (`<name>_staged<l>` and `<name>_next<l>`).
+    split: bool,
 }
 
 impl StagedOperand {
@@ -456,11 +556,20 @@ impl StagedOperand {
 
     fn declarations(&self) -> String {
         let (rows, row_vectors) = self.rows_and_row_vectors;
+        let tail = if self.split {
+            format!(
+                "shared uvec4 {name}_finite[{rows}u * {n}_STRIDE];\nshared uvec4 {name}_tail[{rows}u * {n}_STRIDE];\n",
+                name = self.name,
+                n = self.upper()
+            )
+        } else {
+            String::new()
+        };
         format!(
             "#define {n}_ROW_VECTORS {row_vectors}u
 #define {n}_STRIDE {stride}u
 shared uvec4 {name}_tile[{rows}u * {n}_STRIDE];
-",
+{tail}",
             n = self.upper(),
             name = self.name,
             stride = self.stride(),
@@ -469,7 +578,14 @@ shared uvec4 {name}_tile[{rows}u * {n}_STRIDE];
 
     fn registers(&self) -> String {
         (0..self.loads())
-            .map(|load| format!("        uvec4 {}_staged{load};\n", self.name))
+            .map(|load| {
+                let next = if self.split {
+                    format!(", {}_next{load}", self.name)
+                } else {
+                    String::new()
+                };
+                format!("        uvec4 {}_staged{load}{next};\n", self.name)
+            })
             .collect()
     }
 
@@ -497,24 +613,82 @@ shared uvec4 {name}_tile[{rows}u * {n}_STRIDE];
     fn fetch(&self, k0: &str) -> String {
         let (n, name) = (self.upper(), self.name);
         let origin = self.origin.replace("K0", k0);
+        let operand_bytes = if self.split { 4 } else { 2 };
         self.each_vector(|load, vector| {
-            format!(
-                "{name}_staged{load} = Vectors({name}_base + ({origin} + uint64_t({vector} / {n}_ROW_VECTORS) * uint64_t({row_stride}) + uint64_t(({vector} % {n}_ROW_VECTORS) * 8u)) * 2ul).v[0];",
+            let address = format!(
+                "{name}_base + ({origin} + uint64_t({vector} / {n}_ROW_VECTORS) * uint64_t({row_stride}) + uint64_t(({vector} % {n}_ROW_VECTORS) * 8u)) * {operand_bytes}ul",
                 row_stride = self.row_stride,
-            )
+            );
+            if self.split {
+                format!(
+                    "{{ Vectors pair = Vectors({address}); {name}_staged{load} = pair.v[0]; {name}_next{load} = pair.v[1]; }}"
+                )
+            } else {
+                format!("{name}_staged{load} = Vectors({address}).v[0];")
+            }
         })
     }
 
-    /// Stores this thread's registers into the shared tile.
+    /// Stores this thread's registers into the shared tile (split: heads, finite heads and
+    /// tails).
     fn store(&self) -> String {
         let (n, name) = (self.upper(), self.name);
         self.each_vector(|load, vector| {
-            format!(
-                "{name}_tile[({vector} / {n}_ROW_VECTORS) * {n}_STRIDE + {vector} % {n}_ROW_VECTORS] = {name}_staged{load};"
-            )
+            let index = format!("({vector} / {n}_ROW_VECTORS) * {n}_STRIDE + {vector} % {n}_ROW_VECTORS");
+            if self.split {
+                format!(
+                    "{{ uint index = {index}; uvec4 heads, tails; heads = nx_bf16_split({name}_staged{load}, {name}_next{load}, tails); {name}_tile[index] = heads; {name}_finite[index] = nx_bf16_finite(heads); {name}_tail[index] = tails; }}"
+                )
+            } else {
+                format!("{name}_tile[{index}] = {name}_staged{load};")
+            }
         })
     }
 }
+
+/// Splits f32 values into bf16 heads and tails (`CooperativeInput::F32SplitBf16`), on bits, so
+/// that no driver's rounding mode or subnormal flushing enters the split itself. The head is
+/// the nearest bf16 (ties to even), truncated instead where rounding up would overflow; the
+/// tail is the bf16 nearest to x - head, which f32 holds exactly. Infinities and NaNs are their
+/// own heads (NaNs quiet, their payload may lie below the head) with zero tails.
+pub const BF16_SPLIT_GLSL: &str = "
+uvec2 nx_bf16_split_one(uint bits) {
+    if ((bits & 0x7f800000u) == 0x7f800000u) {
+        uint head = (bits & 0x007fffffu) != 0u ? ((bits >> 16) | 0x40u) : (bits >> 16);
+        return uvec2(head, 0u);
+    }
+    uint head = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+    if ((head & 0x7f80u) == 0x7f80u) {
+        head = bits >> 16;
+    }
+    uint rest = floatBitsToUint(uintBitsToFloat(bits) - uintBitsToFloat(head << 16));
+    return uvec2(head, (rest + 0x7fffu + ((rest >> 16) & 1u)) >> 16);
+}
+// Eight f32 values (first, then next) as eight bf16 heads, returned, and tails, packed two to
+// a word, the lower element in the low half.
+uvec4 nx_bf16_split(uvec4 first, uvec4 next, out uvec4 tails) {
+    uvec2 s0 = nx_bf16_split_one(first.x);
+    uvec2 s1 = nx_bf16_split_one(first.y);
+    uvec2 s2 = nx_bf16_split_one(first.z);
+    uvec2 s3 = nx_bf16_split_one(first.w);
+    uvec2 s4 = nx_bf16_split_one(next.x);
+    uvec2 s5 = nx_bf16_split_one(next.y);
+    uvec2 s6 = nx_bf16_split_one(next.z);
+    uvec2 s7 = nx_bf16_split_one(next.w);
+    tails = uvec4(s0.y | (s1.y << 16), s2.y | (s3.y << 16), s4.y | (s5.y << 16), s6.y | (s7.y << 16));
+    return uvec4(s0.x | (s1.x << 16), s2.x | (s3.x << 16), s4.x | (s5.x << 16), s6.x | (s7.x << 16));
+}
+// Packed bf16 heads with infinities and NaNs replaced by zeros.
+uint nx_bf16_finite_pair(uint pair) {
+    uint low = (pair & 0x7f80u) == 0x7f80u ? 0u : (pair & 0xffffu);
+    uint high = (pair & 0x7f800000u) == 0x7f800000u ? 0u : (pair & 0xffff0000u);
+    return low | high;
+}
+uvec4 nx_bf16_finite(uvec4 heads) {
+    return uvec4(nx_bf16_finite_pair(heads.x), nx_bf16_finite_pair(heads.y),
+        nx_bf16_finite_pair(heads.z), nx_bf16_finite_pair(heads.w));
+}
+";
 
 #[cfg(test)]
 mod tests {
@@ -524,11 +698,15 @@ mod tests {
     /// that).
     #[test]
     fn shaders_compile() {
-        for (input, staged) in [Elem::F16, Elem::BF16]
-            .into_iter()
-            .flat_map(|input| [false, true].map(|staged| (input, staged)))
-        {
-            for output in [input, Elem::F32] {
+        use CooperativeInput::{Bf16, F16, F32SplitBf16};
+        for (input, staged) in [
+            (F16, false),
+            (F16, true),
+            (Bf16, false),
+            (Bf16, true),
+            (F32SplitBf16, true),
+        ] {
+            for output in [input.operand(), Elem::F32] {
                 for (a_k_contiguous, b_n_contiguous) in
                     [(true, true), (false, false), (true, false), (false, true)]
                 {
