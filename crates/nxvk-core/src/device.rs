@@ -53,6 +53,10 @@ pub struct Device {
     warned_fallbacks: Mutex<HashSet<(String, DType)>>,
     /// Set while `profile_dispatches` runs.
     dispatch_profile: Mutex<Option<dispatch_profile::Recorder>>,
+    /// Held for the whole of `profile_dispatches`: a second profile waits for the first (two at
+    /// once replaced each other's recorder, and one then waited forever for timestamps that
+    /// its dispatches had written into the other's query pool).
+    profiling: Mutex<()>,
     resident_tables: Mutex<ResidentTables>,
     /// Which widths of the driver's fma round once (`fma_probe`), set when the device opens.
     fused_fma: OnceLock<FusedFma>,
@@ -163,6 +167,7 @@ impl Device {
             failed: AtomicBool::new(false),
             warned_fallbacks: Mutex::new(HashSet::new()),
             dispatch_profile: Mutex::new(None),
+            profiling: Mutex::new(()),
             resident_tables: Mutex::new(ResidentTables::default()),
             fused_fma: OnceLock::new(),
         });
@@ -782,6 +787,7 @@ impl Device {
         record: impl FnOnce() -> Result<()>,
     ) -> Result<DispatchProfile> {
         const OP: &str = "dispatch profile";
+        let _one_profile_at_a_time = self.profiling.lock();
         let (query_pool, period) = self.timestamp_pool(OP, 2 * PROFILED_DISPATCHES)?;
         *self.dispatch_profile.lock() = Some(dispatch_profile::Recorder {
             query_pool: query_pool.clone(),

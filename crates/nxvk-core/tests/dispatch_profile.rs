@@ -59,3 +59,37 @@ fn dispatches_beyond_the_capacity_are_counted_untimed() {
     assert_eq!(profile.dispatches.len(), PROFILED_DISPATCHES as usize);
     assert_eq!(profile.untimed, extra);
 }
+
+/// Profiles taken from several threads at once each finish with their own dispatches (they
+/// used to replace each other's recorder, and one could then wait forever on its timestamps).
+#[test]
+fn concurrent_profiles_wait_for_each_other() {
+    let device = private_device();
+    if device.capabilities().timestamp_period_ns.is_none() {
+        eprintln!("skipped: the device's compute queue cannot write timestamps");
+        return;
+    }
+    let kernel = add_one_kernel(&device);
+    let profiles: Vec<_> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    let input = Tensor::from_slice(&device, &[64], &[0.0f32; 64]).unwrap();
+                    let output = Tensor::empty(&device, DType::F32, &[64]).unwrap();
+                    device.profile_dispatches(|| {
+                        add_one(&device, &kernel, &input, &output);
+                        Ok(())
+                    })
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .collect()
+    });
+    for profile in profiles {
+        let profile = profile.unwrap();
+        assert_eq!(profile.dispatches.len(), 1, "{profile:?}");
+    }
+}
