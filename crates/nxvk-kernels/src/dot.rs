@@ -40,6 +40,7 @@ use crate::dot_codegen::{
     gemm_kernel_name, gemm_shader, has_vector_loads,
 };
 use crate::dot_cooperative::{CooperativeInput, CooperativeKernel, has_cooperative_matrices};
+use crate::dot_split::split_operand;
 use crate::kernel_knob::KernelKnob;
 use crate::launch::{MAX_ELEMENTS, poison_output};
 use crate::op_table::Elem;
@@ -766,6 +767,18 @@ impl Problem {
             Variant::Cooperative(kernel) => (kernel.name(output_elem), kernel.shader(output_elem)),
         };
         let kernel = kernel_for_device(device, &name, &shader)?;
+        // The bf16x3 kernel reads each f32 operand as three bf16 planes, split first.
+        let split;
+        let (a, b) = match variant {
+            Variant::Cooperative(kernel) if kernel.input == CooperativeInput::F32SplitBf16 => {
+                split = (
+                    split_operand(&self.a, self.batches, self.m, self.k)?,
+                    split_operand(&self.b, self.batches, self.k, self.n)?,
+                );
+                (&split.0, &split.1)
+            }
+            _ => (&self.a, &self.b),
+        };
         let address = |tensor: &Tensor| {
             tensor.device_address().ok_or_else(|| Error::BadOperands {
                 op: OP,
@@ -786,11 +799,7 @@ impl Problem {
             })
         };
         let mut push = Vec::with_capacity(GEMM_EPILOGUE_PUSH_CONSTANT_BYTES);
-        for value in [
-            address(&self.a.tensor)?,
-            address(&self.b.tensor)?,
-            address(&output)?,
-        ] {
+        for value in [address(&a.tensor)?, address(&b.tensor)?, address(&output)?] {
             push.extend_from_slice(&value.to_le_bytes());
         }
         for value in [
@@ -798,12 +807,12 @@ impl Problem {
             self.n,
             self.k,
             self.batches,
-            self.a.batch_stride,
-            self.a.first_stride,
-            self.a.second_stride,
-            self.b.batch_stride,
-            self.b.first_stride,
-            self.b.second_stride,
+            a.batch_stride,
+            a.first_stride,
+            a.second_stride,
+            b.batch_stride,
+            b.first_stride,
+            b.second_stride,
             depth,
             splits,
         ] {
@@ -826,8 +835,8 @@ impl Problem {
         poison_output(output.buffer())?;
         let group_counts = [groups[0] as u32, groups[1] as u32, groups[2] as u32];
         let mut accesses = vec![
-            BufferAccess::Read(self.a.tensor.buffer()),
-            BufferAccess::Read(self.b.tensor.buffer()),
+            BufferAccess::Read(a.tensor.buffer()),
+            BufferAccess::Read(b.tensor.buffer()),
             BufferAccess::Write(output.buffer()),
         ];
         match epilogue {

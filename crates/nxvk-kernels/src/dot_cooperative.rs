@@ -75,10 +75,10 @@ pub fn has_cooperative_matrices(capabilities: &Capabilities, input: Elem) -> boo
 pub enum CooperativeInput {
     F16,
     Bf16,
-    /// f32 operands, each element split on its way into shared memory into a bf16 head (the
-    /// nearest bf16) and a bf16 tail (the nearest bf16 to what the head leaves); C accumulates
-    /// tail x head + head x head + head x tail in f32, dropping tail x tail (the opt-in
-    /// `bf16x3` precision of [`crate::dot::DotPrecision`]). Staged kernels only.
+    /// f32 operands split beforehand into three bf16 planes (`dot_split.rs`: heads, finite
+    /// heads, tails); C accumulates tail x finite head + head x head + finite head x tail in
+    /// f32, dropping tail x tail (the opt-in `bf16x3` precision of
+    /// [`crate::dot::DotPrecision`]). Staged kernels only.
     F32SplitBf16,
 }
 
@@ -179,7 +179,8 @@ impl CooperativeKernel {
             Elem::BF16 => ("bfloat16_t", "#extension GL_EXT_bfloat16 : require\n"),
             _ => ("float16_t", ""),
         };
-        let operand_bytes = storage_bytes(self.input.operand());
+        // Split operands arrive as bf16 planes.
+        let operand_bytes = storage_bytes(self.input.fragment());
         // bf16 results convert as bf16 matrices and store their bits into the u16 storage.
         let output_type = if output == Elem::BF16 {
             "bfloat16_t"
@@ -205,7 +206,7 @@ layout(buffer_reference, scalar, buffer_reference_align = 16) readonly buffer Ha
 layout(buffer_reference, scalar, buffer_reference_align = 16) readonly buffer Vectors {{ uvec4 v[]; }};
 layout(buffer_reference, scalar, buffer_reference_align = 16) writeonly buffer Outputs {{ {output_storage} v[]; }};
 {push_block}
-{declarations}{split_helpers}
+{declarations}
 void main() {{
     uint subgroup_m = gl_SubgroupID / SUBGROUPS_N;
     uint subgroup_n = gl_SubgroupID % SUBGROUPS_N;
@@ -232,7 +233,6 @@ void main() {{
             output_storage = storage_type(output),
             output_bytes = storage_bytes(output),
             push_block = gemm_push_block(false),
-            split_helpers = if self.input.split() { BF16_SPLIT_GLSL } else { "" },
             subgroup_rows = fragments_m * FRAGMENT,
             subgroup_columns = fragments_n * FRAGMENT,
             zero = block.zero_accumulators(),
@@ -508,9 +508,9 @@ struct StagedOperand {
     /// B's N is the stored rows' axis: K is the dense one) or along the vectors of a row.
     fragments_along_rows: bool,
     invocations: u32,
-    /// f32 operands split into bf16 heads (`<name>_tile`), finite heads (`<name>_finite`) and
-    /// tails (`<name>_tail`): each vector of 8 bf16 comes from two 16-byte f32 loads
-    /// (`<name>_staged<l>` and `<name>_next<l>`).
+    /// Split operands: three bf16 planes, `<name>_plane` bytes apart, staged through
+    /// `<name>_staged<l>`, `<name>_finite<l>` and `<name>_tail<l>` into the tiles of heads
+    /// (`<name>_tile`), finite heads (`<name>_finite`) and tails (`<name>_tail`).
     split: bool,
 }
 
@@ -577,16 +577,25 @@ shared uvec4 {name}_tile[{rows}u * {n}_STRIDE];
     }
 
     fn registers(&self) -> String {
-        (0..self.loads())
+        let name = self.name;
+        let plane = if self.split {
+            format!(
+                "        uint64_t {name}_plane = uint64_t(push.batches) * uint64_t(push.{name}_batch_stride) * 2ul;\n"
+            )
+        } else {
+            String::new()
+        };
+        let registers: String = (0..self.loads())
             .map(|load| {
-                let next = if self.split {
-                    format!(", {}_next{load}", self.name)
+                let planes = if self.split {
+                    format!(", {name}_finite{load}, {name}_tail{load}")
                 } else {
                     String::new()
                 };
-                format!("        uvec4 {}_staged{load}{next};\n", self.name)
+                format!("        uvec4 {name}_staged{load}{planes};\n")
             })
-            .collect()
+            .collect();
+        plane + &registers
     }
 
     /// Runs `statement(load, vector)` for each of this thread's vectors (`vector` a GLSL
@@ -613,15 +622,14 @@ shared uvec4 {name}_tile[{rows}u * {n}_STRIDE];
     fn fetch(&self, k0: &str) -> String {
         let (n, name) = (self.upper(), self.name);
         let origin = self.origin.replace("K0", k0);
-        let operand_bytes = if self.split { 4 } else { 2 };
         self.each_vector(|load, vector| {
             let address = format!(
-                "{name}_base + ({origin} + uint64_t({vector} / {n}_ROW_VECTORS) * uint64_t({row_stride}) + uint64_t(({vector} % {n}_ROW_VECTORS) * 8u)) * {operand_bytes}ul",
+                "{name}_base + ({origin} + uint64_t({vector} / {n}_ROW_VECTORS) * uint64_t({row_stride}) + uint64_t(({vector} % {n}_ROW_VECTORS) * 8u)) * 2ul",
                 row_stride = self.row_stride,
             );
             if self.split {
                 format!(
-                    "{{ Vectors pair = Vectors({address}); {name}_staged{load} = pair.v[0]; {name}_next{load} = pair.v[1]; }}"
+                    "{{ uint64_t address = {address}; {name}_staged{load} = Vectors(address).v[0]; {name}_finite{load} = Vectors(address + {name}_plane).v[0]; {name}_tail{load} = Vectors(address + 2ul * {name}_plane).v[0]; }}"
                 )
             } else {
                 format!("{name}_staged{load} = Vectors({address}).v[0];")
@@ -637,7 +645,7 @@ shared uvec4 {name}_tile[{rows}u * {n}_STRIDE];
             let index = format!("({vector} / {n}_ROW_VECTORS) * {n}_STRIDE + {vector} % {n}_ROW_VECTORS");
             if self.split {
                 format!(
-                    "{{ uint index = {index}; uvec4 heads, tails; heads = nx_bf16_split({name}_staged{load}, {name}_next{load}, tails); {name}_tile[index] = heads; {name}_finite[index] = nx_bf16_finite(heads); {name}_tail[index] = tails; }}"
+                    "{{ uint index = {index}; {name}_tile[index] = {name}_staged{load}; {name}_finite[index] = {name}_finite{load}; {name}_tail[index] = {name}_tail{load}; }}"
                 )
             } else {
                 format!("{name}_tile[{index}] = {name}_staged{load};")
@@ -645,50 +653,6 @@ shared uvec4 {name}_tile[{rows}u * {n}_STRIDE];
         })
     }
 }
-
-/// Splits f32 values into bf16 heads and tails (`CooperativeInput::F32SplitBf16`), on bits, so
-/// that no driver's rounding mode or subnormal flushing enters the split itself. The head is
-/// the nearest bf16 (ties to even), truncated instead where rounding up would overflow; the
-/// tail is the bf16 nearest to x - head, which f32 holds exactly. Infinities and NaNs are their
-/// own heads (NaNs quiet, their payload may lie below the head) with zero tails.
-pub const BF16_SPLIT_GLSL: &str = "
-uvec2 nx_bf16_split_one(uint bits) {
-    if ((bits & 0x7f800000u) == 0x7f800000u) {
-        uint head = (bits & 0x007fffffu) != 0u ? ((bits >> 16) | 0x40u) : (bits >> 16);
-        return uvec2(head, 0u);
-    }
-    uint head = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-    if ((head & 0x7f80u) == 0x7f80u) {
-        head = bits >> 16;
-    }
-    uint rest = floatBitsToUint(uintBitsToFloat(bits) - uintBitsToFloat(head << 16));
-    return uvec2(head, (rest + 0x7fffu + ((rest >> 16) & 1u)) >> 16);
-}
-// Eight f32 values (first, then next) as eight bf16 heads, returned, and tails, packed two to
-// a word, the lower element in the low half.
-uvec4 nx_bf16_split(uvec4 first, uvec4 next, out uvec4 tails) {
-    uvec2 s0 = nx_bf16_split_one(first.x);
-    uvec2 s1 = nx_bf16_split_one(first.y);
-    uvec2 s2 = nx_bf16_split_one(first.z);
-    uvec2 s3 = nx_bf16_split_one(first.w);
-    uvec2 s4 = nx_bf16_split_one(next.x);
-    uvec2 s5 = nx_bf16_split_one(next.y);
-    uvec2 s6 = nx_bf16_split_one(next.z);
-    uvec2 s7 = nx_bf16_split_one(next.w);
-    tails = uvec4(s0.y | (s1.y << 16), s2.y | (s3.y << 16), s4.y | (s5.y << 16), s6.y | (s7.y << 16));
-    return uvec4(s0.x | (s1.x << 16), s2.x | (s3.x << 16), s4.x | (s5.x << 16), s6.x | (s7.x << 16));
-}
-// Packed bf16 heads with infinities and NaNs replaced by zeros.
-uint nx_bf16_finite_pair(uint pair) {
-    uint low = (pair & 0x7f80u) == 0x7f80u ? 0u : (pair & 0xffffu);
-    uint high = (pair & 0x7f800000u) == 0x7f800000u ? 0u : (pair & 0xffff0000u);
-    return low | high;
-}
-uvec4 nx_bf16_finite(uvec4 heads) {
-    return uvec4(nx_bf16_finite_pair(heads.x), nx_bf16_finite_pair(heads.y),
-        nx_bf16_finite_pair(heads.z), nx_bf16_finite_pair(heads.w));
-}
-";
 
 #[cfg(test)]
 mod tests {

@@ -63,6 +63,7 @@ pub mod dot_codegen;
 mod dot_complex;
 pub mod dot_cooperative;
 mod dot_registers;
+pub mod dot_split;
 pub mod f8;
 mod fallback;
 pub mod fft;

@@ -652,7 +652,23 @@ fn cooperative_matrix_sized_problems(dtype: DType) {
                 &case.batch_b,
             )
         };
-        if uses_cooperative {
+        let size = |shape: &[usize], axes: &dyn Fn(usize) -> bool| -> usize {
+            (0..shape.len())
+                .filter(|&axis| axes(axis))
+                .map(|axis| shape[axis])
+                .product()
+        };
+        let k = size(&case.a_shape, &|axis| case.contract_a.contains(&axis));
+        let free = |shape: &[usize], contract: &[usize], batch: &[usize]| {
+            size(shape, &|axis| {
+                !contract.contains(&axis) && !batch.contains(&axis)
+            })
+        };
+        let m = free(&case.a_shape, &case.contract_a, &case.batch_a);
+        let n = free(&case.b_shape, &case.contract_b, &case.batch_b);
+        // Multiples of both kernels' tiles (staged 128 x 128 x 32, direct 64 x 128 x 16).
+        let fits_tiles = m % 128 == 0 && n % 128 == 0 && k % 32 == 0;
+        if uses_cooperative && fits_tiles {
             // A driver error would quietly send the problem to the tiled kernel: the profile
             // shows which kernel ran.
             let profile = device().profile_dispatches(|| run().map(drop)).unwrap();

@@ -12,7 +12,8 @@ use common::{SplitMix, non_finite_match};
 use nxvk_core::{Context, ContextOptions, DType, Device, Knobs, Tensor};
 use nxvk_kernels::Elem;
 use nxvk_kernels::dot::{DotPrecision, dot};
-use nxvk_kernels::dot_cooperative::{BF16_SPLIT_GLSL, has_cooperative_matrices};
+use nxvk_kernels::dot_cooperative::has_cooperative_matrices;
+use nxvk_kernels::dot_split::{BF16_SPLIT_GLSL, split_planes};
 use std::sync::{Arc, OnceLock};
 
 /// A device whose f32 products run at bf16x3 precision.
@@ -179,6 +180,52 @@ fn f32_values_split_into_bf16_heads_and_tails() {
         }
     }
     assert!(head_only_misses > values.len() / 2, "{head_only_misses}");
+}
+
+/// The split pass over whole matrices, row-major and transposed: plane `p` of batch `b` holds
+/// element (`o`, `i`) of the source at its dense axis `i`.
+#[test]
+fn matrices_split_into_three_planes() {
+    let device = common::device();
+    let values = split_inputs();
+    let (batches, rows, columns) = (2, 16, 24);
+    let source = &values[..batches * rows * columns];
+    let tensor = Tensor::from_slice(&device, &[batches, rows, columns], source).unwrap();
+    for transposed in [false, true] {
+        let view = if transposed {
+            // [batches, columns, rows], dense along its middle axis.
+            tensor.transpose(&[0, 2, 1]).unwrap()
+        } else {
+            tensor.clone()
+        };
+        let planes = split_planes(&view).unwrap();
+        let (outer, inner) = (rows, columns);
+        assert_eq!(planes.shape(), [3, batches, outer, inner]);
+        let bits: Vec<u16> = planes
+            .to_vec::<nxvk_core::bf16>()
+            .unwrap()
+            .into_iter()
+            .map(|value| value.to_bits())
+            .collect();
+        let plane_length = batches * outer * inner;
+        for index in 0..plane_length {
+            let value = source[index];
+            let (head, tail) = split_model(value.to_bits());
+            let finite = if head & 0x7f80 == 0x7f80 { 0 } else { head };
+            let subnormal = value != 0.0 && value.abs() < f32::MIN_POSITIVE;
+            let found = [0, 1, 2].map(|plane| u32::from(bits[plane * plane_length + index]));
+            assert!(
+                found[0] == head && found[1] == finite && (found[2] == tail || subnormal),
+                "transposed {transposed}, element {index} ({value:e}): {found:x?}"
+            );
+        }
+    }
+    // What the pass cannot address is refused rather than split wrongly: rows of 12 elements
+    // (not whole 8-element vectors) and f16 values.
+    let ragged = Tensor::from_slice(&device, &[2, 16, 12], &source[..384]).unwrap();
+    assert!(split_planes(&ragged).is_err());
+    let halves = nxvk_kernels::as_type(&tensor, DType::F16).unwrap();
+    assert!(split_planes(&halves).is_err());
 }
 
 // --- Products at bf16x3 precision ---
