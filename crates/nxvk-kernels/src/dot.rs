@@ -499,6 +499,7 @@ pub enum DotPrecision {
     /// multiples of 128, K of 32, dense aligned operands). Each product carries a relative
     /// error of about 2^-16 instead of f32's 2^-24 (docs/CAPABILITIES.md states the measured
     /// bound); other problems, and devices without bf16 matrices, compute at `Highest`.
+    /// Experimental: the kernel over split planes has not yet run on a GPU (CAPABILITIES.md).
     Bf16x3,
 }
 

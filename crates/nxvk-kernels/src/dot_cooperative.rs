@@ -29,6 +29,8 @@
 //! operands are dense along one axis with 16-byte aligned rows take this path (`dot.rs`
 //! checks); anything else runs the tiled template. Both input types share one kernel text:
 //! the staged tiles hold raw 16-byte vectors, so only the fragments' element type differs.
+//! The opt-in bf16x3 f32 path stages three bf16 planes per operand (`dot_split.rs` splits them
+//! beforehand) in K steps of 16 and multiplies them three times (`split_product_step`).
 
 use crate::codegen::{storage_bytes, storage_type};
 use crate::dot_codegen::gemm_push_block;
@@ -83,15 +85,6 @@ pub enum CooperativeInput {
 }
 
 impl CooperativeInput {
-    /// The operands' element type in memory.
-    pub fn operand(self) -> Elem {
-        match self {
-            CooperativeInput::F16 => Elem::F16,
-            CooperativeInput::Bf16 => Elem::BF16,
-            CooperativeInput::F32SplitBf16 => Elem::F32,
-        }
-    }
-
     /// The fragments' element type (what the device must offer matrices of).
     pub fn fragment(self) -> Elem {
         match self {
@@ -663,14 +656,14 @@ mod tests {
     #[test]
     fn shaders_compile() {
         use CooperativeInput::{Bf16, F16, F32SplitBf16};
-        for (input, staged) in [
-            (F16, false),
-            (F16, true),
-            (Bf16, false),
-            (Bf16, true),
-            (F32SplitBf16, true),
+        for (input, staged, result) in [
+            (F16, false, Elem::F16),
+            (F16, true, Elem::F16),
+            (Bf16, false, Elem::BF16),
+            (Bf16, true, Elem::BF16),
+            (F32SplitBf16, true, Elem::F32),
         ] {
-            for output in [input.operand(), Elem::F32] {
+            for output in [result, Elem::F32] {
                 for (a_k_contiguous, b_n_contiguous) in
                     [(true, true), (false, false), (true, false), (false, true)]
                 {
