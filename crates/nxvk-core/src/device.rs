@@ -91,15 +91,16 @@ impl Device {
             ..Default::default()
         };
         let newer = adapter.capabilities.newer_features();
-        let (vk_device, mut queues) = if newer.any() || raw_creation {
-            let (device, queues) = newer_features::create_device(&physical, create_info, newer)?;
-            (device, queues.collect::<Vec<_>>().into_iter())
+        let (vk_device, first_queue) = if newer.any() || raw_creation {
+            let (device, mut queues) =
+                newer_features::create_device(&physical, create_info, newer)?;
+            (device, queues.next())
         } else {
-            let (device, queues) = VkDevice::new(physical.clone(), create_info)
+            let (device, mut queues) = VkDevice::new(physical.clone(), create_info)
                 .map_err(|error| Error::vulkan("create device", error))?;
-            (device, queues.collect::<Vec<_>>().into_iter())
+            (device, queues.next())
         };
-        let queue: Arc<Queue> = queues.next().ok_or_else(|| Error::NoDevice {
+        let queue: Arc<Queue> = first_queue.ok_or_else(|| Error::NoDevice {
             reason: "the device returned no queue".into(),
         })?;
         let capabilities = &adapter.capabilities;

@@ -188,15 +188,22 @@ impl FeatureChain {
     }
 }
 
-/// The names of the features in `features` that [`FeatureChain`] cannot carry (empty when the
-/// table covers them all; a test holds `wanted_features` to that).
-pub(crate) fn uncarried_features(features: &DeviceFeatures) -> Vec<&'static str> {
+/// The chain carrying `features`, or the names of those no member of it carries (a test
+/// holds `wanted_features` to none).
+fn feature_chain(
+    features: &DeviceFeatures,
+) -> std::result::Result<FeatureChain, Vec<&'static str>> {
     let mut chain = FeatureChain::default();
-    features
+    let uncarried: Vec<&'static str> = features
         .into_iter()
         .filter(|&(name, enabled)| enabled && !chain.enable(name))
         .map(|(name, _)| name)
-        .collect()
+        .collect();
+    if uncarried.is_empty() {
+        Ok(chain)
+    } else {
+        Err(uncarried)
+    }
 }
 
 /// Creates the device `create_info` describes, with the `newer` features enabled as well, and
@@ -207,19 +214,11 @@ pub(crate) fn create_device(
     create_info: DeviceCreateInfo,
     newer: NewerFeatures,
 ) -> Result<(Arc<VkDevice>, impl ExactSizeIterator<Item = Arc<Queue>>)> {
-    let uncarried = uncarried_features(&create_info.enabled_features);
-    if !uncarried.is_empty() {
-        return Err(Error::Vulkan {
+    let mut chain =
+        feature_chain(&create_info.enabled_features).map_err(|uncarried| Error::Vulkan {
             op: "create device",
             detail: format!("no raw structure carries the features {uncarried:?}"),
-        });
-    }
-    let mut chain = FeatureChain::default();
-    for (name, enabled) in create_info.enabled_features {
-        if enabled {
-            chain.enable(name);
-        }
-    }
+        })?;
     let extensions = &create_info.enabled_extensions;
     // vulkano's names are registry strings without a terminating nul.
     let extension_strings: Vec<CString> = extensions
@@ -303,7 +302,7 @@ mod tests {
     fn the_raw_chain_carries_every_wanted_feature() {
         let everything = every_wanted_feature();
         assert!(everything.into_iter().filter(|&(_, on)| on).count() > 20);
-        assert_eq!(uncarried_features(&everything), Vec::<&str>::new());
+        assert_eq!(feature_chain(&everything).err(), None);
     }
 
     /// The null arm: a feature outside the table is reported, not silently dropped.
@@ -314,6 +313,6 @@ mod tests {
             shader_float64: true,
             ..DeviceFeatures::empty()
         };
-        assert_eq!(uncarried_features(&features), vec!["geometryShader"]);
+        assert_eq!(feature_chain(&features).err(), Some(vec!["geometryShader"]));
     }
 }
