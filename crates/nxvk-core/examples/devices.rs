@@ -49,6 +49,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         capabilities.cooperative_matrices.len(),
         capabilities.bfloat16_cooperative_matrix,
     );
+    if let Some(matrices) = &capabilities.cooperative_matrix2 {
+        println!(
+            "  VK_NV_cooperative_matrix2: workgroups up to {} invocations, dimensions up to {}, {} B of shared memory reserved",
+            matrices.max_workgroup_size, matrices.max_dimension, matrices.reserved_shared_memory
+        );
+        for shape in &matrices.flexible_dimensions {
+            println!(
+                "    {} x {} -> {} ({}) granularity {}x{}x{}, {} scope, {} invocations",
+                shape.a_type,
+                shape.b_type,
+                shape.result_type,
+                shape.c_type,
+                shape.m_granularity,
+                shape.n_granularity,
+                shape.k_granularity,
+                shape.scope,
+                shape.workgroup_invocations
+            );
+        }
+    }
 
     let device = context.device()?;
     let kernel = device.kernel_from_glsl("demo_axpy", AXPY, &[])?;

@@ -2,7 +2,9 @@
 //!
 //! Code tests these fields (and the workaround flags), never vendor ids or device names.
 
-use crate::cooperative_matrix::{CooperativeMatrixShape, query_cooperative_matrices};
+use crate::cooperative_matrix::{
+    CooperativeMatrix2, CooperativeMatrixShape, query_cooperative_matrices,
+};
 use crate::newer_features::{self, NewerFeatures};
 use std::sync::Arc;
 use vulkano::device::physical::{
@@ -105,6 +107,9 @@ pub struct Capabilities {
     /// VK_KHR_shader_bfloat16 with bf16 cooperative matrices, which nxvk-core then enables
     /// (below vulkano, `newer_features.rs`): kernels may declare `bfloat16_t` matrices.
     pub bfloat16_cooperative_matrix: bool,
+    /// VK_NV_cooperative_matrix2's workgroup-scope matrices, which nxvk-core then enables
+    /// (below vulkano): kernels compiled for SPIR-V 1.6 may use them.
+    pub cooperative_matrix2: Option<CooperativeMatrix2>,
 
     /// Device memory is the host's memory (integrated GPUs, CPU drivers such as lavapipe):
     /// uploads and downloads map device buffers directly instead of going through staging.
@@ -228,6 +233,7 @@ impl Capabilities {
             },
             bfloat16_cooperative_matrix: newer_features::probe(physical)
                 .bfloat16_cooperative_matrix,
+            cooperative_matrix2: newer_features::query_cooperative_matrix2(physical),
             unified_memory,
             host_visible_device_local,
             timestamp_period_ns: (queue_has_timestamps
@@ -240,6 +246,7 @@ impl Capabilities {
     pub(crate) fn newer_features(&self) -> NewerFeatures {
         NewerFeatures {
             bfloat16_cooperative_matrix: self.bfloat16_cooperative_matrix,
+            cooperative_matrix2: self.cooperative_matrix2.is_some(),
         }
     }
 

@@ -1,5 +1,6 @@
-//! The one place nxvk calls Vulkan below vulkano: vulkano 0.35 loads the
-//! VK_KHR_cooperative_matrix entry points but has no wrapper for the property query.
+//! Cooperative-matrix shapes: VK_KHR_cooperative_matrix's fixed shapes (vulkano 0.35 loads the
+//! extension's entry points but has no wrapper for the property query), and the description of
+//! VK_NV_cooperative_matrix2's workgroup-scope matrices (queried in `newer_features.rs`).
 
 use std::sync::Arc;
 use vulkano::VulkanObject;
@@ -19,6 +20,38 @@ pub struct CooperativeMatrixShape {
     pub saturating: bool,
     /// "subgroup", "workgroup", ... (the scope the matrix is shared across).
     pub scope: String,
+}
+
+/// VK_NV_cooperative_matrix2 on a device that offers workgroup-scope matrices, flexible
+/// dimensions and tensor addressing (nxvk-core then enables them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CooperativeMatrix2 {
+    /// The most invocations a workgroup using workgroup-scope matrices may have.
+    pub max_workgroup_size: u32,
+    /// The largest M, N or K a flexible-dimension matrix may have.
+    pub max_dimension: u32,
+    /// Shared memory the driver keeps for workgroup-scope matrices, in bytes.
+    pub reserved_shared_memory: u32,
+    /// The type combinations with flexible dimensions.
+    pub flexible_dimensions: Vec<FlexibleMatrixShape>,
+}
+
+/// Matrices of any size that is a multiple of these granularities, of these component types.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlexibleMatrixShape {
+    pub m_granularity: u32,
+    pub n_granularity: u32,
+    pub k_granularity: u32,
+    /// Component types, named as in [`CooperativeMatrixShape`].
+    pub a_type: String,
+    pub b_type: String,
+    pub c_type: String,
+    pub result_type: String,
+    pub saturating: bool,
+    /// "subgroup" or "workgroup".
+    pub scope: String,
+    /// The workgroup size these dimensions hold for (workgroup scope).
+    pub workgroup_invocations: u32,
 }
 
 pub(crate) fn query_cooperative_matrices(
@@ -55,18 +88,22 @@ pub(crate) fn query_cooperative_matrices(
             c_type: component_name(property.c_type),
             result_type: component_name(property.result_type),
             saturating: property.saturating_accumulation == ash::vk::TRUE,
-            scope: match property.scope {
-                ash::vk::ScopeKHR::SUBGROUP => "subgroup".into(),
-                ash::vk::ScopeKHR::WORKGROUP => "workgroup".into(),
-                ash::vk::ScopeKHR::DEVICE => "device".into(),
-                ash::vk::ScopeKHR::QUEUE_FAMILY => "queue family".into(),
-                other => format!("scope {}", other.as_raw()),
-            },
+            scope: scope_name(property.scope),
         })
         .collect()
 }
 
-fn component_name(component: ash::vk::ComponentTypeKHR) -> String {
+pub(crate) fn scope_name(scope: ash::vk::ScopeKHR) -> String {
+    match scope {
+        ash::vk::ScopeKHR::SUBGROUP => "subgroup".into(),
+        ash::vk::ScopeKHR::WORKGROUP => "workgroup".into(),
+        ash::vk::ScopeKHR::DEVICE => "device".into(),
+        ash::vk::ScopeKHR::QUEUE_FAMILY => "queue family".into(),
+        other => format!("scope {}", other.as_raw()),
+    }
+}
+
+pub(crate) fn component_name(component: ash::vk::ComponentTypeKHR) -> String {
     use ash::vk::ComponentTypeKHR as C;
     match component {
         C::FLOAT16 => "f16".into(),

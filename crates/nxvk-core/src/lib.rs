@@ -44,7 +44,7 @@ pub use cache_dir::default_cache_dir;
 pub use capabilities::{Capabilities, DeviceKind, FloatControlsIndependence, SubgroupOperations};
 pub use capture::{Capture, Replay, RunBuffers, Spoiled};
 pub use context::{Context, ContextOptions};
-pub use cooperative_matrix::CooperativeMatrixShape;
+pub use cooperative_matrix::{CooperativeMatrix2, CooperativeMatrixShape, FlexibleMatrixShape};
 pub use counters::CounterSnapshot;
 pub use device::{BufferAccess, Device, DeviceBuffer};
 pub use dispatch_profile::{DispatchProfile, DispatchTime, PROFILED_DISPATCHES};

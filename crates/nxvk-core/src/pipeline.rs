@@ -18,8 +18,11 @@ use vulkano::pipeline::cache::PipelineCache;
 use vulkano::pipeline::{ComputePipeline, PipelineLayout};
 
 /// SPIR-V capabilities newer than vulkano 0.35's grammar (BFloat16TypeKHR,
-/// BFloat16DotProductKHR, BFloat16CooperativeMatrixKHR): modules declaring one are built raw.
-pub(crate) const BELOW_VULKANO_CAPABILITIES: [u32; 3] = [5116, 5117, 5118];
+/// BFloat16DotProductKHR, BFloat16CooperativeMatrixKHR; VK_NV_cooperative_matrix2's
+/// CooperativeMatrixReductionsNV to CooperativeMatrixBlockLoadsNV and TensorAddressingNV):
+/// modules declaring one are built raw.
+pub(crate) const BELOW_VULKANO_CAPABILITIES: [u32; 9] =
+    [5116, 5117, 5118, 5430, 5431, 5432, 5433, 5434, 5439];
 
 /// Whether a module declaring `capabilities` must be built with raw calls.
 pub(crate) fn needs_raw_build(capabilities: &[u32]) -> bool {
@@ -245,5 +248,6 @@ void main() {
         // Shader, Int64, CooperativeMatrixKHR: vulkano parses these.
         assert!(!needs_raw_build(&[1, 11, 6022]));
         assert!(needs_raw_build(&[1, 6022, 5118]));
+        assert!(needs_raw_build(&[1, 6022, 5433, 5439]));
     }
 }

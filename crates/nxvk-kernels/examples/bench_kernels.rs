@@ -335,6 +335,22 @@ fn main() {
             Box::new(move |b| b.refined_unary_f32(op, half)),
         ));
     }
+    // The f16 and bf16 GEMMs with each other tile of the workgroup-scope kernel, and with it
+    // off (the subgroup kernel): `NXVK_KNOB_COOPMAT2_TILE`'s race.
+    for (prefix, dtype) in [("hgemm", DType::F16), ("bf16gemm", DType::BF16)] {
+        let others = nxvk_kernels::dot_cooperative2::TILES[1..]
+            .iter()
+            .map(|(m, n, k)| format!("{m}x{n}x{k}"));
+        for value in std::iter::once("off".to_owned()).chain(others) {
+            workloads.push((
+                format!("{prefix}_{gemm_side}@coopmat2_{value}"),
+                Box::new(move |b| {
+                    b.with_knob("coopmat2_tile", &value)?
+                        .gemm(dtype, 1, gemm_side, None)
+                }),
+            ));
+        }
+    }
     // Every tile configuration of the f64 and f32 GEMMs at half the side, forced: the
     // autotuner's race is skipped when one default run exceeds its budget, so these show
     // what each configuration does at full scale.

@@ -40,6 +40,7 @@ use crate::dot_codegen::{
     gemm_kernel_name, gemm_shader, has_vector_loads,
 };
 use crate::dot_cooperative::{CooperativeInput, CooperativeKernel, has_cooperative_matrices};
+use crate::dot_cooperative2::{WorkgroupMatrixKernel, has_workgroup_matrices, tile_of};
 use crate::dot_split::split_operand;
 use crate::kernel_knob::KernelKnob;
 use crate::launch::{MAX_ELEMENTS, poison_output};
@@ -530,6 +531,8 @@ pub(crate) enum Variant {
     Tiled(TileConfig),
     /// A cooperative-matrix kernel (f16 or bf16 inputs, or split f32).
     Cooperative(CooperativeKernel),
+    /// A workgroup-scope cooperative-matrix kernel (VK_NV_cooperative_matrix2; f16 or bf16).
+    Workgroup(WorkgroupMatrixKernel),
 }
 
 impl Variant {
@@ -543,6 +546,10 @@ impl Variant {
             ),
             Variant::Cooperative(kernel) => {
                 let (tile_m, tile_n, tile_k) = kernel.tile();
+                (tile_m as usize, tile_n as usize, tile_k as usize)
+            }
+            Variant::Workgroup(kernel) => {
+                let (tile_m, tile_n, tile_k) = kernel.tile;
                 (tile_m as usize, tile_n as usize, tile_k as usize)
             }
         }
@@ -606,10 +613,13 @@ impl Problem {
         }
     }
 
-    /// The cooperative-matrix kernel, when this problem can take it: f16 or bf16 (or f32 at
-    /// [`DotPrecision::Bf16x3`]) on a device with that fragment type's shape, M, N and K multiples of its tiles, and each operand dense along one axis
-    /// with the other strides and the base address 16-byte aligned.
-    fn cooperative(&self) -> Option<Variant> {
+    /// The cooperative-matrix kernels this problem can take, best first: f16 or bf16 (or f32 at
+    /// [`DotPrecision::Bf16x3`]) with each operand dense along one axis, the other strides and
+    /// the base address 16-byte aligned. The workgroup-scope kernel (`dot_cooperative2.rs`)
+    /// takes any M, N and K of at least one tile of C where the device offers its tile; the
+    /// subgroup kernel (`dot_cooperative.rs`, split f32 too) needs M, N and K multiples of its
+    /// tile and the device's 16x16x16 shape.
+    fn cooperative_variants(&self) -> Vec<Variant> {
         let capabilities = self.a.tensor.device().capabilities();
         let aligned = |matrices: &Matrices| {
             let (dense, other) = if matrices.second_stride == 1 {
@@ -632,26 +642,44 @@ impl Problem {
             Elem::F32 if DotPrecision::of(device) == DotPrecision::Bf16x3 => {
                 CooperativeInput::F32SplitBf16
             }
-            _ => return None,
+            _ => return Vec::new(),
         };
+        if self.convolution.is_some() || !aligned(&self.a) || !aligned(&self.b) {
+            return Vec::new();
+        }
+        let a_k_contiguous = self.a.second_stride == 1;
+        let b_n_contiguous = self.b.second_stride == 1;
+        let mut variants = Vec::new();
+        if let Some(tile) = tile_of(device)
+            && input != CooperativeInput::F32SplitBf16
+            && self.m * self.n >= (tile.0 * tile.1) as usize
+            && has_workgroup_matrices(capabilities, self.elem, tile)
+        {
+            variants.push(Variant::Workgroup(WorkgroupMatrixKernel {
+                input: self.elem,
+                tile,
+                a_k_contiguous,
+                b_n_contiguous,
+            }));
+        }
         let kernel = CooperativeKernel {
             input,
             subgroup_size: capabilities.subgroup_size,
             // Split operands are converted on their way into shared memory.
             staged: input == CooperativeInput::F32SplitBf16
                 || KernelKnob::CoopmatStaged.is_on(device),
-            a_k_contiguous: self.a.second_stride == 1,
-            b_n_contiguous: self.b.second_stride == 1,
+            a_k_contiguous,
+            b_n_contiguous,
         };
         let (tile_m, tile_n, tile_k) = kernel.tile();
-        let eligible = self.convolution.is_none()
-            && has_cooperative_matrices(capabilities, input.fragment())
+        if has_cooperative_matrices(capabilities, input.fragment())
             && self.m.is_multiple_of(tile_m as usize)
             && self.n.is_multiple_of(tile_n as usize)
             && self.k.is_multiple_of(tile_k as usize)
-            && aligned(&self.a)
-            && aligned(&self.b);
-        eligible.then_some(Variant::Cooperative(kernel))
+        {
+            variants.push(Variant::Cooperative(kernel));
+        }
+        variants
     }
 
     /// K splits for `variant`: enough to bound each invocation's loop, more when the output
@@ -679,14 +707,14 @@ impl Problem {
         if let Some(config) = forced {
             return self.run_with(Variant::Tiled(config), order, None);
         }
-        if let Some(cooperative) = self.cooperative() {
-            // A driver that lists the shape but cannot build the kernel keeps the tiled path
+        for cooperative in self.cooperative_variants() {
+            // A driver that lists the shape but cannot build the kernel keeps the next path
             // (said once per process); any other error is the caller's.
             match self.run_with(cooperative, order, None) {
                 Err(error @ (Error::Shader(_) | Error::Vulkan { .. })) => {
                     static WARNED: std::sync::Once = std::sync::Once::new();
                     WARNED.call_once(|| {
-                        eprintln!("nxvk: cooperative-matrix GEMM unavailable ({error}); using the tiled kernel");
+                        eprintln!("nxvk: cooperative-matrix GEMM unavailable ({error}); using the next kernel");
                     });
                 }
                 other => return other,
@@ -715,7 +743,7 @@ impl Problem {
     /// split-K, no cooperative matrices), which can take an epilogue in its store (a
     /// convolution's too: its C is stored in the output layout either way).
     pub(crate) fn epilogue_variant(&self) -> Option<Variant> {
-        if !self.elem.is_float() || self.cooperative().is_some() {
+        if !self.elem.is_float() || !self.cooperative_variants().is_empty() {
             return None;
         }
         let variant = Variant::Tiled(self.tuned_config());
@@ -766,6 +794,7 @@ impl Problem {
                 ),
             ),
             Variant::Cooperative(kernel) => (kernel.name(output_elem), kernel.shader(output_elem)),
+            Variant::Workgroup(kernel) => (kernel.name(output_elem), kernel.shader(output_elem)),
         };
         let kernel = kernel_for_device(device, &name, &shader)?;
         // The bf16x3 kernel reads each f32 operand as three bf16 planes, split first.

@@ -62,6 +62,7 @@ pub mod dot_autotune;
 pub mod dot_codegen;
 mod dot_complex;
 pub mod dot_cooperative;
+pub mod dot_cooperative2;
 mod dot_registers;
 pub mod dot_split;
 pub mod f8;

@@ -167,6 +167,27 @@ fn reference_dot(
     let b_strides = row_major_strides(&case.b_shape);
     let n_out: usize = out_sizes.iter().product();
     let (n_batch, n_free_a) = (case.batch_a.len(), free_a.len());
+    // Each depth's offset into a and b, and the operands rounded to the result type, once.
+    let contract_offsets = |contract: &[usize], strides: &[usize]| -> Vec<usize> {
+        (0..k)
+            .map(|depth| {
+                common::coordinates(&contract_sizes, depth)
+                    .iter()
+                    .zip(contract)
+                    .map(|(c, &axis)| c * strides[axis])
+                    .sum()
+            })
+            .collect()
+    };
+    let a_offsets = contract_offsets(&case.contract_a, &a_strides);
+    let b_offsets = contract_offsets(&case.contract_b, &b_strides);
+    let rounded = |values: &[Value]| -> Vec<Value> {
+        values
+            .iter()
+            .map(|&value| reference::round_to(value, result))
+            .collect()
+    };
+    let (a, b) = (rounded(a), rounded(b));
     let mut values = Vec::with_capacity(n_out);
     let mut magnitudes = Vec::with_capacity(n_out);
     for output in 0..n_out {
@@ -187,24 +208,8 @@ fn reference_dot(
         let mut float_sum = 0.0f64;
         let mut complex_sum = nxvk_core::Complex64::new(0.0, 0.0);
         let mut magnitude = 0.0f64;
-        for depth in 0..k {
-            let inner = common::coordinates(&contract_sizes, depth);
-            let a_index = a_base
-                + inner
-                    .iter()
-                    .zip(&case.contract_a)
-                    .map(|(c, &axis)| c * a_strides[axis])
-                    .sum::<usize>();
-            let b_index = b_base
-                + inner
-                    .iter()
-                    .zip(&case.contract_b)
-                    .map(|(c, &axis)| c * b_strides[axis])
-                    .sum::<usize>();
-            match (
-                reference::round_to(a[a_index], result),
-                reference::round_to(b[b_index], result),
-            ) {
+        for (a_offset, b_offset) in a_offsets.iter().zip(&b_offsets) {
+            match (a[a_base + a_offset], b[b_base + b_offset]) {
                 (Value::Int(x), Value::Int(y)) => {
                     integer_sum = integer_sum.wrapping_add(x.wrapping_mul(y));
                 }
@@ -685,6 +690,137 @@ fn cooperative_matrix_sized_problems(dtype: DType) {
         let (expected, magnitudes, k) = reference_dot(&case, &a_values, &b_values, dtype);
         check_all(dtype, &read(&output), &expected, &magnitudes, k)
             .unwrap_or_else(|why| panic!("{dtype} {case:?}: {why}"));
+    }
+}
+
+/// f16 and bf16 problems of at least one workgroup tile whose M, N and K are not multiples of
+/// it (ragged edges, a ragged last split of K), row- and column-major operands, batched: on a
+/// device with VK_NV_cooperative_matrix2 every one runs the workgroup-scope kernel, with each
+/// tile `NXVK_KNOB_COOPMAT2_TILE` offers (a device per tile), as the profile must show; with
+/// the knob `off` none does. Elsewhere (lavapipe) the other kernels run them; the results must
+/// match the reference either way.
+#[test]
+fn workgroup_matrix_problems() {
+    use nxvk_core::{Context, ContextOptions, Knobs};
+    use nxvk_kernels::dot_cooperative2::{TILES, has_workgroup_matrices};
+    let offered =
+        has_workgroup_matrices(device().capabilities(), nxvk_kernels::Elem::F16, TILES[0]);
+    eprintln!("workgroup-scope matrices on this device: {offered}");
+    let mut knob_values: Vec<String> = vec!["off".into()];
+    if offered {
+        knob_values.extend(TILES.iter().map(|(m, n, k)| format!("{m}x{n}x{k}")));
+    }
+    for knob in knob_values {
+        let context = Context::with_options(ContextOptions {
+            knobs: Knobs::from_env().with_variant("coopmat2_tile", &knob),
+            ..ContextOptions::default()
+        })
+        .unwrap();
+        let device = context.device().unwrap();
+        for dtype in [DType::F16, DType::BF16] {
+            let elem = elem_of(dtype).unwrap();
+            let expect_workgroup =
+                knob != "off" && has_workgroup_matrices(device.capabilities(), elem, TILES[0]);
+            workgroup_matrix_cases(&device, dtype, expect_workgroup, &knob);
+        }
+    }
+}
+
+fn workgroup_matrix_cases(
+    device: &std::sync::Arc<nxvk_core::Device>,
+    dtype: DType,
+    expect_workgroup: bool,
+    knob: &str,
+) {
+    let mut rng = SplitMix(33);
+    for (a_shape, b_shape, contract_a, batch_a, contract_b, batch_b, a_view) in [
+        (
+            vec![200, 72],
+            vec![72, 296],
+            vec![1],
+            vec![],
+            vec![0],
+            vec![],
+            ViewKind::Contiguous,
+        ),
+        (
+            vec![72, 200],
+            vec![72, 296],
+            vec![0],
+            vec![],
+            vec![0],
+            vec![],
+            ViewKind::Transposed,
+        ),
+        (
+            vec![2, 136, 40],
+            vec![2, 40, 264],
+            vec![2],
+            vec![0],
+            vec![1],
+            vec![0],
+            ViewKind::Contiguous,
+        ),
+        (
+            vec![128, 4104],
+            vec![4104, 256],
+            vec![1],
+            vec![],
+            vec![0],
+            vec![],
+            ViewKind::Contiguous,
+        ),
+        (
+            vec![264, 64],
+            vec![392, 64],
+            vec![1],
+            vec![],
+            vec![1],
+            vec![],
+            ViewKind::Contiguous,
+        ),
+    ] {
+        let case = Case {
+            a_shape,
+            b_shape,
+            contract_a,
+            batch_a,
+            contract_b,
+            batch_b,
+        };
+        let value = |rng: &mut SplitMix| dot_value(dtype, false, rng);
+        let (a, a_values) =
+            make_view_input(device, dtype, &case.a_shape, a_view, || value(&mut rng));
+        let (b, b_values) =
+            make_view_input(device, dtype, &case.b_shape, ViewKind::Contiguous, || {
+                value(&mut rng)
+            });
+        let run = || {
+            dot(
+                &a,
+                &case.contract_a,
+                &case.batch_a,
+                &b,
+                &case.contract_b,
+                &case.batch_b,
+            )
+        };
+        if device.capabilities().timestamp_period_ns.is_some() {
+            let profile = device.profile_dispatches(|| run().map(drop)).unwrap();
+            let ran_workgroup = profile
+                .dispatches
+                .iter()
+                .any(|dispatch| dispatch.kernel.starts_with("gemm_coopmat2"));
+            assert_eq!(
+                ran_workgroup, expect_workgroup,
+                "{dtype} {case:?} with coopmat2_tile={knob} ran {:?}",
+                profile.dispatches
+            );
+        }
+        let output = run().unwrap();
+        let (expected, magnitudes, k) = reference_dot(&case, &a_values, &b_values, dtype);
+        check_all(dtype, &read(&output), &expected, &magnitudes, k)
+            .unwrap_or_else(|why| panic!("{dtype} {case:?} coopmat2_tile={knob}: {why}"));
     }
 }
 
