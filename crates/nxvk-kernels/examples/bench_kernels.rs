@@ -335,18 +335,25 @@ fn main() {
             Box::new(move |b| b.refined_unary_f32(op, half)),
         ));
     }
-    // The f16 and bf16 GEMMs with each other tile of the workgroup-scope kernel, and with it
-    // off (the subgroup kernel): `NXVK_KNOB_COOPMAT2_TILE`'s race.
+    // f16 and bf16 GEMMs off the subgroup kernel's tile (a side of 88 less: a multiple of 8,
+    // not of 128), which the workgroup-scope kernel takes where the device offers it; with
+    // each other tile of it, and with it off (the tiled template): `NXVK_KNOB_COOPMAT2_TILE`'s
+    // race.
+    let ragged_side = gemm_side - 88;
     for (prefix, dtype) in [("hgemm", DType::F16), ("bf16gemm", DType::BF16)] {
+        workloads.push((
+            format!("{prefix}_{ragged_side}"),
+            Box::new(move |b| b.gemm(dtype, 1, ragged_side, None)),
+        ));
         let others = nxvk_kernels::dot_cooperative2::TILES[1..]
             .iter()
             .map(|(m, n, k)| format!("{m}x{n}x{k}"));
         for value in std::iter::once("off".to_owned()).chain(others) {
             workloads.push((
-                format!("{prefix}_{gemm_side}@coopmat2_{value}"),
+                format!("{prefix}_{ragged_side}@coopmat2_{value}"),
                 Box::new(move |b| {
                     b.with_knob("coopmat2_tile", &value)?
-                        .gemm(dtype, 1, gemm_side, None)
+                        .gemm(dtype, 1, ragged_side, None)
                 }),
             ));
         }

@@ -500,7 +500,7 @@ pub enum DotPrecision {
     /// multiples of 128, K of 32, dense aligned operands). Each product carries a relative
     /// error of about 2^-16 instead of f32's 2^-24 (docs/CAPABILITIES.md states the measured
     /// bound); other problems, and devices without bf16 matrices, compute at `Highest`.
-    /// Experimental: the kernel over split planes has not yet run on a GPU (CAPABILITIES.md).
+    /// On an H100, 67.7 TFLOP/s at 8192 against 38.2 at `Highest` (docs/BENCHMARKS.md).
     Bf16x3,
 }
 
@@ -615,10 +615,10 @@ impl Problem {
 
     /// The cooperative-matrix kernels this problem can take, best first: f16 or bf16 (or f32 at
     /// [`DotPrecision::Bf16x3`]) with each operand dense along one axis, the other strides and
-    /// the base address 16-byte aligned. The workgroup-scope kernel (`dot_cooperative2.rs`)
-    /// takes any M, N and K of at least one tile of C where the device offers its tile; the
-    /// subgroup kernel (`dot_cooperative.rs`, split f32 too) needs M, N and K multiples of its
-    /// tile and the device's 16x16x16 shape.
+    /// the base address 16-byte aligned. The subgroup kernel (`dot_cooperative.rs`, split f32
+    /// too) needs M, N and K multiples of its tile and the device's 16x16x16 shape; the
+    /// workgroup-scope kernel (`dot_cooperative2.rs`, slower where both apply) takes any M, N
+    /// and K of at least one tile of C where the device offers its tile.
     fn cooperative_variants(&self) -> Vec<Variant> {
         let capabilities = self.a.tensor.device().capabilities();
         let aligned = |matrices: &Matrices| {
@@ -650,18 +650,6 @@ impl Problem {
         let a_k_contiguous = self.a.second_stride == 1;
         let b_n_contiguous = self.b.second_stride == 1;
         let mut variants = Vec::new();
-        if let Some(tile) = tile_of(device)
-            && input != CooperativeInput::F32SplitBf16
-            && self.m * self.n >= (tile.0 * tile.1) as usize
-            && has_workgroup_matrices(capabilities, self.elem, tile)
-        {
-            variants.push(Variant::Workgroup(WorkgroupMatrixKernel {
-                input: self.elem,
-                tile,
-                a_k_contiguous,
-                b_n_contiguous,
-            }));
-        }
         let kernel = CooperativeKernel {
             input,
             subgroup_size: capabilities.subgroup_size,
@@ -678,6 +666,18 @@ impl Problem {
             && self.k.is_multiple_of(tile_k as usize)
         {
             variants.push(Variant::Cooperative(kernel));
+        }
+        if let Some(tile) = tile_of(device)
+            && input != CooperativeInput::F32SplitBf16
+            && self.m * self.n >= (tile.0 * tile.1) as usize
+            && has_workgroup_matrices(capabilities, self.elem, tile)
+        {
+            variants.push(Variant::Workgroup(WorkgroupMatrixKernel {
+                input: self.elem,
+                tile,
+                a_k_contiguous,
+                b_n_contiguous,
+            }));
         }
         variants
     }
