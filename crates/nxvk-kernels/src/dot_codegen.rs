@@ -62,6 +62,22 @@ pub(crate) fn gemm_push_block(epilogue: bool) -> String {
     )
 }
 
+/// The opening of every GEMM kernel's loop over its tasks (a batch and a split of K, along the
+/// grid's z): `task`, `batch`, the split's `k_begin` and `k_end`, and the batch's `a_base` and
+/// `b_base` for operands of `input_bytes` per element. The kernel closes the loop.
+pub(crate) fn gemm_task_loop_head(input_bytes: u32) -> String {
+    format!(
+        "    uint tasks = push.batches * push.splits;
+    for (uint task = gl_WorkGroupID.z; task < tasks; task += gl_NumWorkGroups.z) {{
+        uint batch = task / push.splits;
+        uint k_begin = (task % push.splits) * push.k_per_split;
+        uint k_end = min(k_begin + push.k_per_split, push.k);
+        uint64_t a_base = push.a + uint64_t(batch) * uint64_t(push.a_batch_stride) * {input_bytes}ul;
+        uint64_t b_base = push.b + uint64_t(batch) * uint64_t(push.b_batch_stride) * {input_bytes}ul;
+"
+    )
+}
+
 const GEMM_PUSH_FIELDS: &str = "layout(push_constant, scalar) uniform Push {
     uint64_t a;
     uint64_t b;
@@ -343,14 +359,7 @@ void main() {{
     uint block_m = invocation / (TILE_N / THREAD_N);
     uint tile_m0 = gl_WorkGroupID.y * TILE_M;
     uint tile_n0 = gl_WorkGroupID.x * TILE_N;
-    uint tasks = push.batches * push.splits;
-    for (uint task = gl_WorkGroupID.z; task < tasks; task += gl_NumWorkGroups.z) {{
-        uint batch = task / push.splits;
-        uint k_begin = (task % push.splits) * push.k_per_split;
-        uint k_end = min(k_begin + push.k_per_split, push.k);
-        uint64_t a_base = push.a + uint64_t(batch) * uint64_t(push.a_batch_stride) * {input_bytes}ul;
-        uint64_t b_base = push.b + uint64_t(batch) * uint64_t(push.b_batch_stride) * {input_bytes}ul;
-{accumulators}{declare}
+{task_loop_head}{accumulators}{declare}
 {first_load}
         for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {{
 {store_staged}
@@ -377,6 +386,7 @@ void main() {{
         output_storage = storage_type(stored_elem),
         loaded = load(input, "Element(address).v"),
         push_block = gemm_push_block(epilogue.is_some()),
+        task_loop_head = gemm_task_loop_head(storage_bytes(input)),
         epilogue_functions = epilogue.map_or("", |epilogue| &epilogue.functions),
     )
 }

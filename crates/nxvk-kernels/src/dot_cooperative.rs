@@ -33,7 +33,7 @@
 //! beforehand) in K steps of 16 and multiplies them three times (`split_product_step`).
 
 use crate::codegen::{storage_bytes, storage_type};
-use crate::dot_codegen::gemm_push_block;
+use crate::dot_codegen::{gemm_push_block, gemm_task_loop_head};
 use crate::op_table::Elem;
 use nxvk_core::Capabilities;
 use std::fmt::Write as _;
@@ -172,8 +172,6 @@ impl CooperativeKernel {
             Elem::BF16 => ("bfloat16_t", "#extension GL_EXT_bfloat16 : require\n"),
             _ => ("float16_t", ""),
         };
-        // Split operands arrive as bf16 planes.
-        let operand_bytes = storage_bytes(self.input.fragment());
         // bf16 results convert as bf16 matrices and store their bits into the u16 storage.
         let output_type = if output == Elem::BF16 {
             "bfloat16_t"
@@ -209,14 +207,7 @@ void main() {{
     uint local_column0 = subgroup_n * {subgroup_columns}u;
     uint row0 = block_row0 + local_row0;
     uint column0 = block_column0 + local_column0;
-    uint tasks = push.batches * push.splits;
-    for (uint task = gl_WorkGroupID.z; task < tasks; task += gl_NumWorkGroups.z) {{
-        uint batch = task / push.splits;
-        uint k_begin = (task % push.splits) * push.k_per_split;
-        uint k_end = min(k_begin + push.k_per_split, push.k);
-        uint64_t a_base = push.a + uint64_t(batch) * uint64_t(push.a_batch_stride) * {operand_bytes}ul;
-        uint64_t b_base = push.b + uint64_t(batch) * uint64_t(push.b_batch_stride) * {operand_bytes}ul;
-{zero}{k_loop}        uint64_t c_base = push.c + uint64_t(task) * uint64_t(push.m) * uint64_t(push.n) * {output_bytes}ul
+{task_loop_head}{zero}{k_loop}        uint64_t c_base = push.c + uint64_t(task) * uint64_t(push.m) * uint64_t(push.n) * {output_bytes}ul
             + (uint64_t(row0) * uint64_t(push.n) + uint64_t(column0)) * {output_bytes}ul;
 {stores}    }}
 }}
@@ -226,6 +217,8 @@ void main() {{
             output_storage = storage_type(output),
             output_bytes = storage_bytes(output),
             push_block = gemm_push_block(false),
+            // Split operands arrive as bf16 planes.
+            task_loop_head = gemm_task_loop_head(storage_bytes(self.input.fragment())),
             subgroup_rows = fragments_m * FRAGMENT,
             subgroup_columns = fragments_n * FRAGMENT,
             zero = block.zero_accumulators(),

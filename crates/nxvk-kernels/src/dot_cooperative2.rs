@@ -26,7 +26,7 @@
 //! flexible workgroup-scope dimensions.
 
 use crate::codegen::storage_type;
-use crate::dot_codegen::gemm_push_block;
+use crate::dot_codegen::{gemm_push_block, gemm_task_loop_head};
 use crate::op_table::Elem;
 use nxvk_core::{Capabilities, Device};
 
@@ -204,14 +204,7 @@ void main() {{
     CLAMPED c_layout = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
     c_layout = setTensorLayoutDimensionNV(c_layout, push.m, push.n);
     c_layout = setTensorLayoutStrideNV(c_layout, push.n, 1u);
-    uint tasks = push.batches * push.splits;
-    for (uint task = gl_WorkGroupID.z; task < tasks; task += gl_NumWorkGroups.z) {{
-        uint batch = task / push.splits;
-        uint k_begin = (task % push.splits) * push.k_per_split;
-        uint k_end = min(k_begin + push.k_per_split, push.k);
-        uint64_t a_base = push.a + uint64_t(batch) * uint64_t(push.a_batch_stride) * {input_bytes}ul;
-        uint64_t b_base = push.b + uint64_t(batch) * uint64_t(push.b_batch_stride) * {input_bytes}ul;
-        tensorLayoutNV<2> a_layout = createTensorLayoutNV(2);
+{task_loop_head}        tensorLayoutNV<2> a_layout = createTensorLayoutNV(2);
         a_layout = setTensorLayoutDimensionNV(a_layout, {a_dimensions});
         a_layout = setTensorLayoutStrideNV(a_layout, {a_stride}, 1u);
         tensorLayoutNV<2> b_layout = createTensorLayoutNV(2);
@@ -237,9 +230,9 @@ void main() {{
 ",
             input_type = glsl_type(self.input),
             output_type = glsl_type(output),
-            input_bytes = crate::codegen::storage_bytes(self.input),
             output_bytes = crate::codegen::storage_bytes(output),
             push_block = gemm_push_block(false),
+            task_loop_head = gemm_task_loop_head(crate::codegen::storage_bytes(self.input)),
             plain_loop = k_loop(""),
             clamped_loop = k_loop("_clamped"),
         )
