@@ -617,8 +617,8 @@ impl Problem {
     /// [`DotPrecision::Bf16x3`]) with each operand dense along one axis, the other strides and
     /// the base address 16-byte aligned. The subgroup kernel (`dot_cooperative.rs`, split f32
     /// too) needs M, N and K multiples of its tile and the device's 16x16x16 shape; the
-    /// workgroup-scope kernel (`dot_cooperative2.rs`, slower where both apply) takes any M, N
-    /// and K of at least one tile of C where the device offers its tile.
+    /// workgroup-scope kernel (`dot_cooperative2.rs`, opt-in, slower where both apply) takes
+    /// any M, N and K of at least one tile of C where the device offers its tile.
     fn cooperative_variants(&self) -> Vec<Variant> {
         let capabilities = self.a.tensor.device().capabilities();
         let aligned = |matrices: &Matrices| {
