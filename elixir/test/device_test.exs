@@ -10,6 +10,9 @@ defmodule Nx.Vulkan.DeviceTest do
       assert is_binary(device.name) and is_binary(device.driver)
       assert is_integer(device.subgroup_size)
       assert is_map(device.subgroup_operations)
+      assert is_integer(device.cooperative_matrix_shapes)
+      assert is_boolean(device.bfloat16_cooperative_matrix)
+      assert is_boolean(device.workgroup_cooperative_matrices)
     end
 
     assert Enum.any?(devices, &is_nil(&1.missing))

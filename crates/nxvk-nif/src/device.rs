@@ -104,6 +104,14 @@ fn capabilities_map<'a>(
             "cooperative_matrix_shapes",
             capabilities.cooperative_matrices.len().encode(env),
         ),
+        (
+            "bfloat16_cooperative_matrix",
+            capabilities.bfloat16_cooperative_matrix.encode(env),
+        ),
+        (
+            "workgroup_cooperative_matrices",
+            capabilities.cooperative_matrix2.is_some().encode(env),
+        ),
         ("unified_memory", capabilities.unified_memory.encode(env)),
     ];
     pairs.extend_from_slice(extra);
