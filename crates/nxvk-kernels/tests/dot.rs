@@ -31,6 +31,28 @@ struct Case {
     batch_b: Vec<usize>,
 }
 
+impl Case {
+    /// M, N and K: the products of A's free, B's free and the contracted sizes.
+    fn sizes(&self) -> (usize, usize, usize) {
+        let product = |shape: &[usize], keep: &dyn Fn(usize) -> bool| -> usize {
+            (0..shape.len())
+                .filter(|&axis| keep(axis))
+                .map(|axis| shape[axis])
+                .product()
+        };
+        let free = |shape: &[usize], contract: &[usize], batch: &[usize]| {
+            product(shape, &|axis| {
+                !contract.contains(&axis) && !batch.contains(&axis)
+            })
+        };
+        (
+            free(&self.a_shape, &self.contract_a, &self.batch_a),
+            free(&self.b_shape, &self.contract_b, &self.batch_b),
+            product(&self.a_shape, &|axis| self.contract_a.contains(&axis)),
+        )
+    }
+}
+
 fn shuffled(length: usize, rng: &mut SplitMix) -> Vec<usize> {
     let mut order: Vec<usize> = (0..length).collect();
     for index in (1..length).rev() {
@@ -645,52 +667,59 @@ fn cooperative_matrix_sized_problems(dtype: DType) {
             contract_b,
             batch_b,
         };
-        let (a, a_values) = input(dtype, &case.a_shape, a_view, false, &mut rng);
-        let (b, b_values) = input(dtype, &case.b_shape, ViewKind::Contiguous, false, &mut rng);
-        let run = || {
-            dot(
-                &a,
-                &case.contract_a,
-                &case.batch_a,
-                &b,
-                &case.contract_b,
-                &case.batch_b,
-            )
-        };
-        let size = |shape: &[usize], axes: &dyn Fn(usize) -> bool| -> usize {
-            (0..shape.len())
-                .filter(|&axis| axes(axis))
-                .map(|axis| shape[axis])
-                .product()
-        };
-        let k = size(&case.a_shape, &|axis| case.contract_a.contains(&axis));
-        let free = |shape: &[usize], contract: &[usize], batch: &[usize]| {
-            size(shape, &|axis| {
-                !contract.contains(&axis) && !batch.contains(&axis)
-            })
-        };
-        let m = free(&case.a_shape, &case.contract_a, &case.batch_a);
-        let n = free(&case.b_shape, &case.contract_b, &case.batch_b);
+        let (m, n, k) = case.sizes();
         // Multiples of both kernels' tiles (staged 128 x 128 x 32, direct 64 x 128 x 16).
         let fits_tiles = m % 128 == 0 && n % 128 == 0 && k % 32 == 0;
-        if uses_cooperative && fits_tiles {
-            // A driver error would quietly send the problem to the tiled kernel: the profile
-            // shows which kernel ran.
-            let profile = device().profile_dispatches(|| run().map(drop)).unwrap();
-            assert!(
-                profile
-                    .dispatches
-                    .iter()
-                    .any(|dispatch| dispatch.kernel.starts_with("gemm_coopmat")),
-                "{dtype} {case:?} ran {:?}",
-                profile.dispatches
-            );
-        }
-        let output = run().unwrap();
-        let (expected, magnitudes, k) = reference_dot(&case, &a_values, &b_values, dtype);
-        check_all(dtype, &read(&output), &expected, &magnitudes, k)
-            .unwrap_or_else(|why| panic!("{dtype} {case:?}: {why}"));
+        let expected = (uses_cooperative && fits_tiles).then_some(("gemm_coopmat", true));
+        check_sized_case(&device(), dtype, &case, a_view, expected, &mut rng, "");
     }
+}
+
+/// Runs `case` on `device` (A as `a_view`) and checks it against the reference. With
+/// `expected`, a kernel-name prefix and whether a dispatch of it must run: the profile shows
+/// which kernel ran (a driver error would quietly send the problem to another kernel).
+/// `label` names the configuration in failures.
+fn check_sized_case(
+    device: &std::sync::Arc<nxvk_core::Device>,
+    dtype: DType,
+    case: &Case,
+    a_view: ViewKind,
+    expected: Option<(&str, bool)>,
+    rng: &mut SplitMix,
+    label: &str,
+) {
+    let (a, a_values) = make_view_input(device, dtype, &case.a_shape, a_view, || {
+        dot_value(dtype, false, rng)
+    });
+    let (b, b_values) = make_view_input(device, dtype, &case.b_shape, ViewKind::Contiguous, || {
+        dot_value(dtype, false, rng)
+    });
+    let run = || {
+        dot(
+            &a,
+            &case.contract_a,
+            &case.batch_a,
+            &b,
+            &case.contract_b,
+            &case.batch_b,
+        )
+    };
+    if let Some((prefix, must_run)) = expected {
+        let profile = device.profile_dispatches(|| run().map(drop)).unwrap();
+        let ran = profile
+            .dispatches
+            .iter()
+            .any(|dispatch| dispatch.kernel.starts_with(prefix));
+        assert_eq!(
+            ran, must_run,
+            "{dtype} {case:?} {label}: {prefix} expected {must_run}, ran {:?}",
+            profile.dispatches
+        );
+    }
+    let output = run().unwrap();
+    let (expected, magnitudes, k) = reference_dot(case, &a_values, &b_values, dtype);
+    check_all(dtype, &read(&output), &expected, &magnitudes, k)
+        .unwrap_or_else(|why| panic!("{dtype} {case:?} {label}: {why}"));
 }
 
 /// f16 and bf16 problems of at least one workgroup tile whose M, N and K are not multiples of
@@ -788,39 +817,13 @@ fn workgroup_matrix_cases(
             contract_b,
             batch_b,
         };
-        let value = |rng: &mut SplitMix| dot_value(dtype, false, rng);
-        let (a, a_values) =
-            make_view_input(device, dtype, &case.a_shape, a_view, || value(&mut rng));
-        let (b, b_values) =
-            make_view_input(device, dtype, &case.b_shape, ViewKind::Contiguous, || {
-                value(&mut rng)
-            });
-        let run = || {
-            dot(
-                &a,
-                &case.contract_a,
-                &case.batch_a,
-                &b,
-                &case.contract_b,
-                &case.batch_b,
-            )
-        };
-        if device.capabilities().timestamp_period_ns.is_some() {
-            let profile = device.profile_dispatches(|| run().map(drop)).unwrap();
-            let ran_workgroup = profile
-                .dispatches
-                .iter()
-                .any(|dispatch| dispatch.kernel.starts_with("gemm_coopmat2"));
-            assert_eq!(
-                ran_workgroup, expect_workgroup,
-                "{dtype} {case:?} with coopmat2_tile={knob} ran {:?}",
-                profile.dispatches
-            );
-        }
-        let output = run().unwrap();
-        let (expected, magnitudes, k) = reference_dot(&case, &a_values, &b_values, dtype);
-        check_all(dtype, &read(&output), &expected, &magnitudes, k)
-            .unwrap_or_else(|why| panic!("{dtype} {case:?} coopmat2_tile={knob}: {why}"));
+        let expected = device
+            .capabilities()
+            .timestamp_period_ns
+            .is_some()
+            .then_some(("gemm_coopmat2", expect_workgroup));
+        let label = format!("coopmat2_tile={knob}");
+        check_sized_case(device, dtype, &case, a_view, expected, &mut rng, &label);
     }
 }
 
