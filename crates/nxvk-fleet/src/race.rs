@@ -98,6 +98,13 @@ pub const KNOBS: &[Knob] = &[
         about: "the f16 cooperative-matrix GEMM staging its tiles in shared memory",
     },
     Knob {
+        name: "coopmat2_tile",
+        arm_a: "off",
+        arm_b: "on",
+        workloads: &["hgemm_8104", "bf16gemm_8104"],
+        about: "f16/bf16 GEMMs off the cooperative kernel's tile on VK_NV_cooperative_matrix2's workgroup-scope matrices instead of the tiled template",
+    },
+    Knob {
         name: "f32_math_via_f64",
         arm_a: "off",
         arm_b: "on",
