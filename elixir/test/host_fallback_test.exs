@@ -73,7 +73,11 @@ defmodule Nx.Vulkan.HostFallbackTest do
     assert NIF.op_path(:binary, :add, ["f32", "f32"]) == {:ok, :gpu}
     assert NIF.op_path(:binary, :add, ["c64", "c64"]) == {:ok, :gpu}
     assert NIF.op_path(:unary, :negate, ["s16"]) == {:ok, :gpu}
-    assert NIF.op_path(:unary, :negate, ["u4"]) == {:ok, {:host, "u4"}}
+    # Sub-byte operands run on the GPU through wider integers, except ops whose result
+    # depends on the width.
+    assert NIF.op_path(:unary, :negate, ["u4"]) == {:ok, :gpu}
+    assert NIF.op_path(:binary, :add, ["s4", "s4"]) == {:ok, :gpu}
+    assert NIF.op_path(:unary, :population_count, ["u4"]) == {:ok, {:host, "u4"}}
     assert NIF.op_path(:reduce, :sum, ["f32"]) == {:ok, :gpu}
     assert NIF.op_path(:reduce, :sum, ["c64"]) == {:ok, :gpu}
     assert NIF.op_path(:reduce, :sum, ["u4"]) == {:ok, {:host, "u4"}}

@@ -3,8 +3,10 @@
 //! Every op goes through [`binary`] or [`unary`] (the named functions, `add`, `exp`, ..., are
 //! generated from the op table and only pick the op). An op runs on the GPU when its compute
 //! type and operand types have catalog kernels the device can run: the operands are cast to the
-//! compute type (the cast kernels), broadcast as views and handed to the op's kernel. Otherwise
-//! it takes the counted host fallback. Empty results dispatch nothing.
+//! compute type (the cast kernels), broadcast as views and handed to the op's kernel. Ops on
+//! sub-byte integers (s2, s4, u2, u4) run on the GPU through 32-bit integers
+//! (`sub_byte_widening`). Otherwise an op takes the counted host fallback. Empty results
+//! dispatch nothing.
 
 use crate::catalog::{
     binary_value_kernel, device_supports_value, dtype_of, unary_value_kernel, value_cast_kernel,
@@ -85,12 +87,23 @@ pub fn binary_path(
     capabilities: &Capabilities,
 ) -> Result<Path> {
     let types = binary_types(op, left, right, &[])?;
+    if let Some(widened) = sub_byte_widening(types.compute, &[left, right], false, capabilities) {
+        return binary_path(op, widened[0], widened[1], capabilities);
+    }
     Ok(plan_binary(op, types.compute, &[left, right], capabilities))
 }
 
 /// Where `op` on an operand of type `input` runs on a device with `capabilities`.
 pub fn unary_path(op: UnaryOp, input: DType, capabilities: &Capabilities) -> Result<Path> {
     let types = unary_types(op, input, &[])?;
+    if let Some(widened) = sub_byte_widening(
+        types.compute,
+        &[input],
+        is_width_dependent(op),
+        capabilities,
+    ) {
+        return unary_path(op, widened[0], capabilities);
+    }
     Ok(plan_unary(op, types.compute, &[input], capabilities))
 }
 
@@ -136,6 +149,56 @@ pub(crate) fn cast_on_gpu(op: &'static str, tensor: &Tensor, dtype: DType) -> Re
     Ok(output)
 }
 
+/// Unary ops whose integer results depend on the type's width.
+fn is_width_dependent(op: UnaryOp) -> bool {
+    matches!(op, UnaryOp::CountLeadingZeros | UnaryOp::PopulationCount)
+}
+
+fn is_sub_byte(dtype: DType) -> bool {
+    matches!(dtype, DType::S2 | DType::S4 | DType::U2 | DType::U4)
+}
+
+/// The native types an op's sub-byte integer operands (s2, s4, u2, u4) are converted to on the
+/// GPU (`narrow_types.rs`) before the op runs on them, one per input; the result is converted
+/// back to the op's result type. A sub-byte compute type widens both operands to s32 or u32:
+/// integer results wrap back to the narrow type as they wrap in it (the low bits of a sum,
+/// product, shift or negation do not depend on the width, and quotients, remainders,
+/// comparisons and min/max of values that fit are the same). Otherwise (a sub-byte operand of
+/// an op computing in a native or complex type) each sub-byte operand becomes s8 or u8, which
+/// holds its values and promotes to the same compute type or a wider integer whose wrapped
+/// result is the same. `None`: no sub-byte operand, or a case that keeps the host fallback:
+/// ops whose result depends on the width (`width_dependent`: count_leading_zeros,
+/// population_count), 8-bit floats among the types, or a device that cannot convert.
+fn sub_byte_widening(
+    compute: DType,
+    inputs: &[DType],
+    width_dependent: bool,
+    capabilities: &Capabilities,
+) -> Option<Vec<DType>> {
+    let types = || inputs.iter().copied().chain([compute]);
+    if !types().any(is_sub_byte)
+        || types().any(|dtype| matches!(dtype, DType::F8E5M2 | DType::F8E4M3FN))
+        || width_dependent && is_sub_byte(compute)
+    {
+        return None;
+    }
+    let signed = |dtype: DType| dtype.class() == nxvk_core::DTypeClass::SignedInt;
+    let widened: Vec<DType> = inputs
+        .iter()
+        .map(|&input| match (is_sub_byte(compute), is_sub_byte(input)) {
+            (true, _) if signed(compute) => DType::S32,
+            (true, _) => DType::U32,
+            (false, true) if signed(input) => DType::S8,
+            (false, true) => DType::U8,
+            (false, false) => input,
+        })
+        .collect();
+    let converts = inputs.iter().zip(&widened).all(|(&from, &to)| {
+        from == to || !is_sub_byte(from) || crate::narrow_types::converts(from, to, capabilities)
+    });
+    converts.then_some(widened)
+}
+
 /// Runs a binary op with Nx's broadcasting and type promotion.
 pub fn binary(op: BinaryOp, left: &Tensor, right: &Tensor) -> Result<Tensor> {
     let name = op.name();
@@ -150,6 +213,15 @@ pub fn binary(op: BinaryOp, left: &Tensor, right: &Tensor) -> Result<Tensor> {
     let device = left.device();
     if shape.iter().product::<usize>() == 0 {
         return Tensor::empty(device, result, &shape);
+    }
+    let inputs = [left.dtype(), right.dtype()];
+    if let Some(widened) = sub_byte_widening(compute, &inputs, false, device.capabilities()) {
+        let wide_result = binary(
+            op,
+            &as_type(left, widened[0])?,
+            &as_type(right, widened[1])?,
+        )?;
+        return as_type(&wide_result, result);
     }
     match plan_binary(
         op,
@@ -185,6 +257,14 @@ pub fn unary(op: UnaryOp, input: &Tensor) -> Result<Tensor> {
     let device = input.device();
     if input.n_elements() == 0 {
         return Tensor::empty(device, result, input.shape());
+    }
+    if let Some(widened) = sub_byte_widening(
+        compute,
+        &[input.dtype()],
+        is_width_dependent(op),
+        device.capabilities(),
+    ) {
+        return as_type(&unary(op, &as_type(input, widened[0])?)?, result);
     }
     match plan_unary(op, compute, &[input.dtype()], device.capabilities()) {
         Path::Gpu => {

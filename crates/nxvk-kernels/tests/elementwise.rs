@@ -420,6 +420,38 @@ proptest! {
         }
     }
 
+    /// Sub-byte integers: every op, on two operands of the type and mixed with a native type,
+    /// runs on the GPU through wider integers (`ops.rs`, `sub_byte_widening`) and matches the
+    /// reference computing in the narrow type; only the ops whose result depends on the width
+    /// (count_leading_zeros, population_count) count host fallbacks.
+    #[test]
+    fn sub_byte_ops_match_the_reference_on_the_gpu(case in case()) {
+        let mut rng = SplitMix(case.seed);
+        let width_dependent = ["count_leading_zeros", "population_count"];
+        for dtype in [DType::S2, DType::S4, DType::U2, DType::U4] {
+            for &op in BinaryOp::ALL {
+                for other in [dtype, DType::S8, DType::F32] {
+                    if binary_types(op, dtype, other, &[]).is_err() {
+                        continue;
+                    }
+                    let before = common::fallbacks(op.name(), dtype);
+                    check_binary(op, dtype, other, &case, &mut rng).map_err(TestCaseError::fail)?;
+                    prop_assert_eq!(common::fallbacks(op.name(), dtype), before, "{} {}", op.name(), dtype);
+                }
+            }
+            for &op in UnaryOp::ALL {
+                if unary_types(op, dtype, &[]).is_err() {
+                    continue;
+                }
+                let before = common::fallbacks(op.name(), dtype);
+                check_unary(op, dtype, &case.shape, case.left_view, &mut rng).map_err(TestCaseError::fail)?;
+                if !width_dependent.contains(&op.name()) {
+                    prop_assert_eq!(common::fallbacks(op.name(), dtype), before, "{} {}", op.name(), dtype);
+                }
+            }
+        }
+    }
+
     #[test]
     fn casts_match_nx_as_type_between_every_native_pair(case in case()) {
         let device = device();

@@ -34,10 +34,11 @@ fn complex_reductions_run_on_the_gpu_uncounted() {
 }
 
 #[test]
-fn sub_byte_ops_run_on_the_host_with_nx_packing() {
+fn sub_byte_ops_run_on_the_gpu_with_nx_packing() {
     let _serial = SERIAL.lock().unwrap();
     let device = device();
-    let before = fallbacks("add", DType::S4);
+    let before = device.counters().total_host_fallbacks();
+    let zeros_before = fallbacks("count_leading_zeros", DType::S4);
     let values: Vec<Value> = [7, -8, 3, -1].into_iter().map(Value::Int).collect();
     let a = Tensor::from_bytes(
         &device,
@@ -57,16 +58,24 @@ fn sub_byte_ops_run_on_the_host_with_nx_packing() {
     assert_eq!(sum.dtype(), DType::S4);
     let expected: Vec<Value> = [-8, -7, 4, 0].into_iter().map(Value::Int).collect();
     assert_eq!(read(&sum), expected, "s4 wraps like Nx");
-    assert_eq!(fallbacks("add", DType::S4), before + 1);
     // A strided view of a packed tensor goes through the same path.
     let reversed = a.reshape(&[2, 2]).unwrap().transpose(&[1, 0]).unwrap();
     let negated = ops::negate(&reversed).unwrap();
     let expected: Vec<Value> = [-7, -3, -8, 1].into_iter().map(Value::Int).collect();
     assert_eq!(read(&negated), expected);
-    // u2 mixed with f32 promotes to f32 on the host.
+    // u2 mixed with f32 promotes to f32.
     let u2 = Tensor::from_bytes(&device, DType::U2, &[3], &[0b11_01_10_00]).unwrap();
     let scaled = ops::multiply(&u2, &Tensor::from_slice(&device, &[], &[0.5f32]).unwrap()).unwrap();
     assert_eq!(scaled.to_vec::<f32>().unwrap(), vec![1.5, 0.5, 1.0]);
+    assert_eq!(device.counters().total_host_fallbacks(), before);
+    // The null arm: an op whose result depends on the width still takes the counted fallback.
+    let leading_zeros = ops::count_leading_zeros(&a).unwrap();
+    let expected: Vec<Value> = [1, 0, 2, 0].into_iter().map(Value::Int).collect();
+    assert_eq!(read(&leading_zeros), expected, "zeros of 4-bit values");
+    assert_eq!(
+        fallbacks("count_leading_zeros", DType::S4),
+        zeros_before + 1
+    );
 }
 
 #[test]

@@ -33,16 +33,17 @@ fn strict_raise_refuses_fallbacks_and_keeps_gpu_ops() {
     );
     // Refused even though `* s4` is on the allowlist.
     assert!(nxvk_kernels::is_allowlisted("sum", DType::S4));
-    // Element-wise ops on packed sub-byte tensors are fallbacks as well, refused the same way
-    // (their casts run on the GPU).
+    // Element-wise ops on packed sub-byte tensors run on the GPU, except those whose result
+    // depends on the width, which are fallbacks refused the same way.
     let packed = Tensor::from_bytes(&device, DType::U4, &[2], &[0x12]).unwrap();
     assert!(ops::as_type(&packed, DType::F32).is_ok());
-    let error = ops::negate(&packed).unwrap_err();
+    assert!(ops::negate(&packed).is_ok());
+    let error = ops::population_count(&packed).unwrap_err();
     assert!(
         matches!(
             error,
             Error::HostFallbackRefused {
-                op: "negate",
+                op: "population_count",
                 dtype: DType::U4,
                 ..
             }
