@@ -274,6 +274,18 @@ fn write_function(from: Stored, to: Stored) -> (String, &'static str) {
             "uint nx_apply(T a) { return nx_float_to_e5m2(float(a)); }".to_owned(),
             "",
         ),
+        // Nx writes E4M3FN from the f64 itself: an f64 rounded to the nearest f32 first could
+        // reach a power of two or a rounding midpoint from below (0.99999999 would write 1.0,
+        // not 0.9375); toward zero it cannot, and the rest of the rule needs no more bits.
+        Stored::E4M3FN if intermediate == Elem::F64 => (
+            "uint nx_apply(T a) {
+    float toward_zero = float(a);
+    if (abs(double(toward_zero)) > abs(a)) toward_zero = uintBitsToFloat(floatBitsToUint(toward_zero) - 1u);
+    return nx_float_to_e4m3fn(toward_zero);
+}"
+            .to_owned(),
+            "",
+        ),
         Stored::E4M3FN => (
             "uint nx_apply(T a) { return nx_float_to_e4m3fn(float(a)); }".to_owned(),
             "",

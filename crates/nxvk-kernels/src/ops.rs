@@ -4,8 +4,8 @@
 //! generated from the op table and only pick the op). An op runs on the GPU when its compute
 //! type and operand types have catalog kernels the device can run: the operands are cast to the
 //! compute type (the cast kernels), broadcast as views and handed to the op's kernel. Ops on
-//! sub-byte integers (s2, s4, u2, u4) run on the GPU through 32-bit integers
-//! (`sub_byte_widening`). Otherwise an op takes the counted host fallback. Empty results
+//! sub-byte integers (s2, s4, u2, u4) and 8-bit floats run on the GPU through wider native
+//! types (`narrow_widening`). Otherwise an op takes the counted host fallback. Empty results
 //! dispatch nothing.
 
 use crate::catalog::{
@@ -87,7 +87,7 @@ pub fn binary_path(
     capabilities: &Capabilities,
 ) -> Result<Path> {
     let types = binary_types(op, left, right, &[])?;
-    if let Some(widened) = sub_byte_widening(types.compute, &[left, right], false, capabilities) {
+    if let Some(widened) = narrow_widening(types.compute, &[left, right], false, capabilities) {
         return binary_path(op, widened[0], widened[1], capabilities);
     }
     Ok(plan_binary(op, types.compute, &[left, right], capabilities))
@@ -96,7 +96,7 @@ pub fn binary_path(
 /// Where `op` on an operand of type `input` runs on a device with `capabilities`.
 pub fn unary_path(op: UnaryOp, input: DType, capabilities: &Capabilities) -> Result<Path> {
     let types = unary_types(op, input, &[])?;
-    if let Some(widened) = sub_byte_widening(
+    if let Some(widened) = narrow_widening(
         types.compute,
         &[input],
         is_width_dependent(op),
@@ -158,45 +158,92 @@ fn is_sub_byte(dtype: DType) -> bool {
     matches!(dtype, DType::S2 | DType::S4 | DType::U2 | DType::U4)
 }
 
-/// The native types an op's sub-byte integer operands (s2, s4, u2, u4) are converted to on the
-/// GPU (`narrow_types.rs`) before the op runs on them, one per input; the result is converted
-/// back to the op's result type. A sub-byte compute type widens both operands to s32 or u32:
-/// integer results wrap back to the narrow type as they wrap in it (the low bits of a sum,
-/// product, shift or negation do not depend on the width, and quotients, remainders,
-/// comparisons and min/max of values that fit are the same). Otherwise (a sub-byte operand of
-/// an op computing in a native or complex type) each sub-byte operand becomes s8 or u8, which
-/// holds its values and promotes to the same compute type or a wider integer whose wrapped
-/// result is the same. `None`: no sub-byte operand, or a case that keeps the host fallback:
-/// ops whose result depends on the width (`width_dependent`: count_leading_zeros,
-/// population_count), 8-bit floats among the types, or a device that cannot convert.
-fn sub_byte_widening(
+fn is_f8(dtype: DType) -> bool {
+    matches!(dtype, DType::F8E5M2 | DType::F8E4M3FN)
+}
+
+/// The native types an op's narrow operands (sub-byte integers s2, s4, u2, u4; 8-bit floats)
+/// are converted to on the GPU (`narrow_types.rs`, through [`widen`]) before the op runs on
+/// them, one per input; the result is converted back to the op's result type (8-bit floats
+/// with Nx.Floating's rounding).
+/// - A sub-byte compute type widens both operands to s32 or u32: integer results wrap back to
+///   the narrow type as they wrap in it (the low bits of a sum, product, shift or negation do
+///   not depend on the width, and quotients, remainders, comparisons and min/max of values
+///   that fit are the same).
+/// - An 8-bit float compute type widens both operands to f64, as Nx.BinaryBackend computes
+///   them, then rounds once to 8 bits. (f32, on devices without shaderFloat64, gives the same
+///   sums, products, quotients and square roots, but may round a transcendental up to a power
+///   of two, which E4M3FN's no-carry rounding then writes an ulp away: erf(-5.5).)
+/// - Otherwise (a narrow operand of an op computing in a native or complex type) each sub-byte
+///   operand becomes s8 or u8 and each 8-bit float f32, which hold their values and promote
+///   to the same compute type or a wider one whose wrapped or rounded result is the same.
+///
+/// `None`: no narrow type, or a case that keeps the host fallback: ops whose result depends
+/// on the width (`width_dependent`: count_leading_zeros, population_count) of a sub-byte
+/// type, or a device that cannot convert.
+fn narrow_widening(
     compute: DType,
     inputs: &[DType],
     width_dependent: bool,
     capabilities: &Capabilities,
 ) -> Option<Vec<DType>> {
-    let types = || inputs.iter().copied().chain([compute]);
-    if !types().any(is_sub_byte)
-        || types().any(|dtype| matches!(dtype, DType::F8E5M2 | DType::F8E4M3FN))
+    let narrow = |dtype: DType| is_sub_byte(dtype) || is_f8(dtype);
+    if !inputs.iter().copied().chain([compute]).any(narrow)
         || width_dependent && is_sub_byte(compute)
     {
         return None;
     }
     let signed = |dtype: DType| dtype.class() == nxvk_core::DTypeClass::SignedInt;
+    let f8_compute = if crate::catalog::device_supports(capabilities, Elem::F64) {
+        DType::F64
+    } else {
+        DType::F32
+    };
     let widened: Vec<DType> = inputs
         .iter()
-        .map(|&input| match (is_sub_byte(compute), is_sub_byte(input)) {
-            (true, _) if signed(compute) => DType::S32,
-            (true, _) => DType::U32,
-            (false, true) if signed(input) => DType::S8,
-            (false, true) => DType::U8,
-            (false, false) => input,
+        .map(|&input| {
+            if is_f8(compute) {
+                f8_compute
+            } else if is_f8(input) {
+                DType::F32
+            } else if is_sub_byte(compute) {
+                if signed(compute) {
+                    DType::S32
+                } else {
+                    DType::U32
+                }
+            } else if is_sub_byte(input) {
+                if signed(input) { DType::S8 } else { DType::U8 }
+            } else {
+                input
+            }
         })
         .collect();
-    let converts = inputs.iter().zip(&widened).all(|(&from, &to)| {
-        from == to || !is_sub_byte(from) || crate::narrow_types::converts(from, to, capabilities)
+    // Operands pass through a narrow compute type first (`widen`).
+    let converts = |from: DType, to: DType| {
+        from == to
+            || !narrow(from) && !narrow(to)
+            || crate::narrow_types::converts(from, to, capabilities)
+    };
+    let all_convert = inputs.iter().zip(&widened).all(|(&from, &to)| {
+        if narrow(compute) {
+            converts(from, compute) && converts(compute, to)
+        } else {
+            converts(from, to)
+        }
     });
-    converts.then_some(widened)
+    all_convert.then_some(widened)
+}
+
+/// `operand` as `wide` (from [`narrow_widening`]): through the compute type first when that
+/// is narrow, since Nx casts operands to the compute type (an f32 operand of an op computing in
+/// f8 is rounded to f8 first).
+fn widen(operand: &Tensor, compute: DType, wide: DType) -> Result<Tensor> {
+    if is_sub_byte(compute) || is_f8(compute) {
+        as_type(&as_type(operand, compute)?, wide)
+    } else {
+        as_type(operand, wide)
+    }
 }
 
 /// Runs a binary op with Nx's broadcasting and type promotion.
@@ -215,11 +262,11 @@ pub fn binary(op: BinaryOp, left: &Tensor, right: &Tensor) -> Result<Tensor> {
         return Tensor::empty(device, result, &shape);
     }
     let inputs = [left.dtype(), right.dtype()];
-    if let Some(widened) = sub_byte_widening(compute, &inputs, false, device.capabilities()) {
+    if let Some(widened) = narrow_widening(compute, &inputs, false, device.capabilities()) {
         let wide_result = binary(
             op,
-            &as_type(left, widened[0])?,
-            &as_type(right, widened[1])?,
+            &widen(left, compute, widened[0])?,
+            &widen(right, compute, widened[1])?,
         )?;
         return as_type(&wide_result, result);
     }
@@ -258,13 +305,13 @@ pub fn unary(op: UnaryOp, input: &Tensor) -> Result<Tensor> {
     if input.n_elements() == 0 {
         return Tensor::empty(device, result, input.shape());
     }
-    if let Some(widened) = sub_byte_widening(
+    if let Some(widened) = narrow_widening(
         compute,
         &[input.dtype()],
         is_width_dependent(op),
         device.capabilities(),
     ) {
-        return as_type(&unary(op, &as_type(input, widened[0])?)?, result);
+        return as_type(&unary(op, &widen(input, compute, widened[0])?)?, result);
     }
     match plan_unary(op, compute, &[input.dtype()], device.capabilities()) {
         Path::Gpu => {

@@ -420,17 +420,19 @@ proptest! {
         }
     }
 
-    /// Sub-byte integers: every op, on two operands of the type and mixed with a native type,
-    /// runs on the GPU through wider integers (`ops.rs`, `sub_byte_widening`) and matches the
-    /// reference computing in the narrow type; only the ops whose result depends on the width
-    /// (count_leading_zeros, population_count) count host fallbacks.
+    /// Narrow types (sub-byte integers, 8-bit floats): every op, on two operands of the type
+    /// and mixed with native and narrow types, runs on the GPU through wider native types
+    /// (`ops.rs`, `narrow_widening`) and matches the reference computing in the narrow type;
+    /// only the ops whose result depends on the width (count_leading_zeros,
+    /// population_count) count host fallbacks.
     #[test]
-    fn sub_byte_ops_match_the_reference_on_the_gpu(case in case()) {
+    fn narrow_ops_match_the_reference_on_the_gpu(case in case()) {
         let mut rng = SplitMix(case.seed);
         let width_dependent = ["count_leading_zeros", "population_count"];
-        for dtype in [DType::S2, DType::S4, DType::U2, DType::U4] {
+        let narrow = [DType::S2, DType::S4, DType::U2, DType::U4, DType::F8E5M2, DType::F8E4M3FN];
+        for dtype in narrow {
             for &op in BinaryOp::ALL {
-                for other in [dtype, DType::S8, DType::F32] {
+                for other in [dtype, DType::S8, DType::F32, DType::BF16, DType::S4, DType::F8E5M2] {
                     if binary_types(op, dtype, other, &[]).is_err() {
                         continue;
                     }
