@@ -126,6 +126,8 @@ impl Capabilities {
         let features = physical.supported_features();
         let extensions = physical.supported_extensions();
         let memory = physical.memory_properties();
+        // Probed once: the features newer than vulkano (raw queries).
+        let newer = newer_features::probe(physical);
 
         let device_local_heap_bytes = memory
             .memory_heaps
@@ -231,9 +233,12 @@ impl Capabilities {
             } else {
                 Vec::new()
             },
-            bfloat16_cooperative_matrix: newer_features::probe(physical)
-                .bfloat16_cooperative_matrix,
-            cooperative_matrix2: newer_features::query_cooperative_matrix2(physical),
+            bfloat16_cooperative_matrix: newer.bfloat16_cooperative_matrix,
+            cooperative_matrix2: if newer.cooperative_matrix2 {
+                newer_features::query_cooperative_matrix2(physical)
+            } else {
+                None
+            },
             unified_memory,
             host_visible_device_local,
             timestamp_period_ns: (queue_has_timestamps

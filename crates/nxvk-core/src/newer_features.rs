@@ -189,11 +189,9 @@ pub(crate) fn probe(physical: &PhysicalDevice) -> NewerFeatures {
     }
 }
 
-/// VK_NV_cooperative_matrix2's limits and flexible shapes, where [`probe`] found its features.
+/// VK_NV_cooperative_matrix2's limits and flexible shapes on a device where [`probe`] found
+/// its features (the caller checks).
 pub(crate) fn query_cooperative_matrix2(physical: &PhysicalDevice) -> Option<CooperativeMatrix2> {
-    if !probe(physical).cooperative_matrix2 {
-        return None;
-    }
     let mut limits = CooperativeMatrix2Properties {
         s_type: vk::StructureType::from_raw(COOPERATIVE_MATRIX2_PROPERTIES_STRUCTURE),
         p_next: std::ptr::null_mut(),

@@ -162,6 +162,11 @@ fn is_f8(dtype: DType) -> bool {
     matches!(dtype, DType::F8E5M2 | DType::F8E4M3FN)
 }
 
+/// The types `narrow_types.rs` converts and [`narrow_widening`] widens.
+fn is_narrow(dtype: DType) -> bool {
+    is_sub_byte(dtype) || is_f8(dtype)
+}
+
 /// The native types an op's narrow operands (sub-byte integers s2, s4, u2, u4; 8-bit floats)
 /// are converted to on the GPU (`narrow_types.rs`, through [`widen`]) before the op runs on
 /// them, one per input; the result is converted back to the op's result type (8-bit floats
@@ -187,8 +192,7 @@ fn narrow_widening(
     width_dependent: bool,
     capabilities: &Capabilities,
 ) -> Option<Vec<DType>> {
-    let narrow = |dtype: DType| is_sub_byte(dtype) || is_f8(dtype);
-    if !inputs.iter().copied().chain([compute]).any(narrow)
+    if !inputs.iter().copied().chain([compute]).any(is_narrow)
         || width_dependent && is_sub_byte(compute)
     {
         return None;
@@ -222,11 +226,11 @@ fn narrow_widening(
     // Operands pass through a narrow compute type first (`widen`).
     let converts = |from: DType, to: DType| {
         from == to
-            || !narrow(from) && !narrow(to)
+            || !is_narrow(from) && !is_narrow(to)
             || crate::narrow_types::converts(from, to, capabilities)
     };
     let all_convert = inputs.iter().zip(&widened).all(|(&from, &to)| {
-        if narrow(compute) {
+        if is_narrow(compute) {
             converts(from, compute) && converts(compute, to)
         } else {
             converts(from, to)
@@ -239,7 +243,7 @@ fn narrow_widening(
 /// is narrow, since Nx casts operands to the compute type (an f32 operand of an op computing in
 /// f8 is rounded to f8 first).
 fn widen(operand: &Tensor, compute: DType, wide: DType) -> Result<Tensor> {
-    if is_sub_byte(compute) || is_f8(compute) {
+    if is_narrow(compute) {
         as_type(&as_type(operand, compute)?, wide)
     } else {
         as_type(operand, wide)
